@@ -1,0 +1,1 @@
+"""Numba kernels over plain arrays. Nothing in this sub-package knows about PyMC."""

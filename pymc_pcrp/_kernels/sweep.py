@@ -1,0 +1,388 @@
+"""The pCRP collapsed Gibbs sweep (Algorithm 1 of Lu, Li & Dunson, 2018) in numba.
+
+Everything here works on plain arrays. The state of a sweep is a
+:class:`SweepState` of per-cluster sufficient statistics kept in *slots*:
+
+* ``labels[i]`` is the slot of point ``i``;
+* ``order[:k[0]]`` lists the occupied slots and ``order[k[0]:]`` the free ones,
+  ``where[slot]`` is the position of a slot in ``order``: opening or closing a
+  cluster is O(1) and never renumbers points;
+* for each slot: ``counts``, ``sums`` (sum of centred points), ``sumsq`` (sum of
+  their outer products), ``chol`` (lower Cholesky factor of ``Psi_n``) and
+  ``logdet`` (``log|Psi_n|``).
+
+A point update costs ``O(K D^2)``: one triangular solve per occupied cluster to
+score it, then one rank-one Cholesky update for the cluster it joins (and a
+downdate for the one it left). The data must be centred at the prior mean
+(see :mod:`pymc_pcrp._kernels.niw`).
+
+The stationary distribution of the sweep is
+
+    p(z | X) ∝ alpha^K prod_k Gamma(n_k)^r prod_k m(X_k)
+
+(design.md section 1), because each update draws from the full conditional
+of that joint.
+"""
+
+import math
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.niw import (
+    chol_rank_one,
+    cholesky_lower,
+    log_det_chol,
+    log_marginal_from_logdet,
+    predictive_constants,
+    scale_matrix,
+)
+
+__all__ = [
+    "NIWParams",
+    "SweepState",
+    "conditional_log_weights",
+    "gibbs_sweeps",
+    "init_state",
+    "log_joint",
+    "make_params",
+]
+
+
+class SweepState(NamedTuple):
+    """Mutable state of the sweep; see the module docstring for the fields."""
+
+    labels: np.ndarray
+    counts: np.ndarray
+    sums: np.ndarray
+    sumsq: np.ndarray
+    chol: np.ndarray
+    logdet: np.ndarray
+    order: np.ndarray
+    where: np.ndarray
+    k: np.ndarray
+
+
+class NIWParams(NamedTuple):
+    """Fixed parameters of a sweep: the pCRP prior and the NIW prior (centred)."""
+
+    log_alpha: float
+    power: float
+    kappa0: float
+    nu0: float
+    psi0: np.ndarray
+    chol0: np.ndarray
+    logdet0: float
+
+
+def make_params(alpha: float, power: float, kappa0: float, nu0: float, psi0) -> NIWParams:
+    """Build :class:`NIWParams`, factorising ``psi0`` once.
+
+    ``psi0`` may have shape ``(0, 0)``: the sweep then has no likelihood and
+    samples the pCRP prior itself.
+    """
+    psi0 = np.ascontiguousarray(psi0, dtype=np.float64)
+    chol0 = np.linalg.cholesky(psi0) if psi0.size else np.zeros((0, 0))
+    logdet0 = 2.0 * float(np.sum(np.log(np.diag(chol0))))
+    return NIWParams(
+        math.log(alpha), float(power), float(kappa0), float(nu0), psi0, chol0, logdet0
+    )
+
+
+@numba.njit(**NJIT_KWARGS)
+def _refresh_slot(state: SweepState, slot: int, params: NIWParams, buf: np.ndarray) -> None:
+    """Recompute the Cholesky factor of one slot from its sums (drift control)."""
+    scale_matrix(
+        state.counts[slot], state.sums[slot], state.sumsq[slot], params.kappa0, params.psi0, buf
+    )
+    if not cholesky_lower(buf, state.chol[slot]):
+        raise FloatingPointError("posterior scale matrix lost positive definiteness")
+    state.logdet[slot] = log_det_chol(state.chol[slot])
+
+
+@numba.njit(**NJIT_KWARGS)
+def init_state(xc: np.ndarray, labels: np.ndarray, params: NIWParams) -> SweepState:
+    """Build a fresh :class:`SweepState` from centred data and labels ``0..K-1``."""
+    n, d = xc.shape
+    cap = n + 1
+    counts = np.zeros(cap, dtype=np.int64)
+    sums = np.zeros((cap, d))
+    sumsq = np.zeros((cap, d, d))
+    chol = np.zeros((cap, d, d))
+    logdet = np.zeros(cap)
+    order = np.arange(cap)
+    where = np.arange(cap)
+    k = np.zeros(1, dtype=np.int64)
+    state = SweepState(labels.copy(), counts, sums, sumsq, chol, logdet, order, where, k)
+    for i in range(n):
+        slot = labels[i]
+        counts[slot] += 1
+        for a in range(d):
+            sums[slot, a] += xc[i, a]
+            for b in range(d):
+                sumsq[slot, a, b] += xc[i, a] * xc[i, b]
+    buf = np.empty((d, d))
+    # Occupied slots first in ``order``: swap each into the occupied prefix.
+    for slot in range(cap):
+        if counts[slot] > 0:
+            _open_slot_at(state, slot)
+            _refresh_slot(state, slot, params, buf)
+    return state
+
+
+@numba.njit(**NJIT_KWARGS)
+def _open_slot_at(state: SweepState, slot: int) -> None:
+    """Move ``slot`` into the occupied prefix of ``order``."""
+    k = state.k[0]
+    pos = state.where[slot]
+    other = state.order[k]
+    state.order[k] = slot
+    state.order[pos] = other
+    state.where[slot] = k
+    state.where[other] = pos
+    state.k[0] = k + 1
+
+
+@numba.njit(**NJIT_KWARGS)
+def _close_slot(state: SweepState, slot: int) -> None:
+    """Move an emptied ``slot`` out of the occupied prefix of ``order``."""
+    last = state.k[0] - 1
+    pos = state.where[slot]
+    other = state.order[last]
+    state.order[last] = slot
+    state.order[pos] = other
+    state.where[slot] = last
+    state.where[other] = pos
+    state.k[0] = last
+
+
+@numba.njit(**NJIT_KWARGS)
+def _remove_point(
+    state: SweepState, x: np.ndarray, slot: int, params: NIWParams, v: np.ndarray, buf: np.ndarray
+) -> None:
+    """Take a point out of ``slot``, downdating its statistics."""
+    d = x.shape[0]
+    n = state.counts[slot]
+    if n == 1:
+        state.counts[slot] = 0
+        state.sums[slot, :] = 0.0
+        state.sumsq[slot, :, :] = 0.0
+        _close_slot(state, slot)
+        return
+    kappa_n = params.kappa0 + n
+    # Psi_{n-1} = Psi_n - kappa_n / kappa_{n-1} (x - mu_n)(x - mu_n)^T
+    c = math.sqrt(kappa_n / (kappa_n - 1.0))
+    for a in range(d):
+        v[a] = c * (x[a] - state.sums[slot, a] / kappa_n)
+    state.counts[slot] = n - 1
+    for a in range(d):
+        state.sums[slot, a] -= x[a]
+        for b in range(d):
+            state.sumsq[slot, a, b] -= x[a] * x[b]
+    if chol_rank_one(state.chol[slot], v, -1.0):
+        state.logdet[slot] = log_det_chol(state.chol[slot])
+    else:
+        _refresh_slot(state, slot, params, buf)
+
+
+@numba.njit(**NJIT_KWARGS)
+def _add_point(
+    state: SweepState, x: np.ndarray, slot: int, params: NIWParams, v: np.ndarray
+) -> None:
+    """Put a point into ``slot`` (opening it if empty), updating its statistics."""
+    d = x.shape[0]
+    n = state.counts[slot]
+    if n == 0:
+        _open_slot_at(state, slot)
+        state.chol[slot, :, :] = params.chol0
+    kappa_n = params.kappa0 + n
+    # Psi_{n+1} = Psi_n + kappa_n / (kappa_n + 1) (x - mu_n)(x - mu_n)^T
+    c = math.sqrt(kappa_n / (kappa_n + 1.0))
+    for a in range(d):
+        v[a] = c * (x[a] - state.sums[slot, a] / kappa_n)
+    chol_rank_one(state.chol[slot], v, 1.0)
+    state.logdet[slot] = log_det_chol(state.chol[slot])
+    state.counts[slot] = n + 1
+    for a in range(d):
+        state.sums[slot, a] += x[a]
+        for b in range(d):
+            state.sumsq[slot, a, b] += x[a] * x[b]
+
+
+@numba.njit(**NJIT_KWARGS)
+def _mahalanobis(chol: np.ndarray, x: np.ndarray, s: np.ndarray, kappa_n: float,
+                 y: np.ndarray) -> float:
+    """Return ``||L^{-1}(x - s / kappa_n)||^2`` by forward substitution."""
+    d = x.shape[0]
+    acc = 0.0
+    for a in range(d):
+        t = x[a] - s[a] / kappa_n
+        for b in range(a):
+            t -= chol[a, b] * y[b]
+        t /= chol[a, a]
+        y[a] = t
+        acc += t * t
+    return acc
+
+
+@numba.njit(**NJIT_KWARGS)
+def _log_weights(
+    state: SweepState,
+    x: np.ndarray,
+    params: NIWParams,
+    log_new: float,
+    pred_const: np.ndarray,
+    out: np.ndarray,
+    y: np.ndarray,
+) -> int:
+    """Log weights of every occupied cluster (``out[:K]``) and a new one (``out[K]``).
+
+    ``log_new`` is the precomputed ``log alpha + log prior predictive(x)``.
+    Returns ``K``.
+    """
+    k = state.k[0]
+    nu0 = params.nu0
+    for p in range(k):
+        slot = state.order[p]
+        n = state.counts[slot]
+        kappa_n = params.kappa0 + n
+        u = _mahalanobis(state.chol[slot], x, state.sums[slot], kappa_n, y)
+        out[p] = (
+            params.power * math.log(n)
+            + pred_const[n]
+            - 0.5 * state.logdet[slot]
+            - 0.5 * (nu0 + n + 1.0) * math.log1p(u * kappa_n / (kappa_n + 1.0))
+        )
+    out[k] = log_new
+    return k
+
+
+@numba.njit(**NJIT_KWARGS)
+def _new_cluster_log_weights(xc: np.ndarray, params: NIWParams) -> np.ndarray:
+    """``log alpha + log prior predictive`` for every point (fixed across sweeps)."""
+    n, d = xc.shape
+    pred_const = predictive_constants(0, d, params.kappa0, params.nu0)
+    out = np.empty(n)
+    y = np.empty(d)
+    zero = np.zeros(d)
+    c = params.kappa0 / (params.kappa0 + 1.0)
+    for i in range(n):
+        u = _mahalanobis(params.chol0, xc[i], zero, params.kappa0, y)
+        out[i] = (
+            params.log_alpha
+            + pred_const[0]
+            - 0.5 * params.logdet0
+            - 0.5 * (params.nu0 + 1.0) * math.log1p(u * c)
+        )
+    return out
+
+
+@numba.njit(**NJIT_KWARGS)
+def _sample_log_weights(rng: np.random.Generator, logw: np.ndarray, m: int) -> int:
+    """Draw an index in ``0..m-1`` with probabilities proportional to ``exp(logw)``."""
+    top = logw[0]
+    for j in range(1, m):
+        if logw[j] > top:
+            top = logw[j]
+    total = 0.0
+    for j in range(m):
+        w = math.exp(logw[j] - top)
+        logw[j] = w
+        total += w
+    u = rng.random() * total
+    acc = 0.0
+    for j in range(m - 1):
+        acc += logw[j]
+        if u < acc:
+            return j
+    return m - 1
+
+
+@numba.njit(**NJIT_KWARGS)
+def gibbs_sweeps(
+    rng: np.random.Generator,
+    xc: np.ndarray,
+    state: SweepState,
+    params: NIWParams,
+    n_sweeps: int,
+) -> int:
+    """Run ``n_sweeps`` sweeps of Algorithm 1 in place; return how many moves changed a cluster.
+
+    Each sweep visits the points in a fresh uniformly random order. A point is
+    removed from its cluster (an emptied cluster is dropped), scored against
+    every occupied cluster (weight ``n_k^r`` times the posterior predictive) and
+    a new one (weight ``alpha`` times the prior predictive), then added where
+    the draw sends it.
+    """
+    n, d = xc.shape
+    log_new = _new_cluster_log_weights(xc, params)
+    pred_const = predictive_constants(n, d, params.kappa0, params.nu0)
+    logw = np.empty(n + 1)
+    y = np.empty(d)
+    v = np.empty(d)
+    buf = np.empty((d, d))
+    moved = 0
+    for _ in range(n_sweeps):
+        perm = rng.permutation(n)
+        for t in range(n):
+            i = perm[t]
+            x = xc[i]
+            old = state.labels[i]
+            _remove_point(state, x, old, params, v, buf)
+            k = _log_weights(state, x, params, log_new[i], pred_const, logw, y)
+            choice = _sample_log_weights(rng, logw, k + 1)
+            slot = state.order[choice]  # for choice == k this is the first free slot
+            if slot != old:
+                moved += 1
+            _add_point(state, x, slot, params, v)
+            state.labels[i] = slot
+    return moved
+
+
+@numba.njit(**NJIT_KWARGS)
+def conditional_log_weights(
+    xc: np.ndarray, state: SweepState, params: NIWParams, i: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Unnormalised log conditional of point ``i`` given the others, without moving it.
+
+    Returns ``(slots, logw)``: the occupied slots after removing ``i`` followed
+    by ``-1`` for a new cluster, and their log weights. The state is restored.
+    """
+    n, d = xc.shape
+    log_new = _new_cluster_log_weights(xc, params)
+    pred_const = predictive_constants(n, d, params.kappa0, params.nu0)
+    logw = np.empty(n + 1)
+    y = np.empty(d)
+    v = np.empty(d)
+    buf = np.empty((d, d))
+    x = xc[i]
+    old = state.labels[i]
+    _remove_point(state, x, old, params, v, buf)
+    k = _log_weights(state, x, params, log_new[i], pred_const, logw, y)
+    slots = np.empty(k + 1, dtype=np.int64)
+    slots[:k] = state.order[:k]
+    slots[k] = -1
+    out = logw[: k + 1].copy()
+    _add_point(state, x, old, params, v)
+    return slots, out
+
+
+@numba.njit(**NJIT_KWARGS)
+def log_joint(state: SweepState, params: NIWParams, d: int) -> float:
+    """``K log alpha + r sum_k log Gamma(n_k) + sum_k log m(X_k)``.
+
+    This is the log joint density of labels and data up to the pCRP
+    normaliser ``-log Z_N(alpha, r)``; it equals PyMC's model log density.
+    """
+    acc = 0.0
+    for p in range(state.k[0]):
+        slot = state.order[p]
+        n = state.counts[slot]
+        acc += params.log_alpha + params.power * math.lgamma(n)
+        acc += log_marginal_from_logdet(
+            n, state.logdet[slot], d, params.kappa0, params.nu0, params.logdet0
+        )
+    return acc

@@ -1,0 +1,92 @@
+"""Checks of user input at the public boundary, with messages that name the fix."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pytensor.graph.basic import Variable
+from pytensor.graph.traversal import ancestors
+from pytensor.tensor.random.op import RandomVariable
+
+__all__ = [
+    "check_data",
+    "check_positive_scalar",
+    "check_spd",
+    "depends_on_random_variable",
+]
+
+
+def check_data(x, name: str = "observed") -> np.ndarray:
+    """Return ``x`` as a float64 array of shape ``(N, D)``.
+
+    A 1-D input of shape ``(N,)`` is read as ``N`` one-dimensional points.
+
+    Raises
+    ------
+    ValueError
+        If ``x`` is not 1-D or 2-D, is empty, or holds NaN or infinite values.
+    """
+    arr = np.asarray(x, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise ValueError(
+            f"Argument '{name}' must have shape (N,) or (N, D), but got shape {np.shape(x)}."
+        )
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(f"Argument '{name}' is empty (shape {np.shape(x)}); pass at least one point.")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        rows = np.flatnonzero(bad.any(axis=1))
+        raise ValueError(
+            f"Argument '{name}' contains {int(bad.sum())} NaN or infinite value(s), first in "
+            f"row(s) {rows[:5].tolist()}. Drop or impute those rows before clustering."
+        )
+    return arr
+
+
+def check_positive_scalar(value, name: str) -> float:
+    """Return ``value`` as a float, requiring a finite number ``> 0``."""
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim != 0:
+        raise ValueError(f"Argument '{name}' must be a scalar, but got shape {arr.shape}.")
+    v = float(arr)
+    if not np.isfinite(v) or v <= 0:
+        raise ValueError(f"Argument '{name}' must be a finite number > 0, but got {v}.")
+    return v
+
+
+def check_spd(matrix, name: str, dim: int | None = None) -> np.ndarray:
+    """Return ``matrix`` as a symmetric positive definite float64 array of shape ``(D, D)``."""
+    arr = np.atleast_2d(np.asarray(matrix, dtype=np.float64))
+    if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
+        raise ValueError(f"Argument '{name}' must be a square matrix, but got shape {arr.shape}.")
+    if dim is not None and arr.shape[0] != dim:
+        raise ValueError(
+            f"Argument '{name}' must have shape ({dim}, {dim}) to match the data dimension, "
+            f"but got {arr.shape}."
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"Argument '{name}' contains NaN or infinite values.")
+    if not np.allclose(arr, arr.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(arr).max())):
+        raise ValueError(f"Argument '{name}' must be symmetric.")
+    try:
+        np.linalg.cholesky(arr)
+    except np.linalg.LinAlgError:
+        eig = np.linalg.eigvalsh(arr).min()
+        raise ValueError(
+            f"Argument '{name}' must be positive definite, but its smallest eigenvalue is {eig:.3g}. "
+            "A scaled identity or the data covariance are valid choices."
+        ) from None
+    return arr
+
+
+def depends_on_random_variable(var: Variable) -> bool:
+    """Whether a PyTensor graph has a random variable among its ancestors."""
+    from pymc.distributions.distribution import SymbolicRandomVariable
+
+    for node_var in ancestors([var]):
+        owner = node_var.owner
+        if owner is not None and isinstance(owner.op, RandomVariable | SymbolicRandomVariable):
+            return True
+    return False

@@ -1,0 +1,224 @@
+"""The powered Chinese restaurant process as a PyMC distribution over label vectors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+
+from pymc.distributions.dist_math import check_parameters
+from pymc.distributions.distribution import Discrete
+from pymc.distributions.shape_utils import rv_size_is_none
+from pymc.model import modelcontext
+from pymc.model.core import Deterministic
+from pytensor.tensor.random.op import RandomVariable
+from pytensor.tensor.variable import TensorVariable
+
+from pymc_pcrp._kernels.partitions import sample_partitions
+from pymc_pcrp._validation import check_positive_scalar, depends_on_random_variable
+
+__all__ = ["PowerCRP", "PowerCRPRV", "n_clusters_name", "power_crp"]
+
+
+class PowerCRPRV(RandomVariable):
+    """Random variable op of the pCRP: ``(alpha, power, n) -> labels`` of length ``n``.
+
+    Draws come from the exact joint of design.md section 1 (not from the
+    sequential seating process, which is a different distribution when
+    ``power != 1``).
+    """
+
+    name = "power_crp"
+    signature = "(),(),()->(n)"
+    dtype = "int64"
+    _print_name = ("PowerCRP", "\\operatorname{PowerCRP}")
+
+    def make_node(self, rng, size, alpha, power, n):
+        n = pt.as_tensor_variable(n, dtype="int64")
+        return super().make_node(rng, size, alpha, power, n)
+
+    def _supp_shape_from_params(self, dist_params, param_shapes=None):
+        return (dist_params[2].squeeze(),)
+
+    @classmethod
+    def rng_fn(cls, rng, alpha, power, n, size):
+        shape = () if size is None else tuple(size)
+        count = int(np.prod(shape, dtype=np.int64))
+        draws = sample_partitions(rng, int(n), float(alpha), float(power), max(count, 1))
+        return draws[0] if size is None else draws.reshape((*shape, int(n)))
+
+
+power_crp = PowerCRPRV()
+
+
+def n_clusters_name(model, rv) -> str:
+    """Name of the ``n_clusters`` deterministic that belongs to a pCRP variable."""
+    return getattr(rv.tag, "n_clusters_name", model.name_for("n_clusters"))
+
+
+def _cluster_counts(value: TensorVariable, n) -> TensorVariable:
+    """Cluster sizes ``counts[k] = #{i: value[i] == k}`` for labels in ``0..n-1``."""
+    safe = pt.clip(value, 0, n - 1)
+    return pt.zeros((n,), dtype="int64")[safe].inc(1)
+
+
+def _is_canonical(value: TensorVariable, n) -> TensorVariable:
+    """Whether labels are ``0..K-1`` numbered in order of first appearance.
+
+    A stable argsort puts each label's first occurrence at the start of its run;
+    the labels must then be ``0, 1, ..., K-1`` and their first occurrences
+    increasing.
+    """
+    idx = pt.argsort(value, kind="stable")
+    srt = value[idx]
+    starts = pt.concatenate([pt.ones((1,), dtype="bool"), pt.neq(srt[1:], srt[:-1])])
+    labels = srt[starts.nonzero()]
+    first = idx[starts.nonzero()]
+    contiguous = pt.all(pt.eq(labels, pt.arange(labels.shape[0])))
+    ordered = pt.all(pt.gt(first[1:], first[:-1]))
+    in_range = pt.all(pt.ge(value, 0)) & pt.all(pt.lt(value, n))
+    return contiguous & ordered & in_range
+
+
+class PowerCRP(Discrete):
+    r"""Powered Chinese restaurant process prior on cluster labels.
+
+    A partition of ``n`` items into ``K`` blocks of sizes ``n_1..n_K`` has
+
+    .. math::
+
+        p(z \mid \alpha, r) = \frac{\alpha^K \prod_{k=1}^K \Gamma(n_k)^r}{Z_n(\alpha, r)} .
+
+    Its full conditionals are the pCRP seating rule of Lu, Li & Dunson (2018):
+    item ``i`` joins an occupied cluster with weight :math:`n_{k,-i}^r` and a new
+    one with weight :math:`\alpha`. ``power = 1`` is the ordinary CRP (the
+    Dirichlet process partition), ``power > 1`` starves small clusters.
+
+    The value is a label vector in canonical form: clusters numbered
+    ``0, 1, ..., K-1`` in order of first appearance, so each partition has exactly
+    one label vector. The log density is the log of the numerator above, that is
+    **up to the normalising constant** :math:`-\log Z_n(\alpha, r)`, and is
+    ``-inf`` for a label vector that is not canonical. Because the constant is
+    omitted, ``alpha`` and ``power`` must be fixed numbers (or ``pm.Data``), not
+    random variables.
+
+    ========  ===================================================
+    Support   canonical label vectors of length ``n``
+    ========  ===================================================
+
+    Inside a model the distribution also adds a deterministic ``n_clusters``
+    (``"<name>_n_clusters"`` when the model holds several pCRP variables): the
+    label-invariant number of clusters, which is what R-hat and ESS should be
+    computed on.
+
+    Parameters
+    ----------
+    alpha : float
+        Concentration, ``> 0``: the weight of a new cluster.
+    power : float
+        Power ``r > 0`` applied to cluster sizes; ``1`` gives the CRP.
+    n : int
+        Number of items (data points).
+
+    Examples
+    --------
+    .. code-block:: python
+
+        with pm.Model():
+            z = pcrp.PowerCRP("z", alpha=1.0, power=1.5, n=len(X))
+            pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(X), observed=X)
+            idata = pm.sample()
+
+    References
+    ----------
+    .. [1] Lu, J., Li, M. and Dunson, D. (2018). "Reducing over-clustering via the
+       powered Chinese restaurant process". arXiv:1802.05392 (ICML 2018).
+    """
+
+    rv_op = power_crp
+
+    def __new__(cls, name, *args, **kwargs):
+        rv = super().__new__(cls, name, *args, **kwargs)
+        _register_n_clusters(rv)
+        return rv
+
+    @classmethod
+    def dist(cls, alpha, power, n, **kwargs):
+        """Create the distribution outside a model (see the class docstring)."""
+        for arg, arg_name in ((alpha, "alpha"), (power, "power")):
+            if isinstance(arg, TensorVariable) and depends_on_random_variable(arg):
+                raise ValueError(
+                    f"Argument '{arg_name}' of PowerCRP depends on a random variable. The pCRP "
+                    "log density is only known up to its normalising constant Z_n(alpha, power), "
+                    "so a prior on alpha or power would give a silently wrong posterior. Fix "
+                    f"'{arg_name}' to a number (or pm.Data), and choose power by cross-validation."
+                )
+            if not isinstance(arg, TensorVariable):
+                check_positive_scalar(arg, arg_name)
+        if isinstance(n, TensorVariable):
+            raise ValueError("Argument 'n' of PowerCRP must be a Python integer, not a tensor.")
+        if int(np.asarray(n)) != np.asarray(n) or int(np.asarray(n)) < 1:
+            raise ValueError(f"Argument 'n' of PowerCRP must be a positive integer, but got {n!r}.")
+        n = int(np.asarray(n))
+        alpha = pt.as_tensor_variable(alpha, dtype="float64")
+        power = pt.as_tensor_variable(power, dtype="float64")
+        if alpha.ndim != 0 or power.ndim != 0:
+            raise ValueError("Arguments 'alpha' and 'power' of PowerCRP must be scalars.")
+        return super().dist([alpha, power, n], **kwargs)
+
+    @staticmethod
+    def support_point(rv, size, alpha, power, n):
+        """All items in one cluster: a canonical label vector of zeros."""
+        zeros = pt.zeros((n,), dtype="int64")
+        if not rv_size_is_none(size):
+            zeros = pt.full((*size, n), 0, dtype="int64")
+        return zeros
+
+    @staticmethod
+    def logp(value, alpha, power, n):
+        """``K log(alpha) + power * sum_k log Gamma(n_k)``; ``-inf`` off the support."""
+        counts = _cluster_counts(value, n)
+        occupied = pt.gt(counts, 0)
+        n_blocks = pt.sum(occupied)
+        log_gamma = pt.switch(occupied, pt.gammaln(pt.maximum(counts, 1)), 0.0)
+        res = n_blocks * pt.log(alpha) + power * pt.sum(log_gamma)
+        res = pt.switch(_is_canonical(value, n), res, -np.inf)
+        return check_parameters(res, alpha > 0, power > 0, msg="alpha > 0, power > 0")
+
+
+def _register_n_clusters(rv: TensorVariable) -> None:
+    """Add the label-invariant ``n_clusters`` deterministic for a new pCRP variable.
+
+    The first pCRP variable of a model gets ``n_clusters``; once a second one is
+    added, every pCRP variable's count is named ``<name>_n_clusters``.
+    """
+    model = modelcontext(None)
+    blocks = [
+        v
+        for v in model.free_RVs
+        if v is not rv and v.owner is not None and isinstance(v.owner.op, PowerCRPRV)
+    ]
+    plain = model.name_for("n_clusters")
+    short = rv.name.split("::")[-1]
+    if blocks:
+        for other in blocks:
+            if n_clusters_name(model, other) == plain and plain in model.named_vars:
+                renamed = f"{other.name}_n_clusters"
+                _rename_variable(model, plain, renamed)
+                other.tag.n_clusters_name = renamed
+        base = f"{short}_n_clusters"
+    else:
+        base = "n_clusters" if plain not in model.named_vars else f"{short}_n_clusters"
+    n = rv.owner.inputs[-1]
+    count = pt.sum(pt.gt(_cluster_counts(rv, n), 0))
+    det = Deterministic(base, count)
+    rv.tag.n_clusters_name = det.name
+
+
+def _rename_variable(model, old: str, new: str) -> None:
+    """Rename a deterministic registered in ``model``."""
+    var = model.named_vars.pop(old)
+    dims = model.named_vars_to_dims.pop(old, None)
+    var.name = new
+    model.named_vars[new] = var
+    if dims is not None:
+        model.named_vars_to_dims[new] = dims

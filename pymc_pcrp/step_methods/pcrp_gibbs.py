@@ -1,0 +1,257 @@
+"""PyMC step method for pCRP label vectors: collapsed Gibbs sweeps (Algorithm 1).
+
+The numerical work happens in :mod:`pymc_pcrp._kernels.sweep`; this module
+reads the model, checks that the collapsed update is valid for it, and turns
+points into arrays and back.
+"""
+
+from __future__ import annotations
+
+import math
+
+from dataclasses import field
+from typing import ClassVar
+
+import numpy as np
+import pymc as pm
+import pytensor
+
+from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.step_methods.state import dataclass_state
+from pymc.util import get_random_generator, get_value_vars_from_user_vars
+from pytensor.graph.traversal import ancestors
+
+from pymc_pcrp._kernels.partitions import canonical_labels, sample_partitions
+from pymc_pcrp._kernels.sweep import NIWParams, gibbs_sweeps, init_state, log_joint, make_params
+from pymc_pcrp._validation import depends_on_random_variable
+from pymc_pcrp.distributions.niw import NIWMixtureRV
+from pymc_pcrp.distributions.pcrp import PowerCRPRV
+
+__all__ = ["INIT_STRATEGIES", "PCRPGibbs", "PCRPGibbsState"]
+
+INIT_STRATEGIES = ("random", "prior", "one", "singletons", "point")
+
+
+@dataclass_state
+class PCRPGibbsState(StepMethodState):
+    """Sampling state of :class:`PCRPGibbs` (cluster statistics are rebuilt each step)."""
+
+    sweeps_per_draw: int = field(metadata={"frozen": True})
+    init: str = field(metadata={"frozen": True})
+    fresh_chain: bool
+
+
+class PCRPGibbs(BlockedStep):
+    """Collapsed Gibbs sampler for a :class:`~pymc_pcrp.PowerCRP` label vector.
+
+    One step runs ``sweeps_per_draw`` sweeps of Algorithm 1 of Lu, Li & Dunson
+    (2018): each sweep visits the points in a fresh random order; a point is
+    removed from its cluster (an emptied cluster disappears), then re-seated
+    with probability proportional to ``n_k^r`` times the NIW posterior
+    predictive for each occupied cluster ``k`` and ``alpha`` times the prior
+    predictive for a new cluster. Its stationary distribution is the exact
+    posterior ``p(z | X) ∝ alpha^K prod Gamma(n_k)^r prod m(X_k)``.
+
+    The labels must feed exactly one observed :class:`~pymc_pcrp.NIWMixture`
+    (whose component parameters the update integrates out), or nothing at all,
+    in which case the step samples the pCRP prior. Any other use of the labels
+    is refused, because the collapsed update cannot account for it.
+
+    ``pm.sample()`` picks this step by itself for every ``PowerCRP`` variable
+    once :mod:`pymc_pcrp` is imported; pass options through
+    ``pm.sample(step_kwargs={"pcrp_gibbs": {...}})`` or build it explicitly.
+
+    Parameters
+    ----------
+    vars : list of TensorVariable
+        The ``PowerCRP`` variable(s); each gets its own step.
+    sweeps_per_draw : int, default=1
+        Sweeps between stored draws (thinning inside the step).
+    init : {"random", "prior", "one", "singletons", "point"}, default="random"
+        Where each chain starts, drawn from the chain's own random generator:
+
+        * ``"random"``: ``K0`` uniform on ``1..ceil(sqrt(N))``, then each point
+          put in one of ``K0`` clusters uniformly at random; chains start from
+          different, over-dispersed partitions so that R-hat is meaningful;
+        * ``"prior"``: an exact draw from the pCRP prior;
+        * ``"one"``: all points in one cluster;
+        * ``"singletons"``: every point in its own cluster;
+        * ``"point"``: the labels of the start point ``pm.sample`` passes
+          (``initvals``, or one cluster by default).
+    model : pm.Model, optional
+    rng : int or numpy.random.Generator, optional
+        Overridden per chain by ``pm.sample(random_seed=...)``.
+
+    Notes
+    -----
+    Sample stats: ``log_joint``, the log joint density of labels and data up to
+    the constant ``-log Z_N(alpha, r)`` (equal to the model's log density), and
+    ``n_clusters``.
+    """
+
+    name = "pcrp_gibbs"
+    default_blocked = False
+    stats_dtypes_shapes: ClassVar = {
+        "log_joint": (np.float64, []),
+        "n_clusters": (np.int64, []),
+    }
+    _state_class = PCRPGibbsState
+
+    def __init__(
+        self,
+        vars,
+        *,
+        sweeps_per_draw: int = 1,
+        init: str = "random",
+        model=None,
+        rng=None,
+        initial_point=None,
+        compile_kwargs=None,
+        blocked: bool = False,
+    ):
+        model = pm.modelcontext(model)
+        vars = get_value_vars_from_user_vars(vars, model)
+        if len(vars) != 1:
+            raise ValueError(
+                "PCRPGibbs updates one PowerCRP variable per step; pass one variable "
+                "(pm.sample does this automatically)."
+            )
+        if int(sweeps_per_draw) != sweeps_per_draw or sweeps_per_draw < 1:
+            raise ValueError(
+                f"Argument 'sweeps_per_draw' must be a positive integer, got {sweeps_per_draw!r}."
+            )
+        if init not in INIT_STRATEGIES:
+            raise ValueError(f"Argument 'init' must be one of {INIT_STRATEGIES}, got {init!r}.")
+        self.vars = vars
+        self.sweeps_per_draw = int(sweeps_per_draw)
+        self.init = init
+        self.fresh_chain = True
+        self.rng = get_random_generator(rng)
+        rv = model.values_to_rvs[vars[0]]
+        if not isinstance(getattr(rv.owner, "op", None), PowerCRPRV):
+            raise ValueError(f"PCRPGibbs can only update PowerCRP variables; '{rv.name}' is not.")
+        self._name = vars[0].name
+        self._n = int(rv.owner.inputs[-1].eval())
+        self._prior_fn = self._compile_prior(rv)
+        self._data_fn, self._niw = self._find_likelihood(model, rv)
+        self._cache_key: tuple | None = None
+        self._cache: tuple[np.ndarray, NIWParams] | None = None
+
+    @staticmethod
+    def competence(var, has_grad):
+        """``IDEAL`` for PowerCRP variables, ``INCOMPATIBLE`` for anything else."""
+        if isinstance(getattr(var.owner, "op", None), PowerCRPRV):
+            return Competence.IDEAL
+        return Competence.INCOMPATIBLE
+
+    def set_rng(self, rng) -> None:
+        """Seed a new chain; its first step draws the initial partition."""
+        super().set_rng(rng)
+        self.fresh_chain = True
+
+    # -- model inspection -------------------------------------------------
+
+    @staticmethod
+    def _compile_prior(rv):
+        alpha, power = rv.owner.inputs[2], rv.owner.inputs[3]
+        for var, name in ((alpha, "alpha"), (power, "power")):
+            if depends_on_random_variable(var):
+                raise ValueError(
+                    f"The '{name}' of PowerCRP '{rv.name}' is a random variable; PCRPGibbs needs "
+                    "it fixed because the pCRP normalising constant is not part of the model."
+                )
+        return pytensor.function([], [alpha, power], on_unused_input="ignore")
+
+    def _find_likelihood(self, model, rv):
+        """Locate the single NIWMixture fed by ``rv`` and refuse any other use of it."""
+        niw = None
+        terms = [v for v in model.basic_RVs if v is not rv] + list(model.potentials)
+        for term in terms:
+            inputs = term.owner.inputs if term in model.basic_RVs else [term]
+            if rv not in set(ancestors(inputs)):
+                continue
+            is_niw = isinstance(term.owner.op, NIWMixtureRV) and term.owner.inputs[2] is rv
+            if is_niw and term in model.observed_RVs and niw is None:
+                niw = term
+                continue
+            raise ValueError(
+                f"The labels '{rv.name}' feed the model term '{term.name}', which PCRPGibbs cannot "
+                "account for: its collapsed update is exact only when the labels enter the model "
+                "through a single observed NIWMixture (z=<labels>). Remove that term, or give "
+                "the labels to a different sampler."
+            )
+        if niw is None:
+            return None, None
+        _, _, _, mu0, kappa0, nu0, psi0 = niw.owner.inputs
+        data = model.rvs_to_values[niw]
+        fn = pytensor.function([], [data, mu0, kappa0, nu0, psi0], on_unused_input="ignore")
+        return fn, niw
+
+    # -- per-step arrays --------------------------------------------------
+
+    def _arrays(self) -> tuple[np.ndarray, NIWParams]:
+        alpha, power = (float(v) for v in self._prior_fn())
+        if not (alpha > 0 and power > 0):
+            raise ValueError(f"PowerCRP needs alpha > 0 and power > 0, got {alpha}, {power}.")
+        if self._data_fn is None:
+            key = (alpha, power)
+            if key != self._cache_key:
+                xc = np.zeros((self._n, 0))
+                self._cache = (xc, make_params(alpha, power, 1.0, 1.0, np.zeros((0, 0))))
+                self._cache_key = key
+            return self._cache
+        data, mu0, kappa0, nu0, psi0 = self._data_fn()
+        x = np.asarray(data, dtype=np.float64)
+        x = x[:, None] if x.ndim == 1 else x
+        if x.shape[0] != self._n:
+            raise ValueError(
+                f"The data of '{self._niw.name}' have {x.shape[0]} rows but '{self._name}' labels "
+                f"{self._n} points."
+            )
+        key = (alpha, power, id(data), float(kappa0), float(nu0))
+        if key != self._cache_key:
+            xc = np.ascontiguousarray(x - np.asarray(mu0, dtype=np.float64))
+            self._cache = (xc, make_params(alpha, power, float(kappa0), float(nu0), psi0))
+            self._cache_key = key
+        return self._cache
+
+    def _initial_labels(self, current: np.ndarray, params: NIWParams) -> np.ndarray:
+        n = self._n
+        if self.init == "random":
+            k0 = int(self.rng.integers(1, math.ceil(math.sqrt(n)) + 1))
+            return canonical_labels(self.rng.integers(0, k0, size=n))
+        if self.init == "prior":
+            alpha, power = math.exp(params.log_alpha), params.power
+            return sample_partitions(self.rng, n, alpha, power, 1)[0]
+        if self.init == "one":
+            return np.zeros(n, dtype=np.int64)
+        if self.init == "singletons":
+            return np.arange(n, dtype=np.int64)
+        return canonical_labels(np.asarray(current, dtype=np.int64))
+
+    # -- the step ---------------------------------------------------------
+
+    def step(self, point):
+        """Run ``sweeps_per_draw`` sweeps and return the new point and stats."""
+        xc, params = self._arrays()
+        current = np.asarray(point[self._name], dtype=np.int64)
+        if self.fresh_chain:
+            labels = self._initial_labels(current, params)
+            self.fresh_chain = False
+        else:
+            if current.min() < 0:
+                raise ValueError(f"Labels of '{self._name}' must be non-negative.")
+            labels = canonical_labels(current)
+        state = init_state(xc, labels, params)
+        gibbs_sweeps(self.rng, xc, state, params, self.sweeps_per_draw)
+        new_point = dict(point)
+        new_point[self._name] = canonical_labels(state.labels)
+        stats = {
+            "log_joint": float(log_joint(state, params, xc.shape[1])),
+            "n_clusters": int(state.k[0]),
+        }
+        return new_point, [stats]
+
+
+if PCRPGibbs not in pm.STEP_METHODS:
+    pm.STEP_METHODS.append(PCRPGibbs)
