@@ -19,6 +19,8 @@ import pytensor
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
 
 from pymc_pcrp._kernels.partitions import canonical_labels, sample_partitions
@@ -59,7 +61,7 @@ class PCRPGibbs(BlockedStep):
 
     ``pm.sample()`` picks this step by itself for every ``PowerCRP`` variable
     once :mod:`pymc_pcrp` is imported; pass options through
-    ``pm.sample(step_kwargs={"pcrp_gibbs": {...}})`` or build it explicitly.
+    ``pm.sample(pcrp_gibbs={"sweeps_per_draw": 5})`` or build the step explicitly.
 
     Parameters
     ----------
@@ -160,7 +162,7 @@ class PCRPGibbs(BlockedStep):
                     f"The '{name}' of PowerCRP '{rv.name}' is a random variable; PCRPGibbs needs "
                     "it fixed because the pCRP normalising constant is not part of the model."
                 )
-        return pytensor.function([], [alpha, power], on_unused_input="ignore")
+        return _getter(alpha), _getter(power)
 
     def _find_likelihood(self, model, rv):
         """Locate the single NIWMixture fed by ``rv`` and refuse any other use of it."""
@@ -183,14 +185,13 @@ class PCRPGibbs(BlockedStep):
         if niw is None:
             return None, None
         _, _, _, mu0, kappa0, nu0, psi0 = niw.owner.inputs
-        data = model.rvs_to_values[niw]
-        fn = pytensor.function([], [data, mu0, kappa0, nu0, psi0], on_unused_input="ignore")
-        return fn, niw
+        getters = [_getter(v) for v in (model.rvs_to_values[niw], mu0, kappa0, nu0, psi0)]
+        return getters, niw
 
     # -- per-step arrays --------------------------------------------------
 
     def _arrays(self) -> tuple[np.ndarray, NIWParams]:
-        alpha, power = (float(v) for v in self._prior_fn())
+        alpha, power = (float(get()) for get in self._prior_fn)
         if not (alpha > 0 and power > 0):
             raise ValueError(f"PowerCRP needs alpha > 0 and power > 0, got {alpha}, {power}.")
         if self._data_fn is None:
@@ -200,16 +201,16 @@ class PCRPGibbs(BlockedStep):
                 self._cache = (xc, make_params(alpha, power, 1.0, 1.0, np.zeros((0, 0))))
                 self._cache_key = key
             return self._cache
-        data, mu0, kappa0, nu0, psi0 = self._data_fn()
-        x = np.asarray(data, dtype=np.float64)
-        x = x[:, None] if x.ndim == 1 else x
-        if x.shape[0] != self._n:
-            raise ValueError(
-                f"The data of '{self._niw.name}' have {x.shape[0]} rows but '{self._name}' labels "
-                f"{self._n} points."
-            )
-        key = (alpha, power, id(data), float(kappa0), float(nu0))
+        data, mu0, kappa0, nu0, psi0 = (get() for get in self._data_fn)
+        key = (alpha, power, id(data), id(mu0), float(kappa0), float(nu0), id(psi0))
         if key != self._cache_key:
+            x = np.asarray(data, dtype=np.float64)
+            x = x[:, None] if x.ndim == 1 else x
+            if x.shape[0] != self._n:
+                raise ValueError(
+                    f"The data of '{self._niw.name}' have {x.shape[0]} rows but '{self._name}' "
+                    f"labels {self._n} points."
+                )
             xc = np.ascontiguousarray(x - np.asarray(mu0, dtype=np.float64))
             self._cache = (xc, make_params(alpha, power, float(kappa0), float(nu0), psi0))
             self._cache_key = key
@@ -251,6 +252,21 @@ class PCRPGibbs(BlockedStep):
             "n_clusters": int(state.k[0]),
         }
         return new_point, [stats]
+
+
+def _getter(var):
+    """A cheap way to read the current value of a constant, shared or derived tensor.
+
+    Constants and ``pm.Data`` are read directly (a shared value keeps its identity
+    until ``pm.set_data`` replaces it, which lets the step cache its arrays);
+    anything else is compiled once.
+    """
+    if isinstance(var, Constant):
+        return lambda: var.data
+    if isinstance(var, SharedVariable):
+        return lambda: var.get_value(borrow=True)
+    fn = pytensor.function([], var, on_unused_input="ignore")
+    return fn
 
 
 if PCRPGibbs not in pm.STEP_METHODS:

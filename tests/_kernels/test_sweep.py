@@ -1,0 +1,153 @@
+"""The numba sweep against slow NumPy/SciPy references (tests/reference.py)."""
+
+import numpy as np
+import pytest
+
+from reference import gibbs_conditional, log_pcrp_joint, niw_log_marginal
+
+from pymc_pcrp._kernels.niw import chol_rank_one, cholesky_lower
+from pymc_pcrp._kernels.partitions import canonical_labels
+from pymc_pcrp._kernels.sweep import (
+    conditional_log_weights,
+    gibbs_sweeps,
+    init_state,
+    log_joint,
+    make_params,
+)
+
+SEED = sum(ord(c) for c in "test_sweep")
+
+
+def _problem(n, d, seed, n_clusters=3):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d)) + 3.0 * rng.integers(0, 2, size=(n, 1))
+    mu0 = rng.normal(size=d)
+    a = rng.normal(size=(d, d))
+    psi0 = a @ a.T + d * np.eye(d)
+    labels = canonical_labels(rng.integers(0, n_clusters, size=n))
+    return x, labels, mu0, 0.3, d + 1.5, psi0
+
+
+@pytest.mark.parametrize("d", [1, 2, 4])
+@pytest.mark.parametrize(("alpha", "r"), [(1.0, 1.0), (0.7, 1.5), (3.0, 2.0), (1.0, 0.6)])
+def test_conditional_matches_reference(d, alpha, r):
+    x, labels, mu0, kappa0, nu0, psi0 = _problem(12, d, SEED + d)
+    params = make_params(alpha, r, kappa0, nu0, psi0)
+    xc = x - mu0
+    state = init_state(xc, labels, params)
+    for i in range(len(x)):
+        slots, logw = conditional_log_weights(xc, state, params, i)
+        probs = np.exp(logw - logw.max())
+        probs /= probs.sum()
+        ref_labels, ref_probs = gibbs_conditional(i, labels, x, alpha, r, mu0, kappa0, nu0, psi0)
+        # slots are the label values (labels are canonical, so slot == label)
+        got = dict(zip(slots.tolist(), probs))
+        ref = dict(zip([*ref_labels, -1], ref_probs))
+        assert set(got) == set(ref)
+        for key, value in ref.items():
+            assert got[key] == pytest.approx(value, rel=1e-10, abs=1e-14)
+    # the state is left as it was
+    np.testing.assert_array_equal(state.labels, labels)
+
+
+def test_conditional_is_a_ratio_of_joints():
+    """The kernel's log weight differences equal differences of the full log joint."""
+    x, labels, mu0, kappa0, nu0, psi0 = _problem(9, 2, SEED)
+    alpha, r = 1.3, 1.7
+    params = make_params(alpha, r, kappa0, nu0, psi0)
+    state = init_state(x - mu0, labels, params)
+    i = 4
+    slots, logw = conditional_log_weights(x - mu0, state, params, i)
+    joints = []
+    for slot in slots:
+        moved = labels.copy()
+        moved[i] = labels.max() + 1 if slot == -1 else slot
+        joints.append(log_pcrp_joint(moved, x, alpha, r, mu0, kappa0, nu0, psi0))
+    np.testing.assert_allclose(logw - logw[0], np.array(joints) - joints[0], rtol=1e-10, atol=1e-9)
+
+
+def _fresh_logdets(x, labels, mu0, kappa0, psi0):
+    out = {}
+    for k in np.unique(labels):
+        pts = x[labels == k] - mu0
+        s = pts.sum(0)
+        psi_n = psi0 + pts.T @ pts - np.outer(s, s) / (kappa0 + len(pts))
+        out[k] = (np.linalg.cholesky(psi_n), np.linalg.slogdet(psi_n)[1])
+    return out
+
+
+@pytest.mark.parametrize("d", [1, 3])
+def test_incremental_state_equals_recomputation(d):
+    x, labels, mu0, kappa0, nu0, psi0 = _problem(80, d, SEED + 7)
+    params = make_params(1.0, 1.3, kappa0, nu0, psi0)
+    xc = x - mu0
+    state = init_state(xc, labels, params)
+    rng = np.random.default_rng(SEED)
+    moved = gibbs_sweeps(rng, xc, state, params, 300)
+    assert moved > 0
+    slots = state.order[: state.k[0]]
+    assert np.array_equal(np.sort(slots), np.unique(state.labels))
+    fresh = _fresh_logdets(x, state.labels, mu0, kappa0, psi0)
+    for slot in slots:
+        members = state.labels == slot
+        assert state.counts[slot] == members.sum()
+        np.testing.assert_allclose(state.sums[slot], xc[members].sum(0), rtol=1e-9, atol=1e-9)
+        chol, logdet = fresh[slot]
+        np.testing.assert_allclose(state.chol[slot], chol, rtol=1e-8, atol=1e-9)
+        assert state.logdet[slot] == pytest.approx(logdet, rel=1e-9, abs=1e-9)
+    assert np.all(state.counts[state.order[state.k[0] :]] == 0)
+
+
+def test_log_joint_matches_reference():
+    x, labels, mu0, kappa0, nu0, psi0 = _problem(30, 2, SEED + 3)
+    params = make_params(0.8, 1.4, kappa0, nu0, psi0)
+    state = init_state(x - mu0, labels, params)
+    expected = log_pcrp_joint(labels, x, 0.8, 1.4, mu0, kappa0, nu0, psi0)
+    assert log_joint(state, params, 2) == pytest.approx(expected, rel=1e-10)
+    one = niw_log_marginal(x, mu0, kappa0, nu0, psi0) + 1.4 * np.sum(np.log(np.arange(1, 30)))
+    state1 = init_state(x - mu0, np.zeros(30, dtype=np.int64), params)
+    assert log_joint(state1, params, 2) == pytest.approx(one + np.log(0.8), rel=1e-10)
+
+
+def test_same_generator_state_gives_same_sweeps():
+    x, labels, mu0, kappa0, nu0, psi0 = _problem(40, 2, SEED + 5)
+    params = make_params(1.0, 1.5, kappa0, nu0, psi0)
+    out = []
+    for _ in range(2):
+        state = init_state(x - mu0, labels, params)
+        gibbs_sweeps(np.random.default_rng(5), x - mu0, state, params, 20)
+        out.append(canonical_labels(state.labels))
+    np.testing.assert_array_equal(out[0], out[1])
+
+
+def test_prior_only_sweep_has_no_likelihood():
+    """With D = 0 the weights are n_k^r and alpha: the pCRP seating rule itself."""
+    labels = np.array([0, 0, 0, 1, 1, 2], dtype=np.int64)
+    params = make_params(0.5, 2.0, 1.0, 1.0, np.zeros((0, 0)))
+    xc = np.zeros((6, 0))
+    state = init_state(xc, labels, params)
+    slots, logw = conditional_log_weights(xc, state, params, 0)
+    np.testing.assert_allclose(logw, [2.0 * np.log(2), 2.0 * np.log(2), 0.0, np.log(0.5)])
+    assert slots.tolist() == [0, 1, 2, -1]
+
+
+@pytest.mark.parametrize("d", [1, 2, 5])
+def test_rank_one_update_and_downdate(d):
+    rng = np.random.default_rng(SEED + d)
+    a = rng.normal(size=(d, d))
+    m = a @ a.T + np.eye(d)
+    v = rng.normal(size=d)
+    chol = np.zeros((d, d))
+    assert cholesky_lower(m, chol)
+    np.testing.assert_allclose(chol, np.linalg.cholesky(m), rtol=1e-12)
+    up = chol.copy()
+    assert chol_rank_one(up, v.copy(), 1.0)
+    np.testing.assert_allclose(up, np.linalg.cholesky(m + np.outer(v, v)), rtol=1e-10)
+    down = up.copy()
+    assert chol_rank_one(down, v.copy(), -1.0)
+    np.testing.assert_allclose(down, chol, rtol=1e-9, atol=1e-12)
+    # a downdate that would lose definiteness is reported, not silently applied
+    assert not chol_rank_one(chol.copy(), 10.0 * np.sqrt(np.linalg.eigvalsh(m).max()) * v
+                             / np.linalg.norm(v), -1.0)
+    bad = -np.eye(d)
+    assert not cholesky_lower(bad, np.zeros((d, d)))

@@ -1,0 +1,132 @@
+"""NIWPrior and NIWMixture: log density against the reference, validation, draws."""
+
+import numpy as np
+import pymc as pm
+import pytest
+
+from reference import niw_log_marginal
+
+import pymc_pcrp as pcrp
+
+SEED = sum(ord(c) for c in "test_niw")
+
+
+def _prior(d, seed=SEED):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(d, d))
+    return pcrp.NIWPrior(mu0=rng.normal(size=d), kappa0=0.7, nu0=d + 0.5, psi0=a @ a.T + np.eye(d))
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_model_logp_is_sum_of_block_marginals(d):
+    rng = np.random.default_rng(SEED + d)
+    n = 15
+    x = rng.normal(size=(n, d)) * 2.0 + 10.0
+    prior = _prior(d)
+    observed = x[:, 0] if d == 1 else x
+    with pm.Model() as model:
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.0, n=n)
+        pcrp.NIWMixture("x", z=z, prior=prior, observed=observed)
+    logp_x = model.compile_fn(model.logp(vars=[model["x"]]), inputs=model.value_vars)
+    for labels in ([0] * n, list(range(n)), rng.integers(0, 4, size=n)):
+        labels = np.asarray(labels)
+        expected = sum(
+            niw_log_marginal(x[labels == k], prior.mu0, prior.kappa0, prior.nu0, prior.psi0)
+            for k in np.unique(labels)
+        )
+        got = logp_x({"z": labels})
+        assert got == pytest.approx(expected, rel=1e-9)
+
+
+def test_logp_does_not_depend_on_label_names():
+    rng = np.random.default_rng(SEED)
+    x = rng.normal(size=(8, 2))
+    dist = pcrp.NIWMixture.dist(z=np.array([0, 0, 1, 1, 2, 2, 0, 1]), prior=_prior(2))
+    a = pm.logp(dist, x).eval()
+    dist2 = pcrp.NIWMixture.dist(z=np.array([5, 5, 3, 3, 0, 0, 5, 3]), prior=_prior(2))
+    b = pm.logp(dist2, x).eval()
+    assert a == pytest.approx(b, rel=1e-12)
+
+
+def test_forward_draws_have_the_data_shape():
+    with pm.Model():
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.5, n=20)
+        pcrp.NIWMixture("x", z=z, prior=_prior(2), observed=np.zeros((20, 2)))
+        prior = pm.sample_prior_predictive(draws=5, random_seed=SEED)
+    draws = prior.prior_predictive["x"].values
+    assert draws.shape == (1, 5, 20, 2)
+    assert np.all(np.isfinite(draws))
+
+
+def test_from_data_defaults():
+    rng = np.random.default_rng(SEED)
+    x = rng.normal(size=(200, 3)) * [1.0, 2.0, 3.0]
+    prior = pcrp.NIWPrior.from_data(x)
+    np.testing.assert_allclose(prior.mu0, x.mean(0))
+    assert prior.kappa0 == 0.01
+    assert prior.nu0 == 5.0
+    np.testing.assert_allclose(prior.psi0, np.diag(0.1 * x.var(0, ddof=1)))
+    one_d = pcrp.NIWPrior.from_data(x[:, 0])
+    assert one_d.dim == 1 and one_d.psi0.shape == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"kappa0": 0.0}, "'kappa0'.*> 0"),
+        ({"kappa0": -1.0}, "'kappa0'.*> 0"),
+        ({"nu0": 1.0}, "'nu0'.*greater than D - 1 = 1"),
+        ({"nu0": 0.5}, "'nu0'.*greater than D - 1"),
+        ({"psi0": np.array([[1.0, 2.0], [2.0, 1.0]])}, "'psi0'.*positive definite"),
+        ({"psi0": np.array([[1.0, 0.5], [0.0, 1.0]])}, "'psi0'.*symmetric"),
+        ({"psi0": np.eye(3)}, r"'psi0'.*shape \(2, 2\)"),
+        ({"psi0": np.array([[np.nan, 0.0], [0.0, 1.0]])}, "'psi0'.*NaN"),
+        ({"mu0": np.array([0.0, np.inf])}, "'mu0'.*finite"),
+    ],
+)
+def test_bad_prior_is_refused(kwargs, match):
+    args = {"mu0": np.zeros(2), "kappa0": 1.0, "nu0": 4.0, "psi0": np.eye(2)} | kwargs
+    with pytest.raises(ValueError, match=match):
+        pcrp.NIWPrior(**args)
+
+
+def test_from_data_refuses_constant_columns():
+    x = np.c_[np.arange(10.0), np.ones(10)]
+    with pytest.raises(ValueError, match=r"'X' has constant column\(s\) \[1\]"):
+        pcrp.NIWPrior.from_data(x)
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        (np.array([[0.0, 1.0], [np.nan, 2.0], [1.0, 1.0]]), "'observed'.*NaN or infinite.*row"),
+        (np.array([[0.0, 1.0], [np.inf, 2.0], [1.0, 1.0]]), "'observed'.*NaN or infinite"),
+        (np.zeros((3, 2, 1)), r"'observed' must have shape \(N,\) or \(N, D\)"),
+        (np.zeros((4, 2)), "'observed' has N = 4 points but 'z' labels 3"),
+        (np.zeros((3, 3)), "'observed' has D = 3 columns but 'prior' has dimension 2"),
+    ],
+)
+def test_bad_observed_is_refused(data, match):
+    with pm.Model():
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.0, n=3)
+        with pytest.raises(ValueError, match=match):
+            pcrp.NIWMixture("x", z=z, prior=_prior(2), observed=data)
+
+
+def test_bad_data_in_from_data_is_refused():
+    with pytest.raises(ValueError, match="'X' contains 1 NaN"):
+        pcrp.NIWPrior.from_data(np.array([[0.0, 1.0], [np.nan, 2.0], [1.0, 3.0]]))
+
+
+def test_prior_must_be_an_niw_prior():
+    with pytest.raises(TypeError, match="'prior' must be an NIWPrior"):
+        pcrp.NIWMixture.dist(z=np.zeros(3, dtype=int), prior={"mu0": 0})
+
+
+def test_one_d_observed_needs_one_d_prior():
+    with pm.Model():
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.0, n=3)
+        with pytest.raises(ValueError, match="D = 1 columns but 'prior' has dimension 2"):
+            pcrp.NIWMixture("x", z=z, prior=_prior(2), observed=np.zeros(3))
+    with pytest.raises(ValueError, match="1-D observed data need a 1-D prior"):
+        pcrp.NIWMixture.dist(z=np.zeros(3, dtype=int), prior=_prior(2), shape=(3,))

@@ -1,0 +1,223 @@
+"""PCRPGibbs as a PyMC step method: assignment, model checks, seeds, output."""
+
+import arviz as az
+import numpy as np
+import pymc as pm
+import pytest
+
+from pymc.sampling.mcmc import assign_step_methods
+from pymc.step_methods.compound import Competence
+from pymc.stats.convergence import WarningType
+
+import pymc_pcrp as pcrp
+
+from pymc_pcrp import _convergence
+from pymc_pcrp._kernels.partitions import log_prior_k
+
+SEED = sum(ord(c) for c in "test_pcrp_gibbs")
+QUIET = {"progressbar": False, "compute_convergence_checks": False}
+
+
+def _data(n=40, seed=SEED):
+    rng = np.random.default_rng(seed)
+    return np.r_[rng.normal(size=(n // 2, 2)), rng.normal(size=(n - n // 2, 2)) + 6.0]
+
+
+def _model(x, alpha=1.0, power=1.5):
+    with pm.Model() as model:
+        z = pcrp.PowerCRP("z", alpha=alpha, power=power, n=len(x))
+        pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(x), observed=x)
+    return model
+
+
+def test_pm_sample_assigns_pcrp_gibbs_alone():
+    model = _model(_data())
+    with model:
+        provided, selected = assign_step_methods(model)
+    assert provided == []
+    assert selected == {pcrp.PCRPGibbs: [model.rvs_to_values[model["z"]]]}
+    assert pcrp.PCRPGibbs in pm.STEP_METHODS
+
+
+def test_competence():
+    model = _model(_data())
+    assert pcrp.PCRPGibbs.competence(model["z"], False) == Competence.IDEAL
+    with pm.Model():
+        c = pm.Categorical("c", p=[0.5, 0.5])
+    assert pcrp.PCRPGibbs.competence(c, False) == Competence.INCOMPATIBLE
+
+
+def test_output_groups_and_log_joint_equals_model_logp():
+    x = _data()
+    model = _model(x)
+    with model:
+        idata = pm.sample(draws=30, tune=10, chains=2, random_seed=SEED, **QUIET)
+    post = idata.posterior
+    assert post["z"].shape == (2, 30, len(x))
+    assert post["n_clusters"].dtype.kind == "i"
+    stats = idata.sample_stats
+    assert {"log_joint", "n_clusters"} <= set(stats.data_vars)
+    np.testing.assert_array_equal(stats["n_clusters"].values, post["n_clusters"].values)
+    logp = model.compile_logp()
+    for c, d in [(0, 0), (1, 29), (0, 17)]:
+        z = post["z"].values[c, d]
+        # canonical labels: clusters numbered in order of first appearance
+        first = [int(np.flatnonzero(z == k)[0]) for k in range(z.max() + 1)]
+        assert first == sorted(first)
+        assert post["n_clusters"].values[c, d] == z.max() + 1
+        assert stats["log_joint"].values[c, d] == pytest.approx(logp({"z": z}), rel=1e-9)
+
+
+def test_same_seed_same_trace_and_cores_do_not_matter():
+    x = _data(30)
+    runs = []
+    for cores in (1, 1, 2):
+        with _model(x):
+            idata = pm.sample(draws=40, tune=5, chains=2, cores=cores, random_seed=7, **QUIET)
+        runs.append(idata.posterior["z"].values)
+    np.testing.assert_array_equal(runs[0], runs[1])
+    np.testing.assert_array_equal(runs[0], runs[2])
+    with _model(x):
+        other = pm.sample(draws=40, tune=5, chains=2, cores=1, random_seed=8, **QUIET)
+    assert not np.array_equal(runs[0], other.posterior["z"].values)
+
+
+def test_chains_start_from_different_partitions():
+    x = _data(60)
+    with _model(x):
+        step = pcrp.PCRPGibbs([x for x in pm.modelcontext(None).value_vars], init="random")
+        starts = []
+        for seed in range(4):
+            step.set_rng(np.random.default_rng(seed))
+            starts.append(step._initial_labels(np.zeros(60, dtype=int), step._arrays()[1]))
+    assert len({s.max() + 1 for s in starts}) > 1
+    assert len({tuple(s) for s in starts}) == 4
+
+
+@pytest.mark.parametrize("init", ["random", "prior", "one", "singletons", "point"])
+def test_every_init_strategy_runs(init):
+    x = _data(20)
+    with _model(x):
+        idata = pm.sample(
+            draws=5, tune=0, chains=1, random_seed=1, pcrp_gibbs={"init": init},
+            **QUIET,
+        )
+    assert idata.posterior["z"].shape == (1, 5, 20)
+
+
+def test_bad_step_options():
+    with _model(_data(10)) as model:
+        value = model.rvs_to_values[model["z"]]
+        with pytest.raises(ValueError, match="'init' must be one of"):
+            pcrp.PCRPGibbs([value], init="kmeans")
+        with pytest.raises(ValueError, match="'sweeps_per_draw' must be a positive integer"):
+            pcrp.PCRPGibbs([value], sweeps_per_draw=0)
+
+
+def test_sampling_state_round_trip():
+    with _model(_data(10)) as model:
+        step = pcrp.PCRPGibbs([model.rvs_to_values[model["z"]]], rng=3)
+        state = step.sampling_state
+        point = model.initial_point()
+        a, _ = step.step(point)
+        step.sampling_state = state
+        b, _ = step.step(point)
+    np.testing.assert_array_equal(a["z"], b["z"])
+
+
+def test_sweeps_per_draw_thins_inside_the_step():
+    x = _data(30)
+    with _model(x):
+        idata = pm.sample(
+            draws=20, tune=0, chains=1, random_seed=2,
+            pcrp_gibbs={"sweeps_per_draw": 5}, **QUIET,
+        )
+    assert idata.posterior["z"].shape == (1, 20, 30)
+
+
+@pytest.mark.parametrize("kind", ["potential", "random_variable", "second_mixture", "transformed"])
+def test_labels_feeding_other_terms_are_refused(kind):
+    x = _data(10)
+    prior = pcrp.NIWPrior.from_data(x)
+    with pm.Model():
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.5, n=10)
+        if kind == "transformed":
+            pcrp.NIWMixture("x", z=z + 0, prior=prior, observed=x)
+        else:
+            pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
+        if kind == "potential":
+            pm.Potential("pen", -z.sum())
+        elif kind == "random_variable":
+            pm.Normal("y", mu=z.max(), sigma=1.0, observed=0.0)
+        elif kind == "second_mixture":
+            pcrp.NIWMixture("x2", z=z, prior=prior, observed=x + 1.0)
+        with pytest.raises(ValueError, match="PCRPGibbs cannot account for"):
+            pm.sample(draws=5, tune=0, chains=1, **QUIET)
+
+
+def test_prior_only_sampling_matches_exact_prior_on_k():
+    n, alpha, r = 12, 1.0, 1.5
+    with pm.Model():
+        pcrp.PowerCRP("z", alpha=alpha, power=r, n=n)
+        idata = pm.sample(draws=5000, tune=200, chains=4, random_seed=SEED, **QUIET)
+    k = idata.posterior["n_clusters"].values.ravel()
+    freq = np.bincount(k, minlength=n + 1) / k.size
+    exact = np.exp(log_prior_k(n, alpha, r, n))
+    tv = 0.5 * np.abs(freq - exact).sum()
+    assert tv < 0.02, (tv, freq[:6], exact[:6])
+
+
+def test_pm_data_hyperparameters_are_read_each_step():
+    with pm.Model() as model:
+        alpha = pm.Data("alpha", 1e-8)
+        pcrp.PowerCRP("z", alpha=alpha, power=1.0, n=10)
+        few = pm.sample(draws=50, tune=20, chains=1, random_seed=1, **QUIET)
+        pm.set_data({"alpha": 1e4})
+        many = pm.sample(draws=50, tune=20, chains=1, random_seed=1, **QUIET)
+    assert model is not None
+    assert few.posterior["n_clusters"].values.mean() < 1.5
+    assert many.posterior["n_clusters"].values.mean() > 8
+
+
+def test_two_blocks_in_one_model():
+    x, y = _data(20, seed=1), _data(16, seed=2)
+    with pm.Model():
+        a = pcrp.PowerCRP("a", alpha=1.0, power=1.2, n=20)
+        b = pcrp.PowerCRP("b", alpha=1.0, power=1.2, n=16)
+        pcrp.NIWMixture("xa", z=a, prior=pcrp.NIWPrior.from_data(x), observed=x)
+        pcrp.NIWMixture("xb", z=b, prior=pcrp.NIWPrior.from_data(y), observed=y)
+        idata = pm.sample(draws=20, tune=5, chains=2, random_seed=1, **QUIET)
+    assert {"a_n_clusters", "b_n_clusters"} <= set(idata.posterior.data_vars)
+    assert idata.sample_stats["log_joint"].shape[:2] == (2, 20)
+
+
+def _idata(z, k):
+    return az.from_dict(posterior={"z": z, "n_clusters": k})
+
+
+def test_convergence_report_uses_n_clusters_not_labels():
+    """Label vectors that disagree between chains but describe the same K are fine."""
+    model = _model(_data(6))
+    rng = np.random.default_rng(SEED)
+    chains, draws = 4, 200
+    z = np.zeros((chains, draws, 6), dtype=int)
+    z[:, :, 3:] = np.arange(chains)[:, None, None] % 2  # chains 0,2 vs 1,3 label differently
+    z[:, :, 5] = rng.integers(0, 2, size=(chains, draws))
+    k = rng.integers(1, 4, size=(chains, draws))
+    idata = _idata(z, k)
+    ours = [w for w in _convergence.run_convergence_checks(idata, model)
+            if w.kind == WarningType.CONVERGENCE]
+    pymcs = [w for w in _convergence._original(idata, model) if w.kind == WarningType.CONVERGENCE]
+    assert pymcs, "PyMC's own report would flag the labels"
+    assert ours == []
+    # a chain stuck at a different K is still reported
+    k_bad = k.copy()
+    k_bad[0] = 7
+    flagged = _convergence.run_convergence_checks(_idata(z, k_bad), model)
+    assert any(w.kind == WarningType.CONVERGENCE for w in flagged)
+
+
+def test_convergence_patch_is_installed():
+    import pymc.sampling.mcmc as mcmc
+
+    assert mcmc.run_convergence_checks is _convergence.run_convergence_checks
