@@ -25,9 +25,7 @@ _original = getattr(_mcmc.run_convergence_checks, "__wrapped__", _mcmc.run_conve
 def run_convergence_checks(idata, model):
     """PyMC's checks, with each pCRP label vector replaced by its cluster count."""
     blocks = [
-        rv
-        for rv in model.free_RVs
-        if rv.owner is not None and isinstance(rv.owner.op, PowerCRPRV)
+        rv for rv in model.free_RVs if rv.owner is not None and isinstance(rv.owner.op, PowerCRPRV)
     ]
     if not blocks:
         return _original(idata, model)

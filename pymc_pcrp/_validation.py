@@ -34,7 +34,9 @@ def check_data(x, name: str = "observed") -> np.ndarray:
             f"Argument '{name}' must have shape (N,) or (N, D), but got shape {np.shape(x)}."
         )
     if arr.shape[0] == 0 or arr.shape[1] == 0:
-        raise ValueError(f"Argument '{name}' is empty (shape {np.shape(x)}); pass at least one point.")
+        raise ValueError(
+            f"Argument '{name}' is empty (shape {np.shape(x)}); pass at least one point."
+        )
     bad = ~np.isfinite(arr)
     if bad.any():
         rows = np.flatnonzero(bad.any(axis=1))
@@ -75,8 +77,8 @@ def check_spd(matrix, name: str, dim: int | None = None) -> np.ndarray:
     except np.linalg.LinAlgError:
         eig = np.linalg.eigvalsh(arr).min()
         raise ValueError(
-            f"Argument '{name}' must be positive definite, but its smallest eigenvalue is {eig:.3g}. "
-            "A scaled identity or the data covariance are valid choices."
+            f"Argument '{name}' must be positive definite, but its smallest eigenvalue is "
+            f"{eig:.3g}. A scaled identity or the data covariance are valid choices."
         ) from None
     return arr
 

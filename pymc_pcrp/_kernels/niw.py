@@ -1,4 +1,4 @@
-"""Normal-Inverse-Wishart algebra on plain arrays, compiled with numba.
+r"""Normal-Inverse-Wishart algebra on plain arrays, compiled with numba.
 
 Conventions used by every function here:
 
@@ -9,7 +9,7 @@ Conventions used by every function here:
 * A cluster is summarised by its size ``n``, the sum ``s`` of its centred
   points and the sum ``Q`` of their outer products. Its posterior scale matrix is
 
-  .. math:: \\Psi_n = \\Psi_0 + Q - s s^\\top / \\kappa_n ,
+  .. math:: \Psi_n = \Psi_0 + Q - s s^\top / \kappa_n ,
 
   which equals design.md's ``Psi0 + S + (kappa0 n / kappa_n)(xbar - mu0)(xbar - mu0)^T``.
 * ``L`` is the lower Cholesky factor of ``Psi_n``; adding or removing one point

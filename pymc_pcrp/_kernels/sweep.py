@@ -87,9 +87,7 @@ def make_params(alpha: float, power: float, kappa0: float, nu0: float, psi0) -> 
     psi0 = np.ascontiguousarray(psi0, dtype=np.float64)
     chol0 = np.linalg.cholesky(psi0) if psi0.size else np.zeros((0, 0))
     logdet0 = 2.0 * float(np.sum(np.log(np.diag(chol0))))
-    return NIWParams(
-        math.log(alpha), float(power), float(kappa0), float(nu0), psi0, chol0, logdet0
-    )
+    return NIWParams(math.log(alpha), float(power), float(kappa0), float(nu0), psi0, chol0, logdet0)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -213,8 +211,9 @@ def _add_point(
 
 
 @numba.njit(**NJIT_KWARGS)
-def _mahalanobis(chol: np.ndarray, x: np.ndarray, s: np.ndarray, kappa_n: float,
-                 y: np.ndarray) -> float:
+def _mahalanobis(
+    chol: np.ndarray, x: np.ndarray, s: np.ndarray, kappa_n: float, y: np.ndarray
+) -> float:
     """Return ``||L^{-1}(x - s / kappa_n)||^2`` by forward substitution."""
     d = x.shape[0]
     acc = 0.0

@@ -142,6 +142,7 @@ class NIWMixtureRV(RandomVariable):
 
     @classmethod
     def rng_fn(cls, rng, z, mu0, kappa0, nu0, psi0, size):
+        """Draw each cluster's mean and covariance from the NIW prior, then its points."""
         if size is not None or z.ndim != 1:
             raise NotImplementedError(
                 "NIWMixture draws one data set per label vector; batched sizes are not supported."
@@ -150,9 +151,7 @@ class NIWMixtureRV(RandomVariable):
         out = np.empty((z.shape[0], d))
         for label in np.unique(z):
             members = z == label
-            cov = np.atleast_2d(
-                stats.invwishart.rvs(df=float(nu0), scale=psi0, random_state=rng)
-            )
+            cov = np.atleast_2d(stats.invwishart.rvs(df=float(nu0), scale=psi0, random_state=rng))
             mean = rng.multivariate_normal(mu0, cov / float(kappa0))
             out[members] = rng.multivariate_normal(mean, cov, size=int(members.sum()))
         return out
@@ -252,6 +251,7 @@ class NIWMixture(Continuous):
     rv_op = niw_mixture
 
     def __new__(cls, name, z, prior, *, observed=None, **kwargs):
+        """Validate the observed data against ``z`` and ``prior``, then register the variable."""
         if observed is not None:
             _check_observed(observed, z, prior)
         return super().__new__(cls, name, z, prior, observed=observed, **kwargs)

@@ -33,6 +33,7 @@ class PowerCRPRV(RandomVariable):
     _print_name = ("PowerCRP", "\\operatorname{PowerCRP}")
 
     def make_node(self, rng, size, alpha, power, n):
+        """Build the node, casting ``n`` to an integer scalar."""
         n = pt.as_tensor_variable(n, dtype="int64")
         return super().make_node(rng, size, alpha, power, n)
 
@@ -41,6 +42,7 @@ class PowerCRPRV(RandomVariable):
 
     @classmethod
     def rng_fn(cls, rng, alpha, power, n, size):
+        """Exact draws from the pCRP partition distribution (canonical labels)."""
         shape = () if size is None else tuple(size)
         count = int(np.prod(shape, dtype=np.int64))
         draws = sample_partitions(rng, int(n), float(alpha), float(power), max(count, 1))
@@ -137,6 +139,7 @@ class PowerCRP(Discrete):
     rv_op = power_crp
 
     def __new__(cls, name, *args, **kwargs):
+        """Register the variable and its ``n_clusters`` deterministic in the current model."""
         rv = super().__new__(cls, name, *args, **kwargs)
         _register_n_clusters(rv)
         return rv

@@ -255,7 +255,7 @@ class PCRPGibbs(BlockedStep):
 
 
 def _getter(var):
-    """A cheap way to read the current value of a constant, shared or derived tensor.
+    """Return a cheap reader of the current value of a constant, shared or derived tensor.
 
     Constants and ``pm.Data`` are read directly (a shared value keeps its identity
     until ``pm.set_data`` replaces it, which lets the step cache its arrays);

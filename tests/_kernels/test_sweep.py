@@ -41,8 +41,8 @@ def test_conditional_matches_reference(d, alpha, r):
         probs /= probs.sum()
         ref_labels, ref_probs = gibbs_conditional(i, labels, x, alpha, r, mu0, kappa0, nu0, psi0)
         # slots are the label values (labels are canonical, so slot == label)
-        got = dict(zip(slots.tolist(), probs))
-        ref = dict(zip([*ref_labels, -1], ref_probs))
+        got = dict(zip(slots.tolist(), probs, strict=True))
+        ref = dict(zip([*ref_labels, -1], ref_probs, strict=True))
         assert set(got) == set(ref)
         for key, value in ref.items():
             assert got[key] == pytest.approx(value, rel=1e-10, abs=1e-14)
@@ -147,7 +147,8 @@ def test_rank_one_update_and_downdate(d):
     assert chol_rank_one(down, v.copy(), -1.0)
     np.testing.assert_allclose(down, chol, rtol=1e-9, atol=1e-12)
     # a downdate that would lose definiteness is reported, not silently applied
-    assert not chol_rank_one(chol.copy(), 10.0 * np.sqrt(np.linalg.eigvalsh(m).max()) * v
-                             / np.linalg.norm(v), -1.0)
+    assert not chol_rank_one(
+        chol.copy(), 10.0 * np.sqrt(np.linalg.eigvalsh(m).max()) * v / np.linalg.norm(v), -1.0
+    )
     bad = -np.eye(d)
     assert not cholesky_lower(bad, np.zeros((d, d)))

@@ -47,7 +47,9 @@ def sampled_frequencies(x, prior, alpha, r, seed):
         )
     labels = idata.posterior["z"].values.reshape(-1, len(x))
     keys, counts = np.unique(labels, axis=0, return_counts=True)
-    return {tuple(int(v) for v in k): c / labels.shape[0] for k, c in zip(keys, counts)}
+    return {
+        tuple(int(v) for v in k): c / labels.shape[0] for k, c in zip(keys, counts, strict=True)
+    }
 
 
 @pytest.mark.parametrize("n", [5, 6])
@@ -57,9 +59,7 @@ def test_partition_frequencies_match_exact_posterior(n, d, alpha, r):
     seed = 1000 * n + 100 * d + int(10 * r)
     x = _data(n, d, seed)
     prior = _prior(d)
-    partitions, probs = exact_posterior(
-        x, alpha, r, prior.mu0, prior.kappa0, prior.nu0, prior.psi0
-    )
+    partitions, probs = exact_posterior(x, alpha, r, prior.mu0, prior.kappa0, prior.nu0, prior.psi0)
     freq = sampled_frequencies(x, prior, alpha, r, seed)
     assert set(freq) <= set(partitions), "the sampler produced a non-canonical label vector"
     empirical = np.array([freq.get(p, 0.0) for p in partitions])

@@ -6,8 +6,8 @@ import pymc as pm
 import pytest
 
 from pymc.sampling.mcmc import assign_step_methods
-from pymc.step_methods.compound import Competence
 from pymc.stats.convergence import WarningType
+from pymc.step_methods.compound import Competence
 
 import pymc_pcrp as pcrp
 
@@ -99,7 +99,11 @@ def test_every_init_strategy_runs(init):
     x = _data(20)
     with _model(x):
         idata = pm.sample(
-            draws=5, tune=0, chains=1, random_seed=1, pcrp_gibbs={"init": init},
+            draws=5,
+            tune=0,
+            chains=1,
+            random_seed=1,
+            pcrp_gibbs={"init": init},
             **QUIET,
         )
     assert idata.posterior["z"].shape == (1, 5, 20)
@@ -129,8 +133,12 @@ def test_sweeps_per_draw_thins_inside_the_step():
     x = _data(30)
     with _model(x):
         idata = pm.sample(
-            draws=20, tune=0, chains=1, random_seed=2,
-            pcrp_gibbs={"sweeps_per_draw": 5}, **QUIET,
+            draws=20,
+            tune=0,
+            chains=1,
+            random_seed=2,
+            pcrp_gibbs={"sweeps_per_draw": 5},
+            **QUIET,
         )
     assert idata.posterior["z"].shape == (1, 20, 30)
 
@@ -205,8 +213,11 @@ def test_convergence_report_uses_n_clusters_not_labels():
     z[:, :, 5] = rng.integers(0, 2, size=(chains, draws))
     k = rng.integers(1, 4, size=(chains, draws))
     idata = _idata(z, k)
-    ours = [w for w in _convergence.run_convergence_checks(idata, model)
-            if w.kind == WarningType.CONVERGENCE]
+    ours = [
+        w
+        for w in _convergence.run_convergence_checks(idata, model)
+        if w.kind == WarningType.CONVERGENCE
+    ]
     pymcs = [w for w in _convergence._original(idata, model) if w.kind == WarningType.CONVERGENCE]
     assert pymcs, "PyMC's own report would flag the labels"
     assert ours == []

@@ -1,0 +1,359 @@
+"""Throughput of the pCRP collapsed Gibbs sweep: pm.sample, raw kernel, NumPy baseline.
+
+Run from the repository root::
+
+    PYTHONPATH=. python benchmarks/bench_sweep.py --n 2000 --d 2 --sweeps 1000 --repeats 3 --seed 0
+
+Everything is measured in one process on one synthetic data set: a mixture of
+four well-separated unit-covariance Gaussians (centres at (+-6, +-6) in the
+first two coordinates, 0 elsewhere; centres -9, -3, 3, 9 when D = 1) with
+labels drawn uniformly at random. The model is ``PowerCRP(alpha=1, power=1.1)``
+with ``NIWMixture`` and ``NIWPrior.from_data(X)``.
+
+Every run (each repeat of each method) starts from the same partition: the
+true generating labels. The chains are therefore already in the stationary
+regime (K about 4) and all methods do comparable work per sweep; K at the end
+of each run is printed so this can be checked.
+
+Methods
+-------
+pm.sample, sweeps_per_draw=1
+    ``pm.sample(draws=S, tune=0, chains=1, cores=1, ...)``: S draws = S sweeps.
+    Wall-clock of the whole call (including pm.sample's per-call set-up and
+    the conversion to InferenceData); the time PyMC itself reports for the
+    sampling loop (``sample_stats.attrs["sampling_time"]``) is shown as well.
+pm.sample, sweeps_per_draw=10
+    Same number of sweeps in S/10 draws: the difference to the row above is
+    the per-draw overhead.
+numba kernel
+    ``gibbs_sweeps(rng, xc, state, params, S)`` called directly.
+NumPy baseline
+    The same collapsed Gibbs sweep written below in plain NumPy/SciPy, with no
+    incremental Cholesky: for every point the Student-t posterior predictive of
+    every cluster (and the prior predictive for a new one) is recomputed from
+    the clusters' sufficient statistics with batched ``np.linalg`` calls
+    (vectorised across clusters, looped over points). It is slow, so only a
+    few sweeps are timed and the per-sweep median is scaled to 1,000 sweeps.
+
+A warm-up call of each pm.sample configuration and of the kernel is made first
+so that numba loading and PyTensor compilation are not timed. Times reported
+are medians over ``--repeats`` (min in brackets).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+
+import numba
+import numpy as np
+import pymc as pm
+import pytensor
+import scipy
+from scipy.special import gammaln
+
+import pymc_pcrp as pcrp
+from pymc_pcrp._kernels.partitions import canonical_labels
+from pymc_pcrp._kernels.sweep import (
+    conditional_log_weights,
+    gibbs_sweeps,
+    init_state,
+    make_params,
+)
+
+ALPHA = 1.0
+POWER = 1.1
+
+
+# ---------------------------------------------------------------------------
+# data
+
+
+def make_data(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Four well-separated unit-covariance Gaussians; returns (X, canonical true labels)."""
+    rng = np.random.default_rng(seed)
+    centres = np.zeros((4, d))
+    if d == 1:
+        centres[:, 0] = [-9.0, -3.0, 3.0, 9.0]
+    else:
+        centres[:, :2] = [[-6.0, -6.0], [-6.0, 6.0], [6.0, -6.0], [6.0, 6.0]]
+    z = rng.integers(0, 4, size=n)
+    x = centres[z] + rng.standard_normal((n, d))
+    return np.ascontiguousarray(x), canonical_labels(z.astype(np.int64))
+
+
+# ---------------------------------------------------------------------------
+# plain NumPy/SciPy baseline of the same sweep
+
+
+class NumpyGibbs:
+    """Collapsed pCRP Gibbs sweep recomputing every predictive from sufficient statistics.
+
+    State: per-cluster ``counts``, ``sums`` (of centred points) and ``sumsq``
+    (of their outer products), indexed by label; ``labels[i]`` is the label of
+    point ``i``. For each point the predictive of each cluster is the
+    multivariate Student-t
+
+        df = nu_n - D + 1,   loc = s / kappa_n,
+        shape = Psi_n (kappa_n + 1) / (kappa_n df),
+        Psi_n = Psi_0 + Q - s s^T / kappa_n,
+
+    evaluated with ``np.linalg.slogdet`` and ``np.linalg.solve`` on the stack
+    of all clusters plus the empty (prior) one.
+    """
+
+    def __init__(self, xc, labels, alpha, power, kappa0, nu0, psi0, rng):
+        self.xc = np.asarray(xc, dtype=np.float64)
+        n, d = self.xc.shape
+        self.d = d
+        self.alpha, self.power = float(alpha), float(power)
+        self.kappa0, self.nu0 = float(kappa0), float(nu0)
+        self.psi0 = np.asarray(psi0, dtype=np.float64)
+        self.rng = rng
+        cap = n + 1
+        self.labels = np.asarray(labels, dtype=np.int64).copy()
+        self.counts = np.zeros(cap, dtype=np.int64)
+        self.sums = np.zeros((cap, d))
+        self.sumsq = np.zeros((cap, d, d))
+        np.add.at(self.counts, self.labels, 1)
+        np.add.at(self.sums, self.labels, self.xc)
+        np.add.at(self.sumsq, self.labels, self.xc[:, :, None] * self.xc[:, None, :])
+        self.free = [k for k in range(cap - 1, -1, -1) if self.counts[k] == 0]
+
+    def _remove(self, i: int) -> None:
+        x, k = self.xc[i], self.labels[i]
+        self.counts[k] -= 1
+        self.sums[k] -= x
+        self.sumsq[k] -= np.outer(x, x)
+        if self.counts[k] == 0:
+            self.sums[k] = 0.0
+            self.sumsq[k] = 0.0
+            self.free.append(k)
+
+    def _add(self, i: int, k: int) -> None:
+        x = self.xc[i]
+        self.counts[k] += 1
+        self.sums[k] += x
+        self.sumsq[k] += np.outer(x, x)
+        self.labels[i] = k
+
+    def log_weights(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        """Occupied labels (point ``i`` removed) then ``-1`` for new; their log weights.
+
+        Point ``i`` must already have been removed.
+        """
+        d = self.d
+        x = self.xc[i]
+        occ = np.flatnonzero(self.counts)
+        n = np.append(self.counts[occ], 0).astype(np.float64)
+        s = np.concatenate([self.sums[occ], np.zeros((1, d))])
+        q = np.concatenate([self.sumsq[occ], np.zeros((1, d, d))])
+        kappa_n = self.kappa0 + n
+        nu_n = self.nu0 + n
+        df = nu_n - d + 1.0
+        psi_n = self.psi0 + q - s[:, :, None] * s[:, None, :] / kappa_n[:, None, None]
+        shape = psi_n * ((kappa_n + 1.0) / (kappa_n * df))[:, None, None]
+        delta = x - s / kappa_n[:, None]
+        _, logdet = np.linalg.slogdet(shape)
+        maha = np.einsum("kd,kd->k", delta, np.linalg.solve(shape, delta[:, :, None])[:, :, 0])
+        log_t = (
+            gammaln(0.5 * (df + d))
+            - gammaln(0.5 * df)
+            - 0.5 * d * np.log(df * np.pi)
+            - 0.5 * logdet
+            - 0.5 * (df + d) * np.log1p(maha / df)
+        )
+        log_prior = np.append(self.power * np.log(n[:-1]), np.log(self.alpha))
+        return np.append(occ, -1), log_prior + log_t
+
+    def sweep(self) -> None:
+        for i in self.rng.permutation(self.xc.shape[0]):
+            self._remove(i)
+            labels, logw = self.log_weights(i)
+            w = np.exp(logw - logw.max())
+            j = int(np.searchsorted(np.cumsum(w), self.rng.random() * w.sum(), side="right"))
+            k = labels[min(j, len(labels) - 1)]
+            if k < 0:
+                k = self.free.pop()
+            self._add(i, k)
+
+    @property
+    def n_clusters(self) -> int:
+        return int(np.count_nonzero(self.counts))
+
+
+def check_baseline(xc, labels, params, prior, n_points: int = 20) -> float:
+    """Max |difference| between baseline and kernel conditional log weights."""
+    base = NumpyGibbs(
+        xc, labels, ALPHA, POWER, prior.kappa0, prior.nu0, prior.psi0, np.random.default_rng(0)
+    )
+    state = init_state(xc, labels, params)  # slots == labels for canonical labels
+    worst = 0.0
+    for i in np.linspace(0, xc.shape[0] - 1, n_points).astype(int):
+        slots, kern = conditional_log_weights(xc, state, params, i)
+        base._remove(i)
+        occ, ref = base.log_weights(i)
+        base._add(i, labels[i])
+        a, b = np.argsort(slots), np.argsort(occ)
+        if not np.array_equal(slots[a], occ[b]):
+            raise AssertionError("baseline and kernel disagree on the occupied clusters")
+        worst = max(worst, float(np.max(np.abs(kern[a] - ref[b]))))
+    return worst
+
+
+# ---------------------------------------------------------------------------
+# timing
+
+
+def time_pm_sample(model, z0, draws, spd, seed):
+    t0 = time.perf_counter()
+    with model:
+        idata = pm.sample(
+            draws=draws,
+            tune=0,
+            chains=1,
+            cores=1,
+            progressbar=False,
+            compute_convergence_checks=False,
+            random_seed=seed,
+            initvals={"z": z0},
+            pcrp_gibbs={"sweeps_per_draw": spd, "init": "point"},
+        )
+    wall = time.perf_counter() - t0
+    loop = float(idata.sample_stats.attrs["sampling_time"])
+    k_end = int(idata.sample_stats["n_clusters"].values[0, -1])
+    return wall, loop, k_end
+
+
+def time_kernel(xc, z0, params, sweeps, seed):
+    state = init_state(xc, z0, params)
+    rng = np.random.default_rng(seed)
+    t0 = time.perf_counter()
+    gibbs_sweeps(rng, xc, state, params, sweeps)
+    return time.perf_counter() - t0, int(state.k[0])
+
+
+def machine_info() -> list[str]:
+    load = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    return [
+        f"python   {platform.python_version()} ({platform.python_implementation()})",
+        f"numpy    {np.__version__}",
+        f"scipy    {scipy.__version__}",
+        f"numba    {numba.__version__}",
+        f"pymc     {pm.__version__}",
+        f"pytensor {pytensor.__version__}",
+        f"platform {platform.platform()}",
+        f"cpu      {platform.processor() or platform.machine()}, os.cpu_count() = {os.cpu_count()}",
+        f"loadavg  {load} (1/5/15 min, at start)",
+    ]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=2000, help="number of points")
+    ap.add_argument("--d", type=int, default=2, help="dimension")
+    ap.add_argument("--sweeps", type=int, default=1000,
+                    help="sweeps per timed pm.sample / kernel run (multiple of 10)")
+    ap.add_argument("--repeats", type=int, default=3, help="timed repeats per method")
+    ap.add_argument("--baseline-sweeps", type=int, default=3,
+                    help="sweeps of the NumPy baseline to time (each timed separately)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the data and of the chains")
+    args = ap.parse_args(argv)
+    if args.sweeps % 10 or args.sweeps < 10:
+        ap.error("--sweeps must be a positive multiple of 10")
+
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    warnings.filterwarnings("ignore")
+    info = machine_info()
+    t_start = time.perf_counter()
+
+    x, z0 = make_data(args.n, args.d, args.seed)
+    prior = pcrp.NIWPrior.from_data(x)
+    xc = np.ascontiguousarray(x - prior.mu0)
+    params = make_params(ALPHA, POWER, prior.kappa0, prior.nu0, prior.psi0)
+    k0 = int(z0.max()) + 1
+    print(f"data: N={args.n} D={args.d} seed={args.seed}, 4 Gaussians; "
+          f"start partition = true labels (K0={k0}, sizes {np.bincount(z0).tolist()})")
+    print(f"model: PowerCRP(alpha={ALPHA}, power={POWER}), NIWPrior.from_data(X) "
+          f"(kappa0={prior.kappa0}, nu0={prior.nu0})")
+
+    err = check_baseline(xc, z0, params, prior)
+    print(f"check: baseline vs kernel conditional log weights, max |diff| = {err:.2e}")
+
+    with pm.Model() as model:
+        z = pcrp.PowerCRP("z", alpha=ALPHA, power=POWER, n=args.n)
+        pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
+
+    seeds = [args.seed + 1 + r for r in range(args.repeats)]
+    per_k = 1000.0 / args.sweeps
+    rows = []  # (method, wall s/1k list, loop s/1k list or None, K list)
+
+    # warm-up: numba cache loading, PyTensor compilation, first-call costs
+    for spd in (1, 10):
+        time_pm_sample(model, z0, 5, spd, args.seed)
+    time_kernel(xc, z0, params, 2, args.seed)
+
+    for spd in (1, 10):
+        walls, loops, ks = [], [], []
+        for s in seeds:
+            wall, loop, k_end = time_pm_sample(model, z0, args.sweeps // spd, spd, s)
+            walls.append(wall * per_k)
+            loops.append(loop * per_k)
+            ks.append(k_end)
+        rows.append((f"pm.sample sweeps_per_draw={spd} ({args.sweeps // spd} draws)",
+                     walls, loops, ks))
+        print(f"  done: pm.sample spd={spd}: wall s/1k sweeps {['%.3f' % v for v in walls]}, K {ks}")
+
+    walls, ks = [], []
+    for s in seeds:
+        t, k_end = time_kernel(xc, z0, params, args.sweeps, s)
+        walls.append(t * per_k)
+        ks.append(k_end)
+    rows.append((f"numba kernel gibbs_sweeps ({args.sweeps} sweeps)", walls, None, ks))
+    print(f"  done: kernel: s/1k sweeps {['%.3f' % v for v in walls]}, K {ks}")
+
+    base = NumpyGibbs(xc, z0, ALPHA, POWER, prior.kappa0, prior.nu0, prior.psi0,
+                      np.random.default_rng(args.seed + 1))
+    base_t = []
+    for _ in range(args.baseline_sweeps):
+        t0 = time.perf_counter()
+        base.sweep()
+        base_t.append((time.perf_counter() - t0) * 1000.0)
+    rows.append((f"NumPy baseline ({args.baseline_sweeps} sweeps, scaled)",
+                 base_t, None, [base.n_clusters]))
+    print(f"  done: baseline: s/sweep {['%.3f' % (v / 1000) for v in base_t]}, "
+          f"K {base.n_clusters}")
+
+    baseline = statistics.median(base_t)
+    print()
+    print("machine")
+    for line in info:
+        print("  " + line)
+    print(f"  loadavg  {' '.join(f'{v:.2f}' for v in os.getloadavg())} (1/5/15 min, at end)")
+    print()
+    print(f"seconds per 1,000 sweeps, N={args.n}, D={args.d}; median of {args.repeats} "
+          f"repeats [min]; speedup = baseline median / method median")
+    head = f"{'method':<48} {'wall s/1k':>18} {'in-loop s/1k':>13} {'speedup':>9}  K at end"
+    print(head)
+    print("-" * len(head))
+    for name, walls, loops, ks in rows:
+        med = statistics.median(walls)
+        wall = f"{med:.3f} [{min(walls):.3f}]" if len(walls) > 1 else f"{med:.3f}"
+        loop = f"{statistics.median(loops):.3f}" if loops else "-"
+        print(f"{name:<48} {wall:>18} {loop:>13} {baseline / med:>8.1f}x  "
+              f"{','.join(map(str, ks))}")
+    print()
+    print("wall = time of the whole pm.sample / gibbs_sweeps call; in-loop = PyMC's own "
+          "sampling_time (excludes pm.sample set-up and InferenceData conversion).")
+    print(f"total benchmark time {time.perf_counter() - t_start:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
