@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pymc_pcrp import _convergence
 from pymc_pcrp.datasets import load_old_faithful
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
+from pymc_pcrp.predictive import sample_posterior_predictive
 from pymc_pcrp.step_methods import PCRPGibbs
 
 try:
@@ -19,4 +20,12 @@ except PackageNotFoundError:  # running from a source tree that was not installe
 
 _convergence.install()
 
-__all__ = ["NIWMixture", "NIWPrior", "PCRPGibbs", "PowerCRP", "__version__", "load_old_faithful"]
+__all__ = [
+    "NIWMixture",
+    "NIWPrior",
+    "PCRPGibbs",
+    "PowerCRP",
+    "__version__",
+    "load_old_faithful",
+    "sample_posterior_predictive",
+]

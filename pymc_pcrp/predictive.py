@@ -1,0 +1,114 @@
+"""Posterior predictive draws for models whose cluster parameters are integrated out.
+
+``pm.sample_posterior_predictive`` cannot do this job for an :class:`NIWMixture`:
+the cluster means and covariances are not in the trace (the sampler never
+draws them), so PyMC would draw them afresh from the NIW *prior*. This module
+draws them from their posterior given each draw's partition and the data, then
+draws replicated data.
+"""
+
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+import pymc as pm
+
+from pymc.util import RandomState
+from scipy import stats
+
+from pymc_pcrp.distributions.niw import NIWMixtureRV
+
+__all__ = ["niw_posterior", "sample_posterior_predictive"]
+
+
+def niw_posterior(
+    x: np.ndarray, mu0: np.ndarray, kappa0: float, nu0: float, psi0: np.ndarray
+) -> tuple[np.ndarray, float, float, np.ndarray]:
+    """NIW posterior ``(mu_n, kappa_n, nu_n, psi_n)`` after the points ``x`` of shape ``(n, D)``."""
+    n = x.shape[0]
+    kappa_n, nu_n = kappa0 + n, nu0 + n
+    if n == 0:
+        return mu0.copy(), kappa_n, nu_n, psi0.copy()
+    xbar = x.mean(axis=0)
+    centred = x - xbar
+    diff = xbar - mu0
+    psi_n = psi0 + centred.T @ centred + (kappa0 * n / kappa_n) * np.outer(diff, diff)
+    mu_n = (kappa0 * mu0 + n * xbar) / kappa_n
+    return mu_n, kappa_n, nu_n, psi_n
+
+
+def sample_posterior_predictive(
+    idata: az.InferenceData,
+    model: pm.Model | None = None,
+    *,
+    random_seed: RandomState = None,
+    extend_inferencedata: bool = False,
+) -> az.InferenceData:
+    """Replicate every observed :class:`NIWMixture` given each posterior draw.
+
+    For each draw and each cluster of that draw's partition, the cluster mean
+    and covariance are drawn from their NIW posterior given the cluster's data,
+    then each of its points is replicated from the Gaussian they define.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        Output of ``pm.sample`` on ``model``.
+    model : pm.Model, optional
+        Taken from the context if omitted.
+    random_seed : int or numpy.random.Generator, optional
+    extend_inferencedata : bool, default=False
+        Add the group to ``idata`` (and return it) instead of returning a new object.
+
+    Returns
+    -------
+    arviz.InferenceData
+        A ``posterior_predictive`` group with one variable per observed NIWMixture,
+        with the dims of its observed data.
+    """
+    model = pm.modelcontext(model)
+    rng = np.random.default_rng(random_seed)
+    out = {}
+    for obs in model.observed_RVs:
+        if not isinstance(obs.owner.op, NIWMixtureRV):
+            continue
+        z_rv, mu0, kappa0, nu0, psi0 = obs.owner.inputs[2:]
+        if z_rv.name not in idata.posterior:
+            raise ValueError(
+                f"The labels '{z_rv.name}' of '{obs.name}' are not in idata.posterior."
+            )
+        mu0, kappa0, nu0, psi0 = (
+            np.asarray(v.eval(), dtype=np.float64) for v in (mu0, kappa0, nu0, psi0)
+        )
+        data = np.asarray(model.rvs_to_values[obs].eval(), dtype=np.float64)
+        x = data[:, None] if data.ndim == 1 else data
+        labels = idata.posterior[z_rv.name].values
+        reps = np.empty((*labels.shape[:2], *x.shape))
+        for c in range(labels.shape[0]):
+            for d in range(labels.shape[1]):
+                reps[c, d] = _replicate(rng, x, labels[c, d], mu0, float(kappa0), float(nu0), psi0)
+        out[obs.name] = reps if data.ndim == 2 else reps[..., 0]
+    if not out:
+        raise ValueError("The model has no observed NIWMixture to replicate.")
+    dims = {name: list(model.named_vars_to_dims.get(name, ())) or None for name in out}
+    pp = az.from_dict(
+        posterior_predictive=out,
+        dims={k: v for k, v in dims.items() if v},
+        coords={k: np.asarray(v) for k, v in model.coords.items() if v is not None},
+    )
+    if extend_inferencedata:
+        idata.extend(pp)
+        return idata
+    return pp
+
+
+def _replicate(rng, x, labels, mu0, kappa0, nu0, psi0) -> np.ndarray:
+    """One replicated data set for one partition."""
+    out = np.empty_like(x)
+    for k in np.unique(labels):
+        members = labels == k
+        mu_n, kappa_n, nu_n, psi_n = niw_posterior(x[members], mu0, kappa0, nu0, psi0)
+        cov = np.atleast_2d(stats.invwishart.rvs(df=nu_n, scale=psi_n, random_state=rng))
+        mean = rng.multivariate_normal(mu_n, cov / kappa_n)
+        out[members] = rng.multivariate_normal(mean, cov, size=int(members.sum()))
+    return out
