@@ -19,6 +19,7 @@ def run_demo(
     tune: int = 1000,
     chains: int = 4,
     cores: int = 1,
+    sweeps_per_draw: int = 2,
     seed: int = 1,
     out=sys.stdout,
 ) -> dict[str, object]:
@@ -44,8 +45,8 @@ def run_demo(
     prior = NIWPrior.from_data(x)
     print(
         f"Old Faithful: N = {x.shape[0]} eruptions, D = {x.shape[1]} (duration, waiting time)\n"
-        f"alpha = {alpha}; {chains} chains x {draws} draws after {tune} tuning sweeps; "
-        f"seed {seed}\n",
+        f"alpha = {alpha}; {chains} chains x {draws} draws ({sweeps_per_draw} sweeps each) "
+        f"after {tune} tuning draws; seed {seed}\n",
         file=out,
     )
     results = {}
@@ -62,6 +63,7 @@ def run_demo(
                 cores=cores,
                 random_seed=seed,
                 progressbar=False,
+                pcrp_gibbs={"sweeps_per_draw": sweeps_per_draw},
             )
         seconds = time.perf_counter() - start
         k = idata.posterior["n_clusters"].values.ravel()
@@ -107,7 +109,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="pCRP power r (default 1.11, the paper's cross-validated choice)",
     )
     demo.add_argument("--draws", type=int, default=2000, help="draws per chain (default 2000)")
-    demo.add_argument("--tune", type=int, default=1000, help="burn-in sweeps (default 1000)")
+    demo.add_argument("--tune", type=int, default=1000, help="burn-in draws (default 1000)")
+    demo.add_argument(
+        "--sweeps-per-draw", type=int, default=2, help="Gibbs sweeps per stored draw (default 2)"
+    )
     demo.add_argument("--chains", type=int, default=4, help="number of chains (default 4)")
     demo.add_argument("--cores", type=int, default=1, help="processes for the chains (default 1)")
     demo.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
@@ -120,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             tune=args.tune,
             chains=args.chains,
             cores=args.cores,
+            sweeps_per_draw=args.sweeps_per_draw,
             seed=args.seed,
         )
     return 0
