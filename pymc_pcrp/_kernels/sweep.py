@@ -300,44 +300,6 @@ def _sample_log_weights(rng: np.random.Generator, logw: np.ndarray, m: int) -> i
     return m - 1
 
 
-class _Scratch(NamedTuple):
-    """Per-call tables and work buffers shared by the sweep and its test hook."""
-
-    log_new: np.ndarray
-    pred_const: np.ndarray
-    logw: np.ndarray
-    y: np.ndarray
-    v: np.ndarray
-    buf: np.ndarray
-
-
-@numba.njit(**NJIT_KWARGS)
-def _make_scratch(xc: np.ndarray, params: NIWParams) -> _Scratch:
-    n, d = xc.shape
-    return _Scratch(
-        _new_cluster_log_weights(xc, params),
-        predictive_constants(n, d, params.kappa0, params.nu0),
-        np.empty(n + 1),
-        np.empty(d),
-        np.empty(d),
-        np.empty((d, d)),
-    )
-
-
-@numba.njit(**NJIT_KWARGS)
-def _take_out_and_score(
-    state: SweepState, xc: np.ndarray, i: int, params: NIWParams, scratch: _Scratch
-) -> int:
-    """Remove point ``i`` from its cluster and write its log weights to ``scratch.logw``.
-
-    Returns the number ``K`` of occupied clusters left; ``logw[K]`` is the new-cluster weight.
-    """
-    _remove_point(state, xc[i], state.labels[i], params, scratch.v, scratch.buf)
-    return _log_weights(
-        state, xc[i], params, scratch.log_new[i], scratch.pred_const, scratch.logw, scratch.y
-    )
-
-
 @numba.njit(**NJIT_KWARGS)
 def gibbs_sweeps(
     rng: np.random.Generator,
@@ -354,20 +316,27 @@ def gibbs_sweeps(
     a new one (weight ``alpha`` times the prior predictive), then added where
     the draw sends it.
     """
-    n = xc.shape[0]
-    scratch = _make_scratch(xc, params)
+    n, d = xc.shape
+    log_new = _new_cluster_log_weights(xc, params)
+    pred_const = predictive_constants(n, d, params.kappa0, params.nu0)
+    logw = np.empty(n + 1)
+    y = np.empty(d)
+    v = np.empty(d)
+    buf = np.empty((d, d))
     moved = 0
     for _ in range(n_sweeps):
         perm = rng.permutation(n)
         for t in range(n):
             i = perm[t]
+            x = xc[i]
             old = state.labels[i]
-            k = _take_out_and_score(state, xc, i, params, scratch)
-            choice = _sample_log_weights(rng, scratch.logw, k + 1)
+            _remove_point(state, x, old, params, v, buf)
+            k = _log_weights(state, x, params, log_new[i], pred_const, logw, y)
+            choice = _sample_log_weights(rng, logw, k + 1)
             slot = state.order[choice]  # for choice == k this is the first free slot
             if slot != old:
                 moved += 1
-            _add_point(state, xc[i], slot, params, scratch.v)
+            _add_point(state, x, slot, params, v)
             state.labels[i] = slot
     return moved
 
@@ -381,14 +350,22 @@ def conditional_log_weights(
     Returns ``(slots, logw)``: the occupied slots after removing ``i`` followed
     by ``-1`` for a new cluster, and their log weights. The state is restored.
     """
-    scratch = _make_scratch(xc, params)
+    n, d = xc.shape
+    log_new = _new_cluster_log_weights(xc, params)
+    pred_const = predictive_constants(n, d, params.kappa0, params.nu0)
+    logw = np.empty(n + 1)
+    y = np.empty(d)
+    v = np.empty(d)
+    buf = np.empty((d, d))
+    x = xc[i]
     old = state.labels[i]
-    k = _take_out_and_score(state, xc, i, params, scratch)
+    _remove_point(state, x, old, params, v, buf)
+    k = _log_weights(state, x, params, log_new[i], pred_const, logw, y)
     slots = np.empty(k + 1, dtype=np.int64)
     slots[:k] = state.order[:k]
     slots[k] = -1
-    out = scratch.logw[: k + 1].copy()
-    _add_point(state, xc[i], old, params, scratch.v)
+    out = logw[: k + 1].copy()
+    _add_point(state, x, old, params, v)
     return slots, out
 
 
