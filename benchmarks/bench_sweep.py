@@ -56,9 +56,11 @@ import numpy as np
 import pymc as pm
 import pytensor
 import scipy
+
 from scipy.special import gammaln
 
 import pymc_pcrp as pcrp
+
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import (
     conditional_log_weights,
@@ -239,6 +241,10 @@ def time_kernel(xc, z0, params, sweeps, seed):
     return time.perf_counter() - t0, int(state.k[0])
 
 
+def _fmt(values) -> list[str]:
+    return [f"{v:.3f}" for v in values]
+
+
 def machine_info() -> list[str]:
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     return [
@@ -258,11 +264,19 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=2000, help="number of points")
     ap.add_argument("--d", type=int, default=2, help="dimension")
-    ap.add_argument("--sweeps", type=int, default=1000,
-                    help="sweeps per timed pm.sample / kernel run (multiple of 10)")
+    ap.add_argument(
+        "--sweeps",
+        type=int,
+        default=1000,
+        help="sweeps per timed pm.sample / kernel run (multiple of 10)",
+    )
     ap.add_argument("--repeats", type=int, default=3, help="timed repeats per method")
-    ap.add_argument("--baseline-sweeps", type=int, default=3,
-                    help="sweeps of the NumPy baseline to time (each timed separately)")
+    ap.add_argument(
+        "--baseline-sweeps",
+        type=int,
+        default=3,
+        help="sweeps of the NumPy baseline to time (each timed separately)",
+    )
     ap.add_argument("--seed", type=int, default=0, help="seed of the data and of the chains")
     args = ap.parse_args(argv)
     if args.sweeps % 10 or args.sweeps < 10:
@@ -278,10 +292,14 @@ def main(argv=None) -> int:
     xc = np.ascontiguousarray(x - prior.mu0)
     params = make_params(ALPHA, POWER, prior.kappa0, prior.nu0, prior.psi0)
     k0 = int(z0.max()) + 1
-    print(f"data: N={args.n} D={args.d} seed={args.seed}, 4 Gaussians; "
-          f"start partition = true labels (K0={k0}, sizes {np.bincount(z0).tolist()})")
-    print(f"model: PowerCRP(alpha={ALPHA}, power={POWER}), NIWPrior.from_data(X) "
-          f"(kappa0={prior.kappa0}, nu0={prior.nu0})")
+    print(
+        f"data: N={args.n} D={args.d} seed={args.seed}, 4 Gaussians; "
+        f"start partition = true labels (K0={k0}, sizes {np.bincount(z0).tolist()})"
+    )
+    print(
+        f"model: PowerCRP(alpha={ALPHA}, power={POWER}), NIWPrior.from_data(X) "
+        f"(kappa0={prior.kappa0}, nu0={prior.nu0})"
+    )
 
     err = check_baseline(xc, z0, params, prior)
     print(f"check: baseline vs kernel conditional log weights, max |diff| = {err:.2e}")
@@ -306,9 +324,10 @@ def main(argv=None) -> int:
             walls.append(wall * per_k)
             loops.append(loop * per_k)
             ks.append(k_end)
-        rows.append((f"pm.sample sweeps_per_draw={spd} ({args.sweeps // spd} draws)",
-                     walls, loops, ks))
-        print(f"  done: pm.sample spd={spd}: wall s/1k sweeps {['%.3f' % v for v in walls]}, K {ks}")
+        rows.append(
+            (f"pm.sample sweeps_per_draw={spd} ({args.sweeps // spd} draws)", walls, loops, ks)
+        )
+        print(f"  done: pm.sample spd={spd}: wall s/1k sweeps {_fmt(walls)}, K {ks}")
 
     walls, ks = [], []
     for s in seeds:
@@ -316,19 +335,27 @@ def main(argv=None) -> int:
         walls.append(t * per_k)
         ks.append(k_end)
     rows.append((f"numba kernel gibbs_sweeps ({args.sweeps} sweeps)", walls, None, ks))
-    print(f"  done: kernel: s/1k sweeps {['%.3f' % v for v in walls]}, K {ks}")
+    print(f"  done: kernel: s/1k sweeps {_fmt(walls)}, K {ks}")
 
-    base = NumpyGibbs(xc, z0, ALPHA, POWER, prior.kappa0, prior.nu0, prior.psi0,
-                      np.random.default_rng(args.seed + 1))
+    base = NumpyGibbs(
+        xc,
+        z0,
+        ALPHA,
+        POWER,
+        prior.kappa0,
+        prior.nu0,
+        prior.psi0,
+        np.random.default_rng(args.seed + 1),
+    )
     base_t = []
     for _ in range(args.baseline_sweeps):
         t0 = time.perf_counter()
         base.sweep()
         base_t.append((time.perf_counter() - t0) * 1000.0)
-    rows.append((f"NumPy baseline ({args.baseline_sweeps} sweeps, scaled)",
-                 base_t, None, [base.n_clusters]))
-    print(f"  done: baseline: s/sweep {['%.3f' % (v / 1000) for v in base_t]}, "
-          f"K {base.n_clusters}")
+    rows.append(
+        (f"NumPy baseline ({args.baseline_sweeps} sweeps, scaled)", base_t, None, [base.n_clusters])
+    )
+    print(f"  done: baseline: s/sweep {_fmt([v / 1000 for v in base_t])}, K {base.n_clusters}")
 
     baseline = statistics.median(base_t)
     print()
@@ -337,8 +364,10 @@ def main(argv=None) -> int:
         print("  " + line)
     print(f"  loadavg  {' '.join(f'{v:.2f}' for v in os.getloadavg())} (1/5/15 min, at end)")
     print()
-    print(f"seconds per 1,000 sweeps, N={args.n}, D={args.d}; median of {args.repeats} "
-          f"repeats [min]; speedup = baseline median / method median")
+    print(
+        f"seconds per 1,000 sweeps, N={args.n}, D={args.d}; median of {args.repeats} "
+        f"repeats [min]; speedup = baseline median / method median"
+    )
     head = f"{'method':<48} {'wall s/1k':>18} {'in-loop s/1k':>13} {'speedup':>9}  K at end"
     print(head)
     print("-" * len(head))
@@ -346,11 +375,12 @@ def main(argv=None) -> int:
         med = statistics.median(walls)
         wall = f"{med:.3f} [{min(walls):.3f}]" if len(walls) > 1 else f"{med:.3f}"
         loop = f"{statistics.median(loops):.3f}" if loops else "-"
-        print(f"{name:<48} {wall:>18} {loop:>13} {baseline / med:>8.1f}x  "
-              f"{','.join(map(str, ks))}")
+        print(f"{name:<48} {wall:>18} {loop:>13} {baseline / med:>8.1f}x  {','.join(map(str, ks))}")
     print()
-    print("wall = time of the whole pm.sample / gibbs_sweeps call; in-loop = PyMC's own "
-          "sampling_time (excludes pm.sample set-up and InferenceData conversion).")
+    print(
+        "wall = time of the whole pm.sample / gibbs_sweeps call; in-loop = PyMC's own "
+        "sampling_time (excludes pm.sample set-up and InferenceData conversion)."
+    )
     print(f"total benchmark time {time.perf_counter() - t_start:.1f} s")
     return 0
 
