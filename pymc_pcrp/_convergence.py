@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
 import pymc.sampling.mcmc as _mcmc
 
 from pymc_pcrp.distributions.pcrp import PowerCRPRV, n_clusters_name
@@ -36,7 +37,10 @@ def run_convergence_checks(idata, model):
         if det is not None:
             checked.append(det)
     proxy = SimpleNamespace(free_RVs=checked, deterministics=model.deterministics)
-    return _original(idata, proxy)
+    # A number of clusters that never changes is a healthy outcome, but ArviZ
+    # divides by its zero variance; keep that from printing a RuntimeWarning.
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _original(idata, proxy)
 
 
 run_convergence_checks.__wrapped__ = _original
