@@ -68,23 +68,25 @@ def run_demo(
         seconds = time.perf_counter() - start
         k = idata.posterior["n_clusters"].values.ravel()
         summary = az.summary(idata, var_names=["n_clusters"], kind="all")
-        rows.append((label, r, k, summary.loc["n_clusters"], seconds))
+        lj = az.summary(idata, group="sample_stats", var_names=["log_joint"], kind="diagnostics")
+        rows.append((label, r, k, summary.loc["n_clusters"], lj.loc["log_joint"], seconds))
         results[label] = idata
     k_max = max(int(row[2].max()) for row in rows)
     ks = list(range(1, k_max + 1))
     header = f"{'':<14}" + "".join(f"{'K=' + str(k):>8}" for k in ks)
     print("Posterior probability of the number of clusters K", file=out)
     print(header, file=out)
-    for label, r, k, _, _ in rows:
+    for label, r, k, *_ in rows:
         freq = np.bincount(k, minlength=k_max + 1)[1:] / k.size
         name = f"{label} (r={r:g})"
         print(f"{name:<14}" + "".join(f"{p:>8.3f}" for p in freq), file=out)
-    print("\nn_clusters: mean, sd, R-hat, bulk ESS, time", file=out)
-    for label, r, _, s, seconds in rows:
+    print("\nn_clusters: mean, sd, R-hat, bulk ESS; log joint: R-hat, bulk ESS; time", file=out)
+    for label, r, _, s, lj, seconds in rows:
         name = f"{label} (r={r:g})"
         print(
-            f"{name:<14} mean {s['mean']:.2f}  sd {s['sd']:.2f}  r_hat {s['r_hat']:.2f}  "
-            f"ess_bulk {s['ess_bulk']:.0f}  {seconds:.1f} s",
+            f"{name:<14} K {s['mean']:.2f} +- {s['sd']:.2f}  r_hat {s['r_hat']:.2f}  "
+            f"ess {s['ess_bulk']:>5.0f} | log joint r_hat {lj['r_hat']:.2f}  "
+            f"ess {lj['ess_bulk']:>5.0f} | {seconds:.1f} s",
             file=out,
         )
     return results

@@ -199,15 +199,16 @@ def test_two_blocks_in_one_model():
     assert idata.sample_stats["log_joint"].shape[:2] == (2, 20)
 
 
-def _idata(z, k):
-    return az.from_dict(posterior={"z": z, "n_clusters": k})
+def _idata(z, k, log_joint=None):
+    stats = {} if log_joint is None else {"log_joint": log_joint}
+    return az.from_dict(posterior={"z": z, "n_clusters": k}, sample_stats=stats)
 
 
 def test_convergence_report_uses_n_clusters_not_labels():
     """Label vectors that disagree between chains but describe the same K are fine."""
     model = _model(_data(6))
     rng = np.random.default_rng(SEED)
-    chains, draws = 4, 200
+    chains, draws = 4, 1000
     z = np.zeros((chains, draws, 6), dtype=int)
     z[:, :, 3:] = np.arange(chains)[:, None, None] % 2  # chains 0,2 vs 1,3 label differently
     z[:, :, 5] = rng.integers(0, 2, size=(chains, draws))
@@ -226,6 +227,13 @@ def test_convergence_report_uses_n_clusters_not_labels():
     k_bad[0] = 7
     flagged = _convergence.run_convergence_checks(_idata(z, k_bad), model)
     assert any(w.kind == WarningType.CONVERGENCE for w in flagged)
+    # so is a log joint density that differs between chains
+    lj = rng.normal(size=(chains, draws))
+    fine = _convergence.run_convergence_checks(_idata(z, k, lj), model)
+    assert not any(w.kind == WarningType.CONVERGENCE for w in fine)
+    lj[1] += 5.0
+    stuck = _convergence.run_convergence_checks(_idata(z, k, lj), model)
+    assert any(w.kind == WarningType.CONVERGENCE for w in stuck)
 
 
 def test_convergence_patch_is_installed():
