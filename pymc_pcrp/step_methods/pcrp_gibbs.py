@@ -134,9 +134,10 @@ class PCRPGibbs(BlockedStep):
             raise ValueError(f"PCRPGibbs can only update PowerCRP variables; '{rv.name}' is not.")
         self._name = vars[0].name
         self._n = int(rv.owner.inputs[-1].eval())
-        self._prior_fn = self._compile_prior(rv)
-        self._data_fn, self._niw = self._find_likelihood(model, rv)
+        self._prior_readers = self._prior_value_readers(rv)
+        self._data_readers, self._niw = self._find_likelihood(model, rv)
         self._cache_key: tuple | None = None
+        self._cache_sources: tuple = ()
         self._cache: tuple[np.ndarray, NIWParams] | None = None
 
     @staticmethod
@@ -154,7 +155,7 @@ class PCRPGibbs(BlockedStep):
     # -- model inspection -------------------------------------------------
 
     @staticmethod
-    def _compile_prior(rv):
+    def _prior_value_readers(rv):
         alpha, power = rv.owner.inputs[2], rv.owner.inputs[3]
         for var, name in ((alpha, "alpha"), (power, "power")):
             if depends_on_random_variable(var):
@@ -162,7 +163,7 @@ class PCRPGibbs(BlockedStep):
                     f"The '{name}' of PowerCRP '{rv.name}' is a random variable; PCRPGibbs needs "
                     "it fixed because the pCRP normalising constant is not part of the model."
                 )
-        return _getter(alpha), _getter(power)
+        return _value_reader(alpha), _value_reader(power)
 
     def _find_likelihood(self, model, rv):
         """Locate the single NIWMixture fed by ``rv`` and refuse any other use of it."""
@@ -185,25 +186,31 @@ class PCRPGibbs(BlockedStep):
         if niw is None:
             return None, None
         _, _, _, mu0, kappa0, nu0, psi0 = niw.owner.inputs
-        getters = [_getter(v) for v in (model.rvs_to_values[niw], mu0, kappa0, nu0, psi0)]
-        return getters, niw
+        readers = [_value_reader(v) for v in (model.rvs_to_values[niw], mu0, kappa0, nu0, psi0)]
+        return readers, niw
 
     # -- per-step arrays --------------------------------------------------
 
     def _arrays(self) -> tuple[np.ndarray, NIWParams]:
-        alpha, power = (float(get()) for get in self._prior_fn)
+        alpha, power = (float(read()) for read in self._prior_readers)
         if not (alpha > 0 and power > 0):
             raise ValueError(f"PowerCRP needs alpha > 0 and power > 0, got {alpha}, {power}.")
-        if self._data_fn is None:
+        if self._data_readers is None:
             key = (alpha, power)
             if key != self._cache_key:
                 xc = np.zeros((self._n, 0))
                 self._cache = (xc, make_params(alpha, power, 1.0, 1.0, np.zeros((0, 0))))
                 self._cache_key = key
             return self._cache
-        data, mu0, kappa0, nu0, psi0 = (get() for get in self._data_fn)
-        key = (alpha, power, id(data), id(mu0), float(kappa0), float(nu0), id(psi0))
-        if key != self._cache_key:
+        data, mu0, kappa0, nu0, psi0 = (read() for read in self._data_readers)
+        key = (alpha, power, float(kappa0), float(nu0))
+        # Arrays are compared by identity (pm.set_data installs a new array); the
+        # cache holds references to them, so an identity cannot be recycled.
+        sources = (data, mu0, psi0)
+        same_sources = len(sources) == len(self._cache_sources) and all(
+            a is b for a, b in zip(sources, self._cache_sources, strict=True)
+        )
+        if key != self._cache_key or not same_sources:
             x = np.asarray(data, dtype=np.float64)
             x = x[:, None] if x.ndim == 1 else x
             if x.shape[0] != self._n:
@@ -214,6 +221,7 @@ class PCRPGibbs(BlockedStep):
             xc = np.ascontiguousarray(x - np.asarray(mu0, dtype=np.float64))
             self._cache = (xc, make_params(alpha, power, float(kappa0), float(nu0), psi0))
             self._cache_key = key
+            self._cache_sources = sources
         return self._cache
 
     def _initial_labels(self, current: np.ndarray, params: NIWParams) -> np.ndarray:
@@ -254,7 +262,7 @@ class PCRPGibbs(BlockedStep):
         return new_point, [stats]
 
 
-def _getter(var):
+def _value_reader(var):
     """Return a cheap reader of the current value of a constant, shared or derived tensor.
 
     Constants and ``pm.Data`` are read directly (a shared value keeps its identity

@@ -240,3 +240,20 @@ def test_convergence_patch_is_installed():
     import pymc.sampling.mcmc as mcmc
 
     assert mcmc.run_convergence_checks is _convergence.run_convergence_checks
+
+
+def test_pm_data_observations_are_reread_after_set_data():
+    rng = np.random.default_rng(SEED)
+    two = np.r_[rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 30.0]
+    one = rng.normal(size=(40, 2))
+    prior = pcrp.NIWPrior(mu0=np.zeros(2), kappa0=0.01, nu0=4.0, psi0=np.eye(2))
+    with pm.Model():
+        data = pm.Data("data", two)
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.5, n=40)
+        pcrp.NIWMixture("x", z=z, prior=prior, observed=data)
+        kw = {"draws": 50, "tune": 50, "chains": 1, "random_seed": 1, **QUIET}
+        split = pm.sample(pcrp_gibbs={"init": "one"}, **kw)
+        pm.set_data({"data": one})
+        merged = pm.sample(pcrp_gibbs={"init": "singletons"}, **kw)
+    assert np.all(split.posterior["n_clusters"].values[0, -10:] == 2)
+    assert merged.posterior["n_clusters"].values[0, -20:].mean() < 1.5
