@@ -350,6 +350,8 @@ def conditional_log_weights(
     Returns ``(slots, logw)``: the occupied slots after removing ``i`` followed
     by ``-1`` for a new cluster, and their log weights. The state is restored.
     """
+    # The set-up below repeats gibbs_sweeps' on purpose: passing these buffers
+    # around as one NamedTuple made the sweep ~35% slower (docs/benchmarks.md).
     n, d = xc.shape
     log_new = _new_cluster_log_weights(xc, params)
     pred_const = predictive_constants(n, d, params.kappa0, params.nu0)
