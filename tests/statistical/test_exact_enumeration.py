@@ -2,11 +2,14 @@
 
 For N = 5 and 6 points there are 52 and 203 partitions; the exact posterior
 ``p(z | X) ∝ alpha^K prod Gamma(n_k)^r prod m(X_k)`` is computed by brute force
-(``tests/enumeration.py``) and compared with the visit frequencies of the
-chains. With 4 chains of 15,000 draws the total variation distance of a
-correct sampler stays around 0.005-0.01 for these posteriors (measured), so the
-0.02 threshold is tight enough to catch a wrong prior or likelihood factor
-(using ``n_k`` instead of ``n_k^r``, say, moves the TV above 0.05).
+(``tests/enumeration.py``) and compared with the visit frequencies of 4 chains
+of 40,000 draws. Measured on 2026-11-25 with
+``PYTHONPATH=tests python tests/statistical/test_exact_enumeration.py``: the sampler's total
+variation distance ranged over 0.0020-0.0087 across the 12 cases, as iid
+sampling from the exact posterior would (0.0026-0.0086 expected), while
+changing ``r`` by 0.5 moves the exact posterior by 0.13-0.33. The 0.02
+threshold is therefore tight enough to catch a wrong prior factor and loose
+enough not to fail by chance.
 """
 
 import numpy as np
@@ -65,3 +68,32 @@ def test_partition_frequencies_match_exact_posterior(n, d, alpha, r):
     empirical = np.array([freq.get(p, 0.0) for p in partitions])
     tv = 0.5 * np.abs(empirical - probs).sum()
     assert tv < 0.02, f"total variation {tv:.4f} between sampler and exact posterior"
+
+
+if __name__ == "__main__":
+    # Prints the figures quoted in the module docstring:
+    #     PYTHONPATH=tests python tests/statistical/test_exact_enumeration.py
+    import logging
+
+    logging.getLogger("pymc").setLevel(logging.ERROR)
+    rng = np.random.default_rng(0)
+    print("  n  d alpha    r  sampler TV  iid TV (expected)  TV of r+0.5")
+    for n in (5, 6):
+        for d in (1, 2):
+            for alpha, r in ((1.0, 1.0), (0.5, 1.5), (2.0, 2.0)):
+                seed = 1000 * n + 100 * d + int(10 * r)
+                x, prior = _data(n, d, seed), _prior(d)
+                args = (prior.mu0, prior.kappa0, prior.nu0, prior.psi0)
+                parts, probs = exact_posterior(x, alpha, r, *args)
+                _, shifted = exact_posterior(x, alpha, r + 0.5, *args)
+                freq = sampled_frequencies(x, prior, alpha, r, seed)
+                empirical = np.array([freq.get(p, 0.0) for p in parts])
+                m = DRAWS * CHAINS
+                iid = np.mean(
+                    [0.5 * np.abs(rng.multinomial(m, probs) / m - probs).sum() for _ in range(20)]
+                )
+                tv = 0.5 * np.abs(empirical - probs).sum()
+                tv_shift = 0.5 * np.abs(shifted - probs).sum()
+                print(
+                    f"{n:3d} {d:2d} {alpha:5.1f} {r:4.1f} {tv:11.4f} {iid:18.4f} {tv_shift:12.3f}"
+                )
