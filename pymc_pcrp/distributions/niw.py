@@ -16,6 +16,7 @@ from pytensor.tensor.variable import TensorVariable
 from scipy import stats
 
 from pymc_pcrp._validation import check_data, check_positive_scalar, check_spd
+from pymc_pcrp.distributions.pcrp import PowerCRPRV
 
 __all__ = ["NIWMixture", "NIWMixtureRV", "NIWPrior", "niw_mixture", "niw_mixture_1d"]
 
@@ -202,7 +203,7 @@ def _static_length(z: TensorVariable) -> int | None:
     if z.type.shape and z.type.shape[0] is not None:
         return int(z.type.shape[0])
     owner = z.owner
-    if owner is not None and owner.op.__class__.__name__ == "PowerCRPRV":
+    if owner is not None and isinstance(owner.op, PowerCRPRV):
         n = owner.inputs[-1]
         if isinstance(n, Constant):
             return int(n.data)
