@@ -26,7 +26,7 @@ pm.sample, sweeps_per_draw=10
     Same number of sweeps in S/10 draws: the difference to the row above is
     the per-draw overhead.
 numba kernel
-    ``gibbs_sweeps(rng, xc, state, params, S)`` called directly.
+    ``gibbs_sweeps(rng, xc, state, params, sweep_tables(xc, params), S)`` called directly.
 NumPy baseline
     The same collapsed Gibbs sweep written below in plain NumPy/SciPy, with no
     incremental Cholesky: for every point the Student-t posterior predictive of
@@ -67,6 +67,7 @@ from pymc_pcrp._kernels.sweep import (
     gibbs_sweeps,
     init_state,
     make_params,
+    sweep_tables,
 )
 
 ALPHA = 1.0
@@ -237,7 +238,7 @@ def time_kernel(xc, z0, params, sweeps, seed):
     state = init_state(xc, z0, params)
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
-    gibbs_sweeps(rng, xc, state, params, sweeps)
+    gibbs_sweeps(rng, xc, state, params, sweep_tables(xc, params), sweeps)
     return time.perf_counter() - t0, int(state.k[0])
 
 

@@ -49,6 +49,7 @@ __all__ = [
     "init_state",
     "log_joint",
     "make_params",
+    "sweep_tables",
 ]
 
 
@@ -301,11 +302,27 @@ def _sample_log_weights(rng: np.random.Generator, logw: np.ndarray, m: int) -> i
 
 
 @numba.njit(**NJIT_KWARGS)
+def sweep_tables(xc: np.ndarray, params: NIWParams) -> tuple[np.ndarray, np.ndarray]:
+    """Tables that depend only on the data and the parameters, for :func:`gibbs_sweeps`.
+
+    Returns ``(log_new, pred_const)``: each point's ``log alpha + log prior
+    predictive``, and the size-dependent constants of the log predictive. A
+    caller that sweeps the same data many times computes them once.
+    """
+    n, d = xc.shape
+    return (
+        _new_cluster_log_weights(xc, params),
+        predictive_constants(n, d, params.kappa0, params.nu0),
+    )
+
+
+@numba.njit(**NJIT_KWARGS)
 def gibbs_sweeps(
     rng: np.random.Generator,
     xc: np.ndarray,
     state: SweepState,
     params: NIWParams,
+    tables: tuple[np.ndarray, np.ndarray],
     n_sweeps: int,
 ) -> int:
     """Run ``n_sweeps`` sweeps of Algorithm 1 in place; return how many moves changed a cluster.
@@ -314,11 +331,11 @@ def gibbs_sweeps(
     removed from its cluster (an emptied cluster is dropped), scored against
     every occupied cluster (weight ``n_k^r`` times the posterior predictive) and
     a new one (weight ``alpha`` times the prior predictive), then added where
-    the draw sends it.
+    the draw sends it. ``tables`` is :func:`sweep_tables` of the same
+    ``xc`` and ``params``.
     """
     n, d = xc.shape
-    log_new = _new_cluster_log_weights(xc, params)
-    pred_const = predictive_constants(n, d, params.kappa0, params.nu0)
+    log_new, pred_const = tables
     logw = np.empty(n + 1)
     y = np.empty(d)
     v = np.empty(d)
@@ -350,11 +367,10 @@ def conditional_log_weights(
     Returns ``(slots, logw)``: the occupied slots after removing ``i`` followed
     by ``-1`` for a new cluster, and their log weights. The state is restored.
     """
-    # The set-up below repeats gibbs_sweeps' on purpose: passing these buffers
-    # around as one NamedTuple made the sweep ~35% slower (docs/benchmarks.md).
+    # The buffers below repeat gibbs_sweeps' on purpose: passing them around as
+    # one NamedTuple made the sweep ~35% slower (docs/benchmarks.md).
     n, d = xc.shape
-    log_new = _new_cluster_log_weights(xc, params)
-    pred_const = predictive_constants(n, d, params.kappa0, params.nu0)
+    log_new, pred_const = sweep_tables(xc, params)
     logw = np.empty(n + 1)
     y = np.empty(d)
     v = np.empty(d)

@@ -24,7 +24,14 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
 
 from pymc_pcrp._kernels.partitions import canonical_labels, sample_partitions
-from pymc_pcrp._kernels.sweep import NIWParams, gibbs_sweeps, init_state, log_joint, make_params
+from pymc_pcrp._kernels.sweep import (
+    NIWParams,
+    gibbs_sweeps,
+    init_state,
+    log_joint,
+    make_params,
+    sweep_tables,
+)
 from pymc_pcrp._validation import depends_on_random_variable
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
@@ -138,7 +145,7 @@ class PCRPGibbs(BlockedStep):
         self._data_readers, self._niw = self._find_likelihood(model, rv)
         self._cache_key: tuple | None = None
         self._cache_sources: tuple = ()
-        self._cache: tuple[np.ndarray, NIWParams] | None = None
+        self._cache: tuple[np.ndarray, NIWParams, tuple] | None = None
 
     @staticmethod
     def competence(var, has_grad):
@@ -191,7 +198,8 @@ class PCRPGibbs(BlockedStep):
 
     # -- per-step arrays --------------------------------------------------
 
-    def _arrays(self) -> tuple[np.ndarray, NIWParams]:
+    def _arrays(self) -> tuple[np.ndarray, NIWParams, tuple]:
+        """Centred data, sweep parameters and sweep tables, rebuilt only when an input changes."""
         alpha, power = (float(read()) for read in self._prior_readers)
         if not (alpha > 0 and power > 0):
             raise ValueError(f"PowerCRP needs alpha > 0 and power > 0, got {alpha}, {power}.")
@@ -199,7 +207,8 @@ class PCRPGibbs(BlockedStep):
             key = (alpha, power)
             if key != self._cache_key:
                 xc = np.zeros((self._n, 0))
-                self._cache = (xc, make_params(alpha, power, 1.0, 1.0, np.zeros((0, 0))))
+                params = make_params(alpha, power, 1.0, 1.0, np.zeros((0, 0)))
+                self._cache = (xc, params, sweep_tables(xc, params))
                 self._cache_key = key
             return self._cache
         data, mu0, kappa0, nu0, psi0 = (read() for read in self._data_readers)
@@ -219,7 +228,8 @@ class PCRPGibbs(BlockedStep):
                     f"labels {self._n} points."
                 )
             xc = np.ascontiguousarray(x - np.asarray(mu0, dtype=np.float64))
-            self._cache = (xc, make_params(alpha, power, float(kappa0), float(nu0), psi0))
+            params = make_params(alpha, power, float(kappa0), float(nu0), psi0)
+            self._cache = (xc, params, sweep_tables(xc, params))
             self._cache_key = key
             self._cache_sources = sources
         return self._cache
@@ -242,7 +252,7 @@ class PCRPGibbs(BlockedStep):
 
     def step(self, point):
         """Run ``sweeps_per_draw`` sweeps and return the new point and stats."""
-        xc, params = self._arrays()
+        xc, params, tables = self._arrays()
         current = np.asarray(point[self._name], dtype=np.int64)
         if self.fresh_chain:
             labels = self._initial_labels(current, params)
@@ -252,7 +262,7 @@ class PCRPGibbs(BlockedStep):
                 raise ValueError(f"Labels of '{self._name}' must be non-negative.")
             labels = canonical_labels(current)
         state = init_state(xc, labels, params)
-        gibbs_sweeps(self.rng, xc, state, params, self.sweeps_per_draw)
+        gibbs_sweeps(self.rng, xc, state, params, tables, self.sweeps_per_draw)
         new_point = dict(point)
         new_point[self._name] = canonical_labels(state.labels)
         stats = {

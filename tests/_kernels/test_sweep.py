@@ -13,6 +13,7 @@ from pymc_pcrp._kernels.sweep import (
     init_state,
     log_joint,
     make_params,
+    sweep_tables,
 )
 
 SEED = sum(ord(c) for c in "test_sweep")
@@ -83,7 +84,7 @@ def test_incremental_state_equals_recomputation(d):
     xc = x - mu0
     state = init_state(xc, labels, params)
     rng = np.random.default_rng(SEED)
-    moved = gibbs_sweeps(rng, xc, state, params, 300)
+    moved = gibbs_sweeps(rng, xc, state, params, sweep_tables(xc, params), 300)
     assert moved > 0
     slots = state.order[: state.k[0]]
     assert np.array_equal(np.sort(slots), np.unique(state.labels))
@@ -115,7 +116,8 @@ def test_same_generator_state_gives_same_sweeps():
     out = []
     for _ in range(2):
         state = init_state(x - mu0, labels, params)
-        gibbs_sweeps(np.random.default_rng(5), x - mu0, state, params, 20)
+        xc = x - mu0
+        gibbs_sweeps(np.random.default_rng(5), xc, state, params, sweep_tables(xc, params), 20)
         out.append(canonical_labels(state.labels))
     np.testing.assert_array_equal(out[0], out[1])
 
