@@ -10,6 +10,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pymc_pcrp import _convergence
 from pymc_pcrp.datasets import load_old_faithful
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
+from pymc_pcrp.draws import label_draws, observed_points
+from pymc_pcrp.fitting import build_model, fit
 from pymc_pcrp.predictive import sample_posterior_predictive
 from pymc_pcrp.step_methods import PCRPGibbs
 
@@ -26,6 +28,10 @@ __all__ = [
     "PCRPGibbs",
     "PowerCRP",
     "__version__",
+    "build_model",
+    "fit",
+    "label_draws",
     "load_old_faithful",
+    "observed_points",
     "sample_posterior_predictive",
 ]
