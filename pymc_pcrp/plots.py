@@ -1,0 +1,431 @@
+"""Figures of the paper's kind, drawn with matplotlib.
+
+===============================  ===================================================
+:func:`plot_k_trace`             trace of the number of clusters per chain (Fig. 3)
+:func:`plot_predictive_density`  1-D predictive density and its components (Fig. 4)
+:func:`plot_k_posterior`         posterior of ``K`` for several methods (Fig. 5)
+:func:`plot_cv_curve`            cross-validation loss against ``r`` (Fig. 2)
+:func:`plot_clusters_2d`         2-D clusters with covariance ellipses (Fig. 6)
+:func:`plot_cluster_sizes`       cluster sizes of several clusterings (Fig. 7)
+===============================  ===================================================
+
+Every function draws into ``ax`` if given (a new figure otherwise) and returns
+the :class:`~matplotlib.figure.Figure`. Colours follow the active matplotlib
+colour cycle (``"C0"``, ``"C1"``, ...), as ArviZ's plots do, so an ArviZ style
+(``az.style.use("arviz-darkgrid")``) applies to them too. matplotlib is imported
+only when a function is called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import arviz as az
+import numpy as np
+
+from pymc_pcrp._validation import check_data
+from pymc_pcrp.density import _check_prior, predictive_density
+from pymc_pcrp.distributions import NIWPrior
+from pymc_pcrp.draws import label_draws, observed_points
+from pymc_pcrp.predictive import niw_posterior
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    from pymc_pcrp.selection import CVResult
+
+__all__ = [
+    "plot_cluster_sizes",
+    "plot_clusters_2d",
+    "plot_cv_curve",
+    "plot_k_posterior",
+    "plot_k_trace",
+    "plot_predictive_density",
+]
+
+_MARKERS = ("x", "o", "*", "s", "^", "D", "v", "P")
+
+
+def _new_axes(ax: Axes | None) -> Axes:
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, new = plt.subplots()
+    return new
+
+
+def _k_draws(source) -> np.ndarray:
+    """Count the clusters of each draw, shape ``(chain, draw)``, from idata or an array."""
+    if isinstance(source, az.InferenceData):
+        if "posterior" in source.groups() and "n_clusters" in source.posterior:
+            return np.asarray(source.posterior["n_clusters"].values, dtype=np.int64)
+        labels = label_draws(source)
+        flat = labels.reshape(-1, labels.shape[-1])
+        counts = np.array([np.unique(row).size for row in flat], dtype=np.int64)
+        return counts.reshape(labels.shape[:2])
+    values = np.asarray(source)
+    if values.size == 0 or not np.issubdtype(values.dtype, np.integer) or values.ndim > 2:
+        raise ValueError(
+            "Expected an InferenceData or integer draws of K with shape (draw,) or "
+            f"(chain, draw), but got dtype {values.dtype} and shape {values.shape}."
+        )
+    return values.reshape(1, -1) if values.ndim <= 1 else values
+
+
+def _label_vector(labels, name: str, n: int | None = None) -> np.ndarray:
+    """Integer labels of shape ``(N,)``; objects with a ``labels`` attribute are unwrapped."""
+    values = np.asarray(getattr(labels, "labels", labels))
+    if values.ndim != 1 or not np.issubdtype(values.dtype, np.integer):
+        raise ValueError(
+            f"Argument '{name}' must be a vector of integer labels, but got dtype "
+            f"{values.dtype} and shape {values.shape}."
+        )
+    if n is not None and values.shape[0] != n:
+        raise ValueError(f"Argument '{name}' has {values.shape[0]} labels for {n} points.")
+    return values
+
+
+def plot_k_trace(
+    idata_or_dict: az.InferenceData | Mapping[str, az.InferenceData],
+    *,
+    ax: Axes | Sequence[Axes] | None = None,
+) -> Figure:
+    """Trace of the number of clusters ``K``, one line per chain (the paper's Fig. 3).
+
+    Parameters
+    ----------
+    idata_or_dict : arviz.InferenceData or mapping of str to InferenceData
+        One posterior, or several keyed by method name (one panel each, sharing
+        the ``K`` axis). ``K`` is read from ``posterior.n_clusters`` when
+        present and counted from the labels otherwise; an integer array of
+        ``K`` draws, shape ``(chain, draw)``, is accepted in place of an
+        InferenceData.
+    ax : matplotlib.axes.Axes or sequence of Axes, optional
+        One Axes for one posterior, one per method for a mapping.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    if isinstance(idata_or_dict, Mapping) and not isinstance(idata_or_dict, az.InferenceData):
+        items = list(idata_or_dict.items())
+        if not items:
+            raise ValueError("Argument 'idata_or_dict' is an empty mapping.")
+    else:
+        items = [(None, idata_or_dict)]
+    if ax is None:
+        _, created = plt.subplots(
+            1, len(items), figsize=(4.0 * len(items), 3.0), sharey=True, squeeze=False
+        )
+        axes = list(created[0])
+    else:
+        axes = [ax] if not isinstance(ax, Sequence | np.ndarray) else list(np.ravel(ax))
+        if len(axes) != len(items):
+            raise ValueError(f"Argument 'ax' must hold {len(items)} Axes, got {len(axes)}.")
+    for panel, (name, source) in zip(axes, items, strict=True):
+        k = _k_draws(source)
+        for c in range(k.shape[0]):
+            panel.plot(np.arange(k.shape[1]), k[c], color=f"C{c}", lw=0.8, label=f"chain {c}")
+        panel.set_xlabel("Draw")
+        panel.set_ylabel("Number of clusters K")
+        panel.yaxis.get_major_locator().set_params(integer=True)
+        if name is not None:
+            panel.set_title(str(name))
+        if k.shape[0] > 1:
+            panel.legend(fontsize="small")
+    return axes[0].figure
+
+
+def plot_k_posterior(
+    results: Mapping[str, az.InferenceData],
+    *,
+    ax: Axes | None = None,
+    markers: Sequence[str] | None = None,
+) -> Figure:
+    """Posterior probability of each number of clusters, one marked line per method (Fig. 5).
+
+    Parameters
+    ----------
+    results : mapping of str to InferenceData
+        Posteriors keyed by method name (an integer array of ``K`` draws is
+        accepted in place of an InferenceData). All chains are pooled.
+    ax : matplotlib.axes.Axes, optional
+    markers : sequence of str, optional
+        One marker per method; by default ``x``, ``o``, ``*``, ... as in the
+        paper's figure.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if isinstance(results, az.InferenceData) or not isinstance(results, Mapping) or not results:
+        raise ValueError(
+            "Argument 'results' must be a non-empty mapping {method name: idata}; wrap a single "
+            "InferenceData as {'name': idata}."
+        )
+    ax = _new_axes(ax)
+    markers = list(markers) if markers is not None else list(_MARKERS)
+    for i, (name, source) in enumerate(results.items()):
+        k = _k_draws(source).ravel()
+        values, counts = np.unique(k, return_counts=True)
+        ax.plot(
+            values,
+            counts / k.size,
+            marker=markers[i % len(markers)],
+            color=f"C{i}",
+            lw=1.0,
+            label=str(name),
+        )
+    ax.set_xlabel("Number of clusters K")
+    ax.set_ylabel("Posterior probability")
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.legend()
+    return ax.figure
+
+
+def plot_predictive_density(
+    idata: az.InferenceData,
+    X=None,
+    *,
+    power: float,
+    alpha: float,
+    prior: NIWPrior | None = None,
+    grid=None,
+    n_grid: int = 400,
+    bins: int | str = "auto",
+    max_draws: int | None = None,
+    show_components: bool = True,
+    ax: Axes | None = None,
+) -> Figure:
+    """Posterior predictive density over a histogram of 1-D data (the paper's Fig. 4).
+
+    The solid line is :func:`~pymc_pcrp.predictive_density` averaged over the
+    draws. The dashed lines are the weighted components ``w_k t_k(x)`` of the
+    occupied clusters of the representative draw that
+    ``predictive_density(..., components=True)`` picks (the modal number of
+    clusters, highest log joint). The new-cluster term is part of the solid
+    line but is not drawn on its own: its weight is small and it is nearly flat.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        Posterior of a fit to 1-D data.
+    X : array_like, shape (N,) or (N, 1), optional
+        Data of the histogram; defaults to the observed data in ``idata``.
+    power, alpha, prior, max_draws
+        As in :func:`~pymc_pcrp.predictive_density`.
+    grid : array_like, shape (G,), optional
+        Defaults to ``n_grid`` points spanning the data and 10% of its range
+        on either side.
+    n_grid : int, default=400
+    bins : int or str, default="auto"
+        Passed to :meth:`matplotlib.axes.Axes.hist`.
+    show_components : bool, default=True
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    data = observed_points(idata) if X is None else check_data(X, "X")
+    if data.shape[1] != 1:
+        raise ValueError(
+            f"plot_predictive_density draws 1-D data; got D = {data.shape[1]}. "
+            "Use plot_clusters_2d for 2-D data."
+        )
+    values = data[:, 0]
+    if grid is None:
+        low, high = values.min(), values.max()
+        pad = 0.1 * (high - low) if high > low else 1.0
+        grid = np.linspace(low - pad, high + pad, int(n_grid))
+    grid = np.asarray(grid, dtype=np.float64).reshape(-1)
+    density, parts = predictive_density(
+        idata,
+        grid,
+        power=power,
+        alpha=alpha,
+        prior=prior,
+        max_draws=max_draws,
+        components=True,
+    )
+    ax = _new_axes(ax)
+    ax.hist(values, bins=bins, density=True, color="0.75", edgecolor="white", label="data")
+    ax.plot(grid, density, color="C0", lw=2.0, label="predictive density")
+    if show_components:
+        order = np.argsort(-parts.sizes, kind="stable")
+        for rank, k in enumerate(order):
+            ax.plot(
+                grid,
+                parts.densities[k],
+                ls="--",
+                lw=1.2,
+                color=f"C{rank + 1}",
+                label=f"component {rank + 1} (n={parts.sizes[k]})",
+            )
+    ax.set_xlabel("x")
+    ax.set_ylabel("Density")
+    ax.legend(fontsize="small")
+    return ax.figure
+
+
+def plot_cv_curve(cv_result: CVResult, *, ax: Axes | None = None, show_k: bool = False) -> Figure:
+    """Cross-validation loss against the power ``r``, with the chosen ``r`` marked (Fig. 2).
+
+    Parameters
+    ----------
+    cv_result : CVResult
+        Output of :func:`~pymc_pcrp.cross_validate_power`.
+    ax : matplotlib.axes.Axes, optional
+    show_k : bool, default=False
+        Also draw the posterior mean number of clusters on a second y axis.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Error bars are the Monte Carlo standard errors; the vertical line is the
+        chosen ``r``.
+    """
+    ax = _new_axes(ax)
+    ax.errorbar(
+        cv_result.powers,
+        cv_result.loss,
+        yerr=cv_result.loss_se,
+        marker="o",
+        ms=4,
+        color="C0",
+        capsize=2,
+        label="held-out loss",
+    )
+    ax.axvline(
+        cv_result.chosen_power,
+        color="C3",
+        ls="--",
+        label=f"chosen r = {cv_result.chosen_power:g}",
+    )
+    ax.set_xlabel("Power r")
+    ax.set_ylabel("Loss")
+    if show_k:
+        twin = ax.twinx()
+        twin.plot(cv_result.powers, cv_result.mean_k, color="C1", ls=":", marker="s", ms=3)
+        twin.set_ylabel("Posterior mean K", color="C1")
+    ax.legend(fontsize="small")
+    return ax.figure
+
+
+def _ellipse_params(cov: np.ndarray, n_std: float) -> tuple[float, float, float]:
+    """Width, height and angle (degrees) of the ``n_std`` ellipse of a 2x2 covariance."""
+    eigval, eigvec = np.linalg.eigh(cov)
+    eigval = np.clip(eigval, 0.0, None)
+    angle = float(np.degrees(np.arctan2(eigvec[1, 1], eigvec[0, 1])))
+    width, height = 2.0 * n_std * np.sqrt(eigval[::-1])
+    return float(width), float(height), angle
+
+
+def plot_clusters_2d(
+    X,
+    labels,
+    *,
+    prior: NIWPrior | None = None,
+    n_std: float = 2.0,
+    ax: Axes | None = None,
+) -> Figure:
+    """Scatter 2-D data coloured by cluster, with one covariance ellipse per cluster (Fig. 6).
+
+    Clusters are coloured by decreasing size (``C0`` the largest).
+
+    Parameters
+    ----------
+    X : array_like, shape (N, 2)
+    labels : array_like of int, shape (N,)
+        A clustering, for example a point estimate (any object with a
+        ``labels`` attribute is unwrapped).
+    prior : NIWPrior, optional
+        With a prior, each ellipse is centred at the cluster's NIW posterior
+        mean ``mu_n`` and drawn from the posterior mean covariance
+        ``Psi_n / (nu_n - D - 1)`` (or the posterior mode ``Psi_n / (nu_n + D + 1)``
+        when ``nu_n <= D + 1`` and the mean does not exist), so every cluster,
+        singletons included, gets one. Without a prior, the ellipses use each
+        cluster's sample mean and sample covariance (``ddof=1``), and clusters
+        of fewer than 3 points, whose sample covariance is singular, get none.
+    n_std : float, default=2.0
+        Mahalanobis radius of the ellipses (2 standard deviations by default).
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.patches import Ellipse
+
+    x = check_data(X, "X")
+    if x.shape[1] != 2:
+        raise ValueError(f"plot_clusters_2d needs 2-D data, got D = {x.shape[1]}.")
+    z = _label_vector(labels, "labels", x.shape[0])
+    if prior is not None:
+        prior = _check_prior(prior, x, 2)
+    ax = _new_axes(ax)
+    values, counts = np.unique(z, return_counts=True)
+    for rank, k in enumerate(values[np.argsort(-counts, kind="stable")]):
+        members = x[z == k]
+        colour = f"C{rank % 10}"
+        ax.scatter(members[:, 0], members[:, 1], s=10, color=colour, alpha=0.7, label=f"{k}")
+        if prior is not None:
+            centre, _, nu_n, psi_n = niw_posterior(
+                members, prior.mu0, prior.kappa0, prior.nu0, prior.psi0
+            )
+            cov = psi_n / (nu_n - 3.0) if nu_n > 3.0 else psi_n / (nu_n + 3.0)
+        elif members.shape[0] >= 3:
+            centre, cov = members.mean(axis=0), np.cov(members, rowvar=False)
+        else:
+            continue
+        width, height, angle = _ellipse_params(cov, n_std)
+        ax.add_patch(Ellipse(centre, width, height, angle=angle, fill=False, color=colour, lw=1.5))
+    ax.set_xlabel("x1")
+    ax.set_ylabel("x2")
+    return ax.figure
+
+
+def plot_cluster_sizes(
+    results: Mapping[str, object],
+    *,
+    ax: Axes | None = None,
+) -> Figure:
+    """Sizes of the clusters of several clusterings, as grouped bars (the paper's Fig. 7).
+
+    Each clustering's cluster sizes are sorted in decreasing order; bar group
+    ``j`` on the x axis holds the ``j``-th largest cluster of every method.
+
+    Parameters
+    ----------
+    results : mapping of str to array_like of int
+        Clusterings of the same data keyed by method name (label vectors, or
+        objects with a ``labels`` attribute such as a point estimate).
+    ax : matplotlib.axes.Axes, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    if not isinstance(results, Mapping) or not results:
+        raise ValueError("Argument 'results' must be a non-empty mapping {method name: labels}.")
+    sizes = {
+        name: np.sort(
+            np.unique(_label_vector(labels, f"results[{name!r}]"), return_counts=True)[1]
+        )[::-1]
+        for name, labels in results.items()
+    }
+    ax = _new_axes(ax)
+    width = 0.8 / len(sizes)
+    for i, (name, counts) in enumerate(sizes.items()):
+        positions = np.arange(1, counts.size + 1) - 0.4 + (i + 0.5) * width
+        ax.bar(positions, counts, width=width, color=f"C{i}", label=f"{name} (K={counts.size})")
+    ax.set_xlabel("Cluster (by decreasing size)")
+    ax.set_ylabel("Size")
+    ax.set_xticks(np.arange(1, max(c.size for c in sizes.values()) + 1))
+    ax.legend(fontsize="small")
+    return ax.figure

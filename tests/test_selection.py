@@ -1,0 +1,150 @@
+"""Cross-validation of the power r: loss, jump rule, data split and a known-answer curve."""
+
+import numpy as np
+import pytest
+
+from reference import log_pcrp_joint
+
+import pymc_pcrp as pcrp
+
+SEED = sum(ord(c) for c in "test_selection")
+
+
+def _two_blobs(n_per=100, delta=6.0, seed=5):
+    """Two unit-covariance 2-D Gaussians ``delta`` apart, split 100 / 100 at random."""
+    rng = np.random.default_rng(seed)
+    shift = np.array([delta, 0.0])
+    x = np.r_[rng.normal(0, 1, (n_per, 2)), rng.normal(0, 1, (n_per, 2)) + shift]
+    y = np.r_[np.zeros(n_per, int), np.ones(n_per, int)]
+    order = np.random.default_rng(seed + 1).permutation(2 * n_per)
+    train, test = order[:n_per], order[n_per:]
+    return x[train], y[train], x[test], y[test]
+
+
+def test_cluster_loss_matches_a_direct_computation():
+    rng = np.random.default_rng(SEED)
+    x = rng.normal(size=(40, 3))
+    labels = rng.integers(0, 4, 40) * 5 - 3
+    expected = 0.0
+    for k in np.unique(labels):
+        members = x[labels == k]
+        expected += np.sqrt(np.sum((members - members.mean(axis=0)) ** 2))
+    assert pcrp.cluster_loss(x, labels) == pytest.approx(expected, rel=1e-12)
+    # 1-D input and a single cluster
+    v = rng.normal(size=15)
+    assert pcrp.cluster_loss(v, np.zeros(15, int)) == pytest.approx(
+        np.sqrt(np.sum((v - v.mean()) ** 2))
+    )
+    # the square root charges for splitting a cluster without moving its mean
+    halves = np.r_[np.zeros(20, int), np.ones(20, int)]
+    same_mean = np.r_[x[:20], -x[:20]]
+    assert pcrp.cluster_loss(same_mean, halves) > pcrp.cluster_loss(same_mean, np.zeros(40, int))
+    with pytest.raises(ValueError, match="labels"):
+        pcrp.cluster_loss(x, labels[:-1])
+
+
+def test_find_jump_takes_the_point_before_the_first_large_rise():
+    r = np.array([1.0, 1.1, 1.2, 1.3, 1.4, 1.5])
+    # small wiggles (< 10%), then a 50% rise at 1.4, then a larger one later
+    loss = np.array([15.5, 15.0, 15.6, 14.9, 22.0, 40.0])
+    assert pcrp.find_jump(r, loss) == (1.3, 4)
+    # a stricter tolerance reads the 4% wiggle at 1.2 as the jump
+    assert pcrp.find_jump(r, loss, jump_tol=0.03) == (1.1, 2)
+    # decreases never count; no jump means the largest r and no index
+    assert pcrp.find_jump(r, loss[::-1]) == (1.5, None)
+    with pytest.raises(ValueError, match="increasing"):
+        pcrp.find_jump(r[::-1], loss)
+    with pytest.raises(ValueError, match="same length"):
+        pcrp.find_jump(r, loss[:-1])
+
+
+def test_split_train_test():
+    x = np.arange(30, dtype=float).reshape(15, 2)
+    train, test = pcrp.split_train_test(x, 10, seed=3)
+    assert train.shape == (10, 2) and test.shape == (5, 2)
+    np.testing.assert_array_equal(np.sort(np.r_[train, test][:, 0]), x[:, 0])
+    again, _ = pcrp.split_train_test(x, 10, seed=3)
+    np.testing.assert_array_equal(train, again)
+    other, _ = pcrp.split_train_test(x, 10, seed=4)
+    assert not np.array_equal(train, other)
+    v_train, v_test = pcrp.split_train_test(x[:, 0], 4, seed=0)
+    assert v_train.shape == (4,) and v_test.shape == (11,)
+    for bad in (0, 15, 2.5):
+        with pytest.raises(ValueError, match="n_train"):
+            pcrp.split_train_test(x, bad)
+
+
+def test_loss_curve_jumps_where_the_two_clusters_merge():
+    x_train, y_train, x_test, y_test = _two_blobs()
+    prior = pcrp.NIWPrior.from_data(x_train)
+    # The exact merge level r*: log p(true split) = log p(one cluster) under
+    # p(z | X) ∝ alpha^K prod Gamma(n_k)^r prod m(X_k), which is linear in r.
+    one = np.zeros(len(x_train), int)
+    args = (prior.mu0, prior.kappa0, prior.nu0, prior.psi0)
+
+    def log_odds(r):
+        return log_pcrp_joint(y_train, x_train, 1.0, r, *args) - log_pcrp_joint(
+            one, x_train, 1.0, r, *args
+        )
+
+    r_star = 1.0 - log_odds(1.0) / (log_odds(2.0) - log_odds(1.0))
+    assert 1.4 < r_star < 1.7  # measured 1.52 for this data set
+
+    powers = np.round(np.arange(1.0, 3.01, 0.2), 1)
+    res = pcrp.cross_validate_power(
+        x_train, x_test, powers, draws=100, tune=100, chains=2, random_seed=1
+    )
+    # measured (random_seed=1): 19.02 18.69 | 32.95 25.82 25.82 25.82 25.82 32.95 32.95 ...
+    true_loss = pcrp.cluster_loss(x_test, y_test)  # 18.69
+    one_loss = pcrp.cluster_loss(x_test, np.zeros(len(x_test), int))  # 32.95
+    np.testing.assert_array_equal(res.powers, powers)
+    assert res.loss_draws.shape == (powers.size, 2, 100)
+    chosen = int(np.flatnonzero(res.powers == res.chosen_power)[0])
+    assert res.jump_index == chosen + 1
+    assert 1.0 < res.chosen_power < r_star
+    # before the jump both clusters are kept and the held-out loss is the true partition's
+    assert res.mean_k[chosen] > 1.9
+    assert res.loss[chosen] == pytest.approx(true_loss, rel=0.1)
+    # well past r*, every draw has merged them: the loss is exactly the one-cluster loss
+    assert res.mean_k[-1] < 1.05
+    assert res.loss[-1] == pytest.approx(one_loss, rel=1e-9)
+    assert res.loss[-1] > 1.5 * res.loss[chosen]
+    assert res.loss[res.jump_index] > 1.3 * res.loss[chosen]
+    assert np.all(res.loss_se >= 0) and np.all(np.isfinite(res.loss_se))
+
+
+def test_results_do_not_depend_on_n_jobs_or_grid_order():
+    x_train, _, x_test, _ = _two_blobs(n_per=40, seed=11)
+    kwargs = {"draws": 20, "tune": 20, "random_seed": SEED}
+    serial = pcrp.cross_validate_power(x_train, x_test, [1.0, 1.5, 3.0], n_jobs=1, **kwargs)
+    parallel = pcrp.cross_validate_power(x_train, x_test, [3.0, 1.0, 1.5], n_jobs=2, **kwargs)
+    np.testing.assert_array_equal(serial.powers, parallel.powers)
+    np.testing.assert_array_equal(serial.loss_draws, parallel.loss_draws)
+    np.testing.assert_array_equal(serial.mean_k, parallel.mean_k)
+    assert serial.chosen_power == parallel.chosen_power
+    other = pcrp.cross_validate_power(x_train, x_test, [1.0, 1.5, 3.0], draws=20, tune=20)
+    assert not np.array_equal(serial.loss_draws, other.loss_draws)
+
+
+def test_warns_when_the_curve_never_jumps():
+    rng = np.random.default_rng(SEED)
+    x = rng.normal(size=(60, 2))  # one cluster: nothing to merge
+    with pytest.warns(UserWarning, match="never rose"):
+        res = pcrp.cross_validate_power(
+            x[:40], x[40:], [2.0, 3.0], draws=20, tune=30, random_seed=SEED
+        )
+    assert res.chosen_power == 3.0 and res.jump_index is None
+
+
+def test_bad_arguments():
+    x = np.random.default_rng(0).normal(size=(20, 2))
+    with pytest.raises(ValueError, match="at least two"):
+        pcrp.cross_validate_power(x, x, [1.2])
+    with pytest.raises(ValueError, match="repeated"):
+        pcrp.cross_validate_power(x, x, [1.2, 1.2])
+    with pytest.raises(ValueError, match="powers"):
+        pcrp.cross_validate_power(x, x, [0.0, 1.2])
+    with pytest.raises(ValueError, match="features"):
+        pcrp.cross_validate_power(x, x[:, :1], [1.0, 1.2])
+    with pytest.raises(ValueError, match="must not set"):
+        pcrp.cross_validate_power(x, x, [1.0, 1.2], fit_kwargs={"power": 2.0})
