@@ -8,12 +8,50 @@ individual labels.
 from importlib.metadata import PackageNotFoundError, version
 
 from pymc_pcrp import _convergence
-from pymc_pcrp.datasets import load_old_faithful
+from pymc_pcrp.datasets import load_digits_1to4, load_old_faithful, sim1, sim2
+from pymc_pcrp.density import DensityComponents, assign_to_clusters, predictive_density
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 from pymc_pcrp.draws import label_draws, observed_points
 from pymc_pcrp.fitting import build_model, fit
+from pymc_pcrp.metrics import (
+    draw_metrics,
+    normalized_mutual_info,
+    posterior_summary,
+    variation_of_information,
+)
+from pymc_pcrp.plots import (
+    plot_cluster_sizes,
+    plot_clusters_2d,
+    plot_cv_curve,
+    plot_k_posterior,
+    plot_k_trace,
+    plot_predictive_density,
+)
 from pymc_pcrp.predictive import sample_posterior_predictive
+from pymc_pcrp.prior import (
+    alpha_for_prior_k,
+    crp_oracle_alpha,
+    plot_prior_num_clusters,
+    prior_mean_num_clusters,
+    prior_mode_num_clusters,
+    prior_num_clusters,
+    sequential_seating,
+)
+from pymc_pcrp.selection import (
+    CVResult,
+    cluster_loss,
+    cross_validate_power,
+    find_jump,
+    split_train_test,
+)
 from pymc_pcrp.step_methods import PCRPGibbs
+from pymc_pcrp.summaries import (
+    PointEstimate,
+    expected_loss,
+    plot_similarity,
+    point_estimate,
+    posterior_similarity,
+)
 
 try:
     __version__ = version("pymc-pcrp")
@@ -23,15 +61,48 @@ except PackageNotFoundError:  # running from a source tree that was not installe
 _convergence.install()
 
 __all__ = [
+    "CVResult",
+    "DensityComponents",
     "NIWMixture",
     "NIWPrior",
     "PCRPGibbs",
+    "PointEstimate",
     "PowerCRP",
     "__version__",
+    "alpha_for_prior_k",
+    "assign_to_clusters",
     "build_model",
+    "cluster_loss",
+    "cross_validate_power",
+    "crp_oracle_alpha",
+    "draw_metrics",
+    "expected_loss",
+    "find_jump",
     "fit",
     "label_draws",
+    "load_digits_1to4",
     "load_old_faithful",
+    "normalized_mutual_info",
     "observed_points",
+    "plot_cluster_sizes",
+    "plot_clusters_2d",
+    "plot_cv_curve",
+    "plot_k_posterior",
+    "plot_k_trace",
+    "plot_predictive_density",
+    "plot_prior_num_clusters",
+    "plot_similarity",
+    "point_estimate",
+    "posterior_similarity",
+    "posterior_summary",
+    "predictive_density",
+    "prior_mean_num_clusters",
+    "prior_mode_num_clusters",
+    "prior_num_clusters",
     "sample_posterior_predictive",
+    "sequential_seating",
+    "sim1",
+    "sim2",
+    "split_train_test",
+    "variation_of_information",
 ]

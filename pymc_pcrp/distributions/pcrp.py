@@ -15,6 +15,7 @@ from pytensor.tensor.variable import TensorVariable
 
 from pymc_pcrp._kernels.partitions import sample_partitions
 from pymc_pcrp._validation import check_positive_scalar, depends_on_random_variable
+from pymc_pcrp.distributions._normaliser import PCRPLogNormaliser, is_fixed
 
 __all__ = ["PowerCRP", "PowerCRPRV", "n_clusters_name", "power_crp"]
 
@@ -97,11 +98,27 @@ class PowerCRP(Discrete):
 
     The value is a label vector in canonical form: clusters numbered
     ``0, 1, ..., K-1`` in order of first appearance, so each partition has exactly
-    one label vector. The log density is the log of the numerator above, that is
-    **up to the normalising constant** :math:`-\log Z_n(\alpha, r)`, and is
-    ``-inf`` for a label vector that is not canonical. Because the constant is
-    omitted, ``alpha`` and ``power`` must be fixed numbers (or ``pm.Data``), not
-    random variables.
+    one label vector; the log density is ``-inf`` for a label vector that is not
+    canonical.
+
+    ``alpha`` may be a number, ``pm.Data``, or a random variable (any positive
+    tensor that depends on random variables, such as ``pm.Gamma("alpha", 2, 1)``).
+
+    * When ``alpha`` is fixed (a number, or built from numbers and ``pm.Data``
+      only), the log density is the log of the numerator above: the normalising
+      constant :math:`-\log Z_n(\alpha, r)` is left out, because it is a
+      constant of the model. The log density of the labels plus the data then
+      equals the ``log_joint`` sample stat of :class:`~pymc_pcrp.PCRPGibbs`.
+    * When ``alpha`` is random, the normaliser depends on it and is included
+      exactly (a PyTensor Op over the generalised Stirling numbers, computed once
+      per ``(n, power)``), with its gradient
+      :math:`\partial \log Z_n / \partial \alpha = E[K \mid \alpha] / \alpha`, so
+      that ``pm.sample`` can update ``alpha`` with NUTS while
+      :class:`~pymc_pcrp.PCRPGibbs` updates the labels.
+
+    ``power`` must be fixed (a number or ``pm.Data``): the derivative of the
+    normaliser in ``power`` is not available, and ``power`` is better chosen by
+    cross-validation (or compared across fits) than given a prior.
 
     ========  ===================================================
     Support   canonical label vectors of length ``n``
@@ -114,10 +131,12 @@ class PowerCRP(Discrete):
 
     Parameters
     ----------
-    alpha : float
-        Concentration, ``> 0``: the weight of a new cluster.
-    power : float
-        Power ``r > 0`` applied to cluster sizes; ``1`` gives the CRP.
+    alpha : float or TensorVariable
+        Concentration, ``> 0``: the weight of a new cluster. May be a random
+        variable (see above).
+    power : float or TensorVariable
+        Power ``r > 0`` applied to cluster sizes; ``1`` gives the CRP. A number or
+        ``pm.Data``, never a random variable.
     n : int
         Number of items (data points).
 
@@ -127,6 +146,13 @@ class PowerCRP(Discrete):
 
         with pm.Model():
             z = pcrp.PowerCRP("z", alpha=1.0, power=1.5, n=len(X))
+            pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(X), observed=X)
+            idata = pm.sample()
+
+        # alpha with a prior: pm.sample uses NUTS for alpha and PCRPGibbs for z
+        with pm.Model():
+            alpha = pm.Gamma("alpha", 2.0, 1.0)
+            z = pcrp.PowerCRP("z", alpha=alpha, power=1.5, n=len(X))
             pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(X), observed=X)
             idata = pm.sample()
 
@@ -147,14 +173,14 @@ class PowerCRP(Discrete):
     @classmethod
     def dist(cls, alpha, power, n, **kwargs):
         """Create the distribution outside a model (see the class docstring)."""
+        if isinstance(power, TensorVariable) and depends_on_random_variable(power):
+            raise ValueError(
+                "Argument 'power' of PowerCRP depends on a random variable, which is not "
+                "supported: the pCRP normalising constant Z_n(alpha, power) would then have to "
+                "be differentiated in power. Fix 'power' to a number (or pm.Data) and choose "
+                "it by cross-validation; only 'alpha' may be a random variable."
+            )
         for arg, arg_name in ((alpha, "alpha"), (power, "power")):
-            if isinstance(arg, TensorVariable) and depends_on_random_variable(arg):
-                raise ValueError(
-                    f"Argument '{arg_name}' of PowerCRP depends on a random variable. The pCRP "
-                    "log density is only known up to its normalising constant Z_n(alpha, power), "
-                    "so a prior on alpha or power would give a silently wrong posterior. Fix "
-                    f"'{arg_name}' to a number (or pm.Data), and choose power by cross-validation."
-                )
             if not isinstance(arg, TensorVariable):
                 check_positive_scalar(arg, arg_name)
         if isinstance(n, TensorVariable):
@@ -178,12 +204,20 @@ class PowerCRP(Discrete):
 
     @staticmethod
     def logp(value, alpha, power, n):
-        """``K log(alpha) + power * sum_k log Gamma(n_k)``; ``-inf`` off the support."""
+        """``K log(alpha) + power * sum_k log Gamma(n_k)``, minus ``log Z_n`` if alpha varies.
+
+        The normaliser is included exactly when ``alpha`` is not fixed data (see
+        :func:`pymc_pcrp.distributions._normaliser.is_fixed`); ``-inf`` off the
+        support.
+        """
         counts = _cluster_counts(value, n)
         occupied = pt.gt(counts, 0)
         n_blocks = pt.sum(occupied)
         log_gamma = pt.switch(occupied, pt.gammaln(pt.maximum(counts, 1)), 0.0)
         res = n_blocks * pt.log(alpha) + power * pt.sum(log_gamma)
+        if not is_fixed(alpha):
+            n_items = int(pt.get_underlying_scalar_constant_value(n))
+            res = res - PCRPLogNormaliser(n_items)(alpha, power)
         res = pt.switch(_is_canonical(value, n), res, -np.inf)
         return check_parameters(res, alpha > 0, power > 0, msg="alpha > 0, power > 0")
 

@@ -33,6 +33,7 @@ from pymc_pcrp._kernels.sweep import (
     sweep_tables,
 )
 from pymc_pcrp._validation import depends_on_random_variable
+from pymc_pcrp.distributions._normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 
@@ -60,6 +61,13 @@ class PCRPGibbs(BlockedStep):
     predictive for each occupied cluster ``k`` and ``alpha`` times the prior
     predictive for a new cluster. Its stationary distribution is the exact
     posterior ``p(z | X) ∝ alpha^K prod Gamma(n_k)^r prod m(X_k)``.
+
+    ``alpha`` may be a random variable (``power`` may not: ``PowerCRP`` refuses
+    it). The step then reads the current ``alpha`` from the point at every step,
+    so another step method (NUTS or Slice, which ``pm.sample`` assigns by
+    itself) updates ``alpha`` given the labels while this one updates the labels
+    given ``alpha``; the model's log density includes the normaliser
+    ``-log Z_N(alpha, r)`` that makes that alternation exact.
 
     The labels must feed exactly one observed :class:`~pymc_pcrp.NIWMixture`
     (whose component parameters the update integrates out), or nothing at all,
@@ -93,9 +101,13 @@ class PCRPGibbs(BlockedStep):
 
     Notes
     -----
-    Sample stats: ``log_joint``, the log joint density of labels and data up to
-    the constant ``-log Z_N(alpha, r)`` (equal to the model's log density), and
-    ``n_clusters``.
+    Sample stats: ``log_joint`` and ``n_clusters``. ``log_joint`` is the log
+    density of the terms this step owns, the ``PowerCRP`` labels and the
+    ``NIWMixture`` data given ``alpha``, exactly as PyMC computes them:
+    ``K log alpha + r sum_k log Gamma(n_k) + sum_k log m(X_k)``, minus
+    ``log Z_N(alpha, r)`` when ``alpha`` is a random variable (for a fixed
+    ``alpha`` the normaliser is a constant that ``PowerCRP`` leaves out). With a
+    fixed ``alpha`` and no other terms it equals the model's log density.
     """
 
     name = "pcrp_gibbs"
@@ -141,7 +153,9 @@ class PCRPGibbs(BlockedStep):
             raise ValueError(f"PCRPGibbs can only update PowerCRP variables; '{rv.name}' is not.")
         self._name = vars[0].name
         self._n = int(rv.owner.inputs[-1].eval())
-        self._prior_readers = self._prior_value_readers(rv)
+        self._prior_readers, self._alpha_is_random = self._prior_value_readers(
+            model, rv, compile_kwargs
+        )
         self._data_readers, self._niw = self._find_likelihood(model, rv)
         self._cache_key: tuple | None = None
         self._cache_sources: tuple = ()
@@ -162,15 +176,31 @@ class PCRPGibbs(BlockedStep):
     # -- model inspection -------------------------------------------------
 
     @staticmethod
-    def _prior_value_readers(rv):
+    def _prior_value_readers(model, rv, compile_kwargs=None):
+        """Readers of ``alpha`` and ``power`` from a point, and whether ``alpha`` is random.
+
+        A random ``alpha`` is compiled as a function of the point (through its
+        value variable, so its transform is applied); a fixed one is read directly.
+        """
         alpha, power = rv.owner.inputs[2], rv.owner.inputs[3]
-        for var, name in ((alpha, "alpha"), (power, "power")):
-            if depends_on_random_variable(var):
-                raise ValueError(
-                    f"The '{name}' of PowerCRP '{rv.name}' is a random variable; PCRPGibbs needs "
-                    "it fixed because the pCRP normalising constant is not part of the model."
-                )
-        return _value_reader(alpha), _value_reader(power)
+        if depends_on_random_variable(power):
+            raise ValueError(
+                f"The 'power' of PowerCRP '{rv.name}' is a random variable; PCRPGibbs needs it "
+                "fixed (a number or pm.Data). Only 'alpha' may be a random variable."
+            )
+        read_power = _value_reader(power)
+        (alpha_value,) = model.replace_rvs_by_values([alpha])
+        if is_fixed(alpha_value):
+            read_alpha = _value_reader(alpha_value)
+            return (lambda point: read_alpha(), lambda point: read_power()), False
+        read_alpha = model.compile_fn(
+            alpha_value,
+            inputs=model.value_vars,
+            on_unused_input="ignore",
+            point_fn=True,
+            **(compile_kwargs or {}),
+        )
+        return (read_alpha, lambda point: read_power()), True
 
     def _find_likelihood(self, model, rv):
         """Locate the single NIWMixture fed by ``rv`` and refuse any other use of it."""
@@ -198,9 +228,16 @@ class PCRPGibbs(BlockedStep):
 
     # -- per-step arrays --------------------------------------------------
 
-    def _arrays(self) -> tuple[np.ndarray, NIWParams, tuple]:
-        """Centred data, sweep parameters and sweep tables, rebuilt only when an input changes."""
-        alpha, power = (float(read()) for read in self._prior_readers)
+    def _arrays(self, point=None) -> tuple[np.ndarray, NIWParams, tuple]:
+        """Centred data, sweep parameters and sweep tables, rebuilt only when an input changes.
+
+        A random ``alpha`` is read from ``point`` (required then); when it changed,
+        the parameters and the tables (which hold ``log alpha``) are rebuilt, in
+        ``O(N D^2)``.
+        """
+        if point is None and self._alpha_is_random:
+            raise ValueError("The alpha of this PowerCRP is random: pass the point to read it.")
+        alpha, power = (float(read(point)) for read in self._prior_readers)
         if not (alpha > 0 and power > 0):
             raise ValueError(f"PowerCRP needs alpha > 0 and power > 0, got {alpha}, {power}.")
         if self._data_readers is None:
@@ -252,7 +289,7 @@ class PCRPGibbs(BlockedStep):
 
     def step(self, point):
         """Run ``sweeps_per_draw`` sweeps and return the new point and stats."""
-        xc, params, tables = self._arrays()
+        xc, params, tables = self._arrays(point)
         current = np.asarray(point[self._name], dtype=np.int64)
         if self.fresh_chain:
             labels = self._initial_labels(current, params)
@@ -265,8 +302,11 @@ class PCRPGibbs(BlockedStep):
         gibbs_sweeps(self.rng, xc, state, params, tables, self.sweeps_per_draw)
         new_point = dict(point)
         new_point[self._name] = canonical_labels(state.labels)
+        log_density = float(log_joint(state, params, xc.shape[1]))
+        if self._alpha_is_random:
+            log_density -= log_normaliser(self._n, math.exp(params.log_alpha), params.power)
         stats = {
-            "log_joint": float(log_joint(state, params, xc.shape[1])),
+            "log_joint": log_density,
             "n_clusters": int(state.k[0]),
         }
         return new_point, [stats]
