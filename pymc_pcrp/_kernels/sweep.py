@@ -302,18 +302,82 @@ def _sample_log_weights(rng: np.random.Generator, logw: np.ndarray, m: int) -> i
 
 
 @numba.njit(**NJIT_KWARGS)
-def sweep_tables(xc: np.ndarray, params: NIWParams) -> tuple[np.ndarray, np.ndarray]:
+def _size_table(n: int, d: int, params: NIWParams) -> np.ndarray:
+    """Per-size constants of a cluster's log weight, one row per size ``0..n``.
+
+    Columns: ``r log(m) + const[m]`` (the pCRP weight and the size-dependent part
+    of the log predictive, see :func:`~pymc_pcrp._kernels.niw.predictive_constants`),
+    ``-(nu_m + 1) / 2``, ``kappa_m / (kappa_m + 1)`` and ``1 / kappa_m``.
+    """
+    pred_const = predictive_constants(n, d, params.kappa0, params.nu0)
+    out = np.empty((n + 1, 4))
+    for m in range(n + 1):
+        kappa_m = params.kappa0 + m
+        out[m, 0] = (params.power * math.log(m) if m > 0 else 0.0) + pred_const[m]
+        out[m, 1] = -0.5 * (params.nu0 + m + 1.0)
+        out[m, 2] = kappa_m / (kappa_m + 1.0)
+        out[m, 3] = 1.0 / kappa_m
+    return out
+
+
+@numba.njit(**NJIT_KWARGS)
+def sweep_tables(xc: np.ndarray, params: NIWParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Tables that depend only on the data and the parameters, for :func:`gibbs_sweeps`.
 
-    Returns ``(log_new, pred_const)``: each point's ``log alpha + log prior
-    predictive``, and the size-dependent constants of the log predictive. A
-    caller that sweeps the same data many times computes them once.
+    Returns ``(log_new, pred_const, by_size)``: each point's ``log alpha + log
+    prior predictive``, the size-dependent constants of the log predictive, and
+    the per-size table of :func:`_size_table`. A caller that sweeps the same
+    data many times computes them once.
     """
     n, d = xc.shape
     return (
         _new_cluster_log_weights(xc, params),
         predictive_constants(n, d, params.kappa0, params.nu0),
+        _size_table(n, d, params),
     )
+
+
+@numba.njit(**NJIT_KWARGS)
+def _sync_slot(
+    state: SweepState,
+    slot: int,
+    by_size: np.ndarray,
+    mean: np.ndarray,
+    inv_diag: np.ndarray,
+    const: np.ndarray,
+) -> None:
+    """Refresh the cached mean, inverse factor diagonal and log-weight constant of a slot."""
+    n = state.counts[slot]
+    inv_kappa = by_size[n, 3]
+    for a in range(mean.shape[1]):
+        mean[slot, a] = state.sums[slot, a] * inv_kappa
+        inv_diag[slot, a] = 1.0 / state.chol[slot, a, a]
+    const[slot] = by_size[n, 0] - 0.5 * state.logdet[slot]
+
+
+@numba.njit(**NJIT_KWARGS)
+def _forward_norm2(
+    chol: np.ndarray, slot: int, x: np.ndarray, mean: np.ndarray, inv_diag: np.ndarray
+) -> float:
+    """``||L^{-1}(x - mean)||^2`` for the factor, mean and inverse diagonal of ``slot``."""
+    d = x.shape[0]
+    if d == 1:
+        t = (x[0] - mean[slot, 0]) * inv_diag[slot, 0]
+        return t * t
+    if d == 2:
+        t0 = (x[0] - mean[slot, 0]) * inv_diag[slot, 0]
+        t1 = (x[1] - mean[slot, 1] - chol[slot, 1, 0] * t0) * inv_diag[slot, 1]
+        return t0 * t0 + t1 * t1
+    y = np.empty(d)
+    acc = 0.0
+    for a in range(d):
+        t = x[a] - mean[slot, a]
+        for b in range(a):
+            t -= chol[slot, a, b] * y[b]
+        t *= inv_diag[slot, a]
+        y[a] = t
+        acc += t * t
+    return acc
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -322,24 +386,42 @@ def gibbs_sweeps(
     xc: np.ndarray,
     state: SweepState,
     params: NIWParams,
-    tables: tuple[np.ndarray, np.ndarray],
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
     n_sweeps: int,
 ) -> int:
     """Run ``n_sweeps`` sweeps of Algorithm 1 in place; return how many moves changed a cluster.
 
-    Each sweep visits the points in a fresh uniformly random order. A point is
-    removed from its cluster (an emptied cluster is dropped), scored against
-    every occupied cluster (weight ``n_k^r`` times the posterior predictive) and
-    a new one (weight ``alpha`` times the prior predictive), then added where
-    the draw sends it. ``tables`` is :func:`sweep_tables` of the same
-    ``xc`` and ``params``.
+    Each sweep visits the points in a fresh uniformly random order and draws
+    each point's cluster from its full conditional given the others: weight
+    ``n_k^r`` times the posterior predictive for every occupied cluster ``k``
+    (sizes and statistics *without* the point), ``alpha`` times the prior
+    predictive for a new cluster. ``tables`` is :func:`sweep_tables` of the
+    same ``xc`` and ``params``.
+
+    The point is scored against its own cluster without being taken out of it:
+    removing one point changes ``Psi_n`` by a rank-one term, so by the matrix
+    determinant lemma and the Sherman-Morrison formula the leave-one-out
+    determinant and Mahalanobis distance follow from the in-cluster distance
+    ``u`` alone (``|Psi_{n-1}| = |Psi_n| (1 - c u)`` and
+    ``u_{-} = c^2 u / (1 - c u)`` with ``c = kappa_n / kappa_{n-1}``). The state
+    therefore changes only when a point actually moves, which at equilibrium
+    is rare. A singleton's own cluster is not an option (removing the point
+    empties it); choosing a new cluster leaves it where it is.
     """
     n, d = xc.shape
-    log_new, pred_const = tables
+    log_new, _, by_size = tables
+    cap = state.counts.shape[0]
+    mean = np.zeros((cap, d))
+    inv_diag = np.zeros((cap, d))
+    const = np.zeros(cap)
+    for p in range(state.k[0]):
+        _sync_slot(state, state.order[p], by_size, mean, inv_diag, const)
     logw = np.empty(n + 1)
-    y = np.empty(d)
     v = np.empty(d)
     buf = np.empty((d, d))
+    chol = state.chol
+    counts = state.counts
+    order = state.order
     moved = 0
     for _ in range(n_sweeps):
         perm = rng.permutation(n)
@@ -347,13 +429,64 @@ def gibbs_sweeps(
             i = perm[t]
             x = xc[i]
             old = state.labels[i]
-            _remove_point(state, x, old, params, v, buf)
-            k = _log_weights(state, x, params, log_new[i], pred_const, logw, y)
+            k = state.k[0]
+            own = -1
+            for p in range(k):
+                slot = order[p]
+                m = counts[slot]
+                u = _forward_norm2(chol, slot, x, mean, inv_diag)
+                if slot != old:
+                    logw[p] = const[slot] + by_size[m, 1] * math.log(1.0 + u * by_size[m, 2])
+                    continue
+                own = p
+                if m == 1:
+                    logw[p] = -math.inf
+                    continue
+                c = (params.kappa0 + m) * by_size[m - 1, 3]
+                shrink = 1.0 - c * u
+                if not shrink > 1e-10:
+                    # Leave-one-out update numerically unsafe: fall back to removal.
+                    own = -2
+                    break
+                u_loo = c * c * u / shrink
+                logw[p] = (
+                    by_size[m - 1, 0]
+                    - 0.5 * (state.logdet[slot] + math.log(shrink))
+                    + by_size[m - 1, 1] * math.log(1.0 + u_loo * by_size[m - 1, 2])
+                )
+            if own == -2:
+                _remove_point(state, x, old, params, v, buf)
+                if counts[old] > 0:
+                    _sync_slot(state, old, by_size, mean, inv_diag, const)
+                k = state.k[0]
+                for p in range(k):
+                    slot = order[p]
+                    m = counts[slot]
+                    u = _forward_norm2(chol, slot, x, mean, inv_diag)
+                    logw[p] = const[slot] + by_size[m, 1] * math.log(1.0 + u * by_size[m, 2])
+                logw[k] = log_new[i]
+                choice = _sample_log_weights(rng, logw, k + 1)
+                slot = order[choice]
+                if slot != old:
+                    moved += 1
+                _add_point(state, x, slot, params, v)
+                _sync_slot(state, slot, by_size, mean, inv_diag, const)
+                state.labels[i] = slot
+                continue
+            logw[k] = log_new[i]
             choice = _sample_log_weights(rng, logw, k + 1)
-            slot = state.order[choice]  # for choice == k this is the first free slot
-            if slot != old:
-                moved += 1
+            if choice == own or (choice == k and counts[old] == 1):
+                continue
+            moved += 1
+            # Read the target before removing: closing an emptied slot reorders
+            # ``order``. For ``choice == k`` the point is not a singleton, so
+            # nothing closes and ``order[k]`` stays the first free slot.
+            slot = order[choice]
+            _remove_point(state, x, old, params, v, buf)
+            if counts[old] > 0:
+                _sync_slot(state, old, by_size, mean, inv_diag, const)
             _add_point(state, x, slot, params, v)
+            _sync_slot(state, slot, by_size, mean, inv_diag, const)
             state.labels[i] = slot
     return moved
 
@@ -370,7 +503,7 @@ def conditional_log_weights(
     # The buffers below repeat gibbs_sweeps' on purpose: passing them around as
     # one NamedTuple made the sweep ~35% slower (docs/benchmarks.md).
     n, d = xc.shape
-    log_new, pred_const = sweep_tables(xc, params)
+    log_new, pred_const, _ = sweep_tables(xc, params)
     logw = np.empty(n + 1)
     y = np.empty(d)
     v = np.empty(d)
