@@ -160,6 +160,9 @@ class PCRPGibbs(BlockedStep):
         self._cache_key: tuple | None = None
         self._cache_sources: tuple = ()
         self._cache: tuple[np.ndarray, NIWParams, tuple] | None = None
+        # (centred data, sweep state, labels returned) of the last step, reused
+        # when the next point carries those labels back unchanged.
+        self._kept: tuple | None = None
 
     @staticmethod
     def competence(var, has_grad):
@@ -172,6 +175,7 @@ class PCRPGibbs(BlockedStep):
         """Seed a new chain; its first step draws the initial partition."""
         super().set_rng(rng)
         self.fresh_chain = True
+        self._kept = None
 
     # -- model inspection -------------------------------------------------
 
@@ -257,6 +261,14 @@ class PCRPGibbs(BlockedStep):
             a is b for a, b in zip(sources, self._cache_sources, strict=True)
         )
         if key != self._cache_key or not same_sources:
+            if same_sources and self._cache is not None and key[2:] == self._cache_key[2:]:
+                # Only alpha or power changed: keep the centred data (and with it
+                # the kept sweep state, which does not depend on them).
+                xc = self._cache[0]
+                params = make_params(alpha, power, float(kappa0), float(nu0), psi0)
+                self._cache = (xc, params, sweep_tables(xc, params))
+                self._cache_key = key
+                return self._cache
             x = np.asarray(data, dtype=np.float64)
             x = x[:, None] if x.ndim == 1 else x
             if x.shape[0] != self._n:
@@ -291,17 +303,23 @@ class PCRPGibbs(BlockedStep):
         """Run ``sweeps_per_draw`` sweeps and return the new point and stats."""
         xc, params, tables = self._arrays(point)
         current = np.asarray(point[self._name], dtype=np.int64)
+        kept = self._kept
         if self.fresh_chain:
-            labels = self._initial_labels(current, params)
+            state = init_state(xc, self._initial_labels(current, params), params)
             self.fresh_chain = False
+        elif kept is not None and kept[0] is xc and np.array_equal(current, kept[2]):
+            # The point still holds the labels this step returned last time: carry
+            # on from the kept cluster statistics instead of rebuilding them.
+            state = kept[1]
         else:
             if current.min() < 0:
                 raise ValueError(f"Labels of '{self._name}' must be non-negative.")
-            labels = canonical_labels(current)
-        state = init_state(xc, labels, params)
+            state = init_state(xc, canonical_labels(current), params)
         gibbs_sweeps(self.rng, xc, state, params, tables, self.sweeps_per_draw)
+        new_labels = canonical_labels(state.labels)
+        self._kept = (xc, state, new_labels)
         new_point = dict(point)
-        new_point[self._name] = canonical_labels(state.labels)
+        new_point[self._name] = new_labels.copy()
         log_density = float(log_joint(state, params, xc.shape[1]))
         if self._alpha_is_random:
             log_density -= log_normaliser(self._n, math.exp(params.log_alpha), params.power)
