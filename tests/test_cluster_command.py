@@ -1,0 +1,360 @@
+"""The ``cluster`` subcommand: reading data, clustering, writing outputs, and refusing bad input."""
+
+import argparse
+
+import arviz as az
+import numpy as np
+import pytest
+
+from pymc_pcrp import cluster_command
+from pymc_pcrp.cluster_command import add_cluster_parser, run_cluster
+
+SEED = sum(ord(c) for c in "test_cluster_command")
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog="python -m pymc_pcrp")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_cluster_parser(sub)
+    return parser
+
+
+def _args(*argv):
+    return _parser().parse_args(["cluster", *map(str, argv)])
+
+
+def _two_clusters(n_per=30, d=2, seed=SEED):
+    rng = np.random.default_rng(seed)
+    centre = np.full(d, 6.0)
+    x = np.r_[rng.normal(-centre, 1.0, (n_per, d)), rng.normal(centre, 1.0, (n_per, d))]
+    return x, np.repeat([0, 1], n_per)
+
+
+def _write_csv(path, x, header=("id", "x", "y", "note")):
+    lines = [",".join(header)]
+    lines += [f"{i},{float(row[0])!r},{float(row[1])!r},item {i}" for i, row in enumerate(x)]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _read_labels(path):
+    table = np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.int64)
+    assert path.read_text().splitlines()[0] == "row,label"
+    return table[:, 0], table[:, 1]
+
+
+def _assert_recovers(labels, truth):
+    first, second = labels[truth == 0], labels[truth == 1]
+    assert np.all(first == first[0]) and np.all(second == second[0])
+    assert first[0] != second[0]
+
+
+def _leftovers(directory):
+    return [p.name for p in directory.iterdir() if "incomplete" in p.name or ".old-" in p.name]
+
+
+def test_csv_with_named_columns_and_overwrite(tmp_path):
+    x, truth = _two_clusters()
+    data = _write_csv(tmp_path / "data.csv", x)
+    out = tmp_path / "result"
+    out.mkdir()  # an earlier result, replaced because of --overwrite
+    (out / "summary.md").write_text("old")
+    (out / "stale.txt").write_text("old")
+    args = _args(
+        data, "--columns", "x,y", "--power", "1.2", "--draws", 60, "--tune", 60,
+        "--chains", 2, "--seed", 1, "--out", out, "--overwrite",
+    )  # fmt: skip
+    assert run_cluster(args) == 0
+    expected = {
+        "labels.csv", "idata.nc", "summary.md", "k_trace.png", "k_posterior.png",
+        "clusters_2d.png", "similarity.png",
+    }  # fmt: skip
+    assert {p.name for p in out.iterdir()} == expected
+    assert _leftovers(tmp_path) == []
+    rows, labels = _read_labels(out / "labels.csv")
+    np.testing.assert_array_equal(rows, np.arange(60))
+    _assert_recovers(labels, truth)
+    idata = az.from_netcdf(out / "idata.nc")
+    assert idata.posterior["z"].shape == (2, 60, 60)
+    np.testing.assert_allclose(idata.observed_data["x"].values, x)
+    assert idata.posterior.attrs["pcrp_power"] == 1.2
+    assert idata.posterior.attrs["pcrp_columns"] == "x, y"
+    summary = (out / "summary.md").read_text()
+    for text in (
+        "power r = 1.2 (given)",
+        "## Posterior of the number of clusters K",
+        "| n_clusters |",
+        "| log_joint |",
+        "R-hat",
+        "--seed 1",
+        "--columns x,y",
+        "Sizes, largest first: 30, 30",
+    ):
+        assert text in summary
+    assert "Cross-validation" not in summary
+    for png in expected - {"labels.csv", "idata.nc", "summary.md"}:
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_auto_power_on_npy_with_three_standardised_columns(tmp_path, capsys):
+    x, truth = _two_clusters(d=3, seed=SEED + 1)
+    np.save(tmp_path / "data.npy", x)
+    out = tmp_path / "sub" / "auto"  # the parent is created
+    args = _args(
+        tmp_path / "data.npy", "--columns", "0,1,2", "--standardize", "--power", "auto",
+        "--cv-grid", "1.0,1.2", "--cv-draws", 30, "--cv-tune", 30, "--cv-chains", 1,
+        "--draws", 40, "--tune", 40, "--chains", 1, "--seed", 2, "--out", out,
+    )  # fmt: skip
+    assert run_cluster(args) == 0
+    assert "Chosen r = " in capsys.readouterr().out
+    assert (out / "cv_curve.png").is_file() and (out / "clusters_2d.png").is_file()
+    _, labels = _read_labels(out / "labels.csv")
+    _assert_recovers(labels, truth)
+    idata = az.from_netcdf(out / "idata.nc")
+    chosen = idata.posterior.attrs["pcrp_power"]
+    assert chosen in (1.0, 1.2)
+    assert idata.posterior.attrs["pcrp_power_choice"] == "cross-validation"
+    standardised = (x - x.mean(axis=0)) / x.std(axis=0, ddof=1)
+    np.testing.assert_allclose(idata.observed_data["x"].values, standardised)
+    summary = (out / "summary.md").read_text()
+    assert f"power r = {chosen:g} (chosen by cross-validation)" in summary
+    assert "## Cross-validation of r" in summary and "| 1.2 |" in summary
+    assert "30 training rows, 30 held-out rows" in summary
+    assert "R-hat needs at least two chains" in summary
+    assert _leftovers(tmp_path / "sub") == []
+
+
+def test_one_column_and_progress_flag(tmp_path, monkeypatch):
+    rng = np.random.default_rng(SEED + 2)
+    x = np.r_[rng.normal(-5, 1, 20), rng.normal(5, 1, 20)]
+    path = tmp_path / "one.csv"
+    path.write_text("\n".join(f"{float(v)!r}" for v in x) + "\n")  # no header
+    seen = {}
+    real_fit = cluster_command.fit
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(cluster_command, "fit", spy)
+    out = tmp_path / "one"
+    args = _args(
+        path, "--power", 1.1, "--draws", 30, "--tune", 30, "--chains", 1, "--seed", 3,
+        "--progress", "--out", out,
+    )  # fmt: skip
+    assert run_cluster(args) == 0
+    assert seen["progressbar"] is True and seen["power"] == 1.1
+    assert (out / "density_1d.png").is_file() and not (out / "clusters_2d.png").exists()
+    _, labels = _read_labels(out / "labels.csv")
+    _assert_recovers(labels, np.repeat([0, 1], 20))
+    assert "(no header row)" in (out / "summary.md").read_text()
+
+
+def _good_rows(n=6):
+    return [f"{i},{i * 0.5},{(-1) ** i * 2.0},note" for i in range(n)]
+
+
+ERROR_CASES = {
+    "missing file": (None, [], "does not exist"),
+    "not text": (b"\x89PNG\r\n\x1a\n\x00\xff\xfe binary", [], "cannot read"),
+    "unknown column": (["id,x,y,note", *_good_rows()], ["--columns", "x,zz"], "'zz' not found"),
+    "index out of range": (["id,x,y,note", *_good_rows()], ["--columns", "1,7"], "out of range"),
+    "non-numeric cell": (
+        ["id,x,y,note", *_good_rows(3), "3,abc,1.0,note", *_good_rows(2)],
+        ["--columns", "x,y"],
+        "line 5 (data row 3), column 'x': 'abc' is not a number",
+    ),
+    "empty cell": (
+        ["id,x,y,note", *_good_rows(2), "2,1.0,,note"],
+        ["--columns", "x,y"],
+        "line 4 (data row 2), column 'y' is empty",
+    ),
+    "nan cell": (
+        ["id,x,y,note", *_good_rows(4), "4,nan,1.0,note"],
+        ["--columns", "x,y"],
+        "line 6 (data row 4), column 'x': 'nan' is not a finite number",
+    ),
+    "inf cell": (["1.0,2.0", "-inf,3.0", "2.0,1.0"], [], "'-inf' is not a finite number"),
+    "one row": (["x,y", "1.0,2.0"], [], "has 1 data row(s); clustering needs at least 2"),
+    "header only": (["x,y"], [], "has 0 data row(s)"),
+    "empty file": ([], [], "is empty"),
+    "ragged row": (["x,y", "1.0,2.0", "3.0"], [], "line 3 of"),
+    "constant column": (["x,y", "1,5", "2,5", "3,5"], [], "'y'"),
+    "duplicate column": (["x,y", "1,5", "2,6"], ["--columns", "x,0"], "more than once"),
+    "auto with three rows": (["x,y", "1,5", "2,6", "3,8"], [], "at least 4 rows"),
+}
+
+
+@pytest.mark.parametrize("case", ERROR_CASES)
+def test_bad_csv_input_is_refused_with_a_message(tmp_path, capsys, case):
+    content, extra, message = ERROR_CASES[case]
+    path = tmp_path / "data.csv"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text("".join(line + "\n" for line in content))
+    out = tmp_path / "out"
+    assert run_cluster(_args(path, "--out", out, *extra)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("pymc_pcrp cluster: error: ")
+    assert message in err
+    assert not out.exists()
+    expected = ["data.csv"] if content is not None else []
+    assert sorted(p.name for p in tmp_path.iterdir()) == expected
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"this is not a numpy file", "cannot read"),
+        (None, "not a finite number"),
+        ("strings", "dtype <U"),
+        ("3d", "shape (2, 2, 2)"),
+    ],
+)
+def test_bad_npy_input_is_refused_with_a_message(tmp_path, capsys, content, message):
+    path = tmp_path / "data.npy"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content == "strings":
+        np.save(path, np.array([["a", "b"], ["c", "d"]]))
+    elif content == "3d":
+        np.save(path, np.zeros((2, 2, 2)))
+    else:
+        x = np.arange(12.0).reshape(6, 2)
+        x[4, 1] = np.inf
+        np.save(path, x)
+    out = tmp_path / "out"
+    assert run_cluster(_args(path, "--power", 1.1, "--out", out)) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    if content is None:
+        assert "row 4, column 1" in err
+    assert not out.exists()
+
+
+def test_output_directory_in_the_way(tmp_path, capsys):
+    path = tmp_path / "data.csv"
+    path.write_text("x,y\n1,2\n2,1\n3,5\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "precious.txt").write_text("keep me")
+    assert run_cluster(_args(path, "--power", 1.1, "--out", out)) == 2
+    assert "already exists and is not empty" in capsys.readouterr().err
+    assert run_cluster(_args(path, "--power", 1.1, "--out", out, "--overwrite")) == 2
+    assert "does not look like an earlier result" in capsys.readouterr().err
+    assert [p.name for p in out.iterdir()] == ["precious.txt"]
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    assert run_cluster(_args(path, "--power", 1.1, "--out", a_file)) == 2
+    assert "is not a directory" in capsys.readouterr().err
+    assert run_cluster(_args(path, "--power", 1.1, "--out", tmp_path)) == 2
+    assert "contains the data file" in capsys.readouterr().err
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("where", ["fit", "_write_figures"])
+def test_failure_midway_leaves_no_complete_looking_output(tmp_path, monkeypatch, where):
+    x, _ = _two_clusters(n_per=5)
+    data = _write_csv(tmp_path / "data.csv", x)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    if where == "_write_figures":  # sample for real but fail after labels and idata are written
+        monkeypatch.setattr(cluster_command, "_write_figures", boom)
+    else:
+        monkeypatch.setattr(cluster_command, "fit", boom)
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="boom"):
+        run_cluster(
+            _args(data, "--columns", "x,y", "--power", 1.1, "--draws", 5, "--tune", 5,
+                  "--chains", 1, "--out", out)
+        )  # fmt: skip
+    assert not out.exists()
+    assert _leftovers(tmp_path) == []
+    # an earlier result survives a failed --overwrite run untouched
+    out.mkdir()
+    (out / "summary.md").write_text("earlier")
+    with pytest.raises(RuntimeError, match="boom"):
+        run_cluster(
+            _args(data, "--columns", "x,y", "--power", 1.1, "--draws", 5, "--tune", 5,
+                  "--chains", 1, "--out", out, "--overwrite")
+        )  # fmt: skip
+    assert [p.name for p in out.iterdir()] == ["summary.md"]
+    assert (out / "summary.md").read_text() == "earlier"
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--power", "-1"], "--power"),
+        (["--power", "often"], "'auto' or a number"),
+        (["--alpha", "0"], "--alpha"),
+        (["--draws", "0"], "--draws"),
+        (["--cv-grid", "1.0"], "at least two distinct powers"),
+        (["--cv-grid", "1.5:1.0:0.1"], "STOP >= START"),
+        (["--cv-fraction", "1.5"], "strictly between 0 and 1"),
+        (["--header", "maybe"], "--header"),
+        (["--n-jobs", "0"], "non-zero"),
+        ([], "--out"),
+    ],
+)
+def test_invalid_options_exit_with_status_2(capsys, argv, message):
+    full = ["data.csv", *argv] if not argv else ["data.csv", "--out", "o", *argv]
+    with pytest.raises(SystemExit) as exc:
+        _args(*full)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_option_defaults_and_grid_parsing():
+    args = _args("data.csv", "--out", "o")
+    assert args.power == "auto" and args.alpha == 1.0 and args.seed is None
+    np.testing.assert_allclose(args.cv_grid, np.arange(1.0, 1.5001, 0.05))
+    assert args.cv_grid.size == 11
+    assert args.progress is None and args.cv_fraction == 0.5
+    assert _args("d", "--out", "o", "--power", "1.25").power == 1.25
+    assert _args("d", "--out", "o", "--power", "AUTO").power == "auto"
+    np.testing.assert_array_equal(
+        _args("d", "--out", "o", "--cv-grid", "1.3,1.1, 1.2").cv_grid, [1.1, 1.2, 1.3]
+    )
+
+
+def test_help_documents_every_option(capsys):
+    with pytest.raises(SystemExit) as exc:
+        _parser().parse_args(["cluster", "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for option in (
+        "--power", "--alpha", "--draws", "--tune", "--chains", "--cores", "--seed", "--columns",
+        "--standardize", "--out", "--sweeps-per-draw", "--cv-grid", "--cv-fraction", "--n-jobs",
+        "--progress", "--overwrite", "labels.csv", "idata.nc", "summary.md", "exit status",
+    ):  # fmt: skip
+        assert option in text
+
+
+def test_header_detection_and_column_selection(tmp_path):
+    load = cluster_command._load_data
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,c\n1,2,3\n4,5,7\n")
+    data = load(_args(path, "--out", "o"))
+    assert data.has_header and data.names == ["a", "b", "c"]
+    np.testing.assert_array_equal(data.x, [[1, 2, 3], [4, 5, 7]])
+    data = load(_args(path, "--out", "o", "--columns", "c,0"))
+    assert data.names == ["c", "a"]
+    np.testing.assert_array_equal(data.x, [[3, 1], [7, 4]])
+    path.write_text("1,2,3\n4,5,7\n")  # no header: every cell of the first line is a number
+    data = load(_args(path, "--out", "o", "--columns", "2"))
+    assert not data.has_header and data.names == ["2"]
+    np.testing.assert_array_equal(data.x, [[3], [7]])
+    path.write_text("\ufeff 10 ; 20\n\n30;40\n")  # BOM, spaces, a blank line, other delimiter
+    data = load(_args(path, "--out", "o", "--delimiter", ";"))
+    np.testing.assert_array_equal(data.x, [[10, 20], [30, 40]])
+    tsv = tmp_path / "t.tsv"
+    tsv.write_text("p\tq\n1\t2\n3\t5\n")
+    assert load(_args(tsv, "--out", "o")).names == ["p", "q"]
+    path.write_text("x,y\n1,2\n2,3\n")  # --header no turns the first line into data
+    with pytest.raises(cluster_command._InputError, match=r"line 1 .*'x' is not a number"):
+        load(_args(path, "--out", "o", "--header", "no"))

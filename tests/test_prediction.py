@@ -1,0 +1,203 @@
+"""Cluster membership probabilities of new points (pymc_pcrp.prediction.predict)."""
+
+import arviz as az
+import numpy as np
+import pytest
+import scipy.stats
+
+from reference import niw_posterior as reference_posterior
+
+import pymc_pcrp as pcrp
+
+from pymc_pcrp.prediction import PredictResult, predict
+
+SEED = sum(ord(c) for c in "test_prediction")
+
+
+def _idata(labels, x):
+    """InferenceData holding label draws of shape (chain, draw, N) and the data."""
+    labels = np.asarray(labels, dtype=np.int64)
+    return az.from_dict(posterior={"z": labels}, observed_data={"x": x})
+
+
+def _rule_by_hand(x, labels, points, prior, power, alpha):
+    """pCRP prediction rule with scipy Student-t densities: (M, K + 1), clusters by sorted label."""
+    x = x.reshape(len(labels), -1)
+    d = x.shape[1]
+    blocks = [x[labels == k] for k in np.unique(labels)] + [np.empty((0, d))]
+    weights = np.array([len(b) ** power for b in blocks[:-1]] + [alpha])
+    columns = []
+    for w, members in zip(weights, blocks, strict=True):
+        mu_n, kappa_n, nu_n, psi_n = reference_posterior(
+            members, prior.mu0, prior.kappa0, prior.nu0, prior.psi0
+        )
+        df = nu_n - d + 1
+        shape = psi_n * (kappa_n + 1) / (kappa_n * df)
+        columns.append(w * scipy.stats.multivariate_t(loc=mu_n, shape=shape, df=df).pdf(points))
+    out = np.column_stack(columns)
+    return out / out.sum(axis=1, keepdims=True)
+
+
+def _three_blobs(rng):
+    x = np.r_[
+        rng.normal([0.0, 0.0], 1.0, (10, 2)),
+        rng.normal([4.0, 1.0], 0.7, (8, 2)),
+        rng.normal([1.0, 5.0], 1.2, (6, 2)),
+    ]
+    labels = np.repeat([0, 1, 2], [10, 8, 6])
+    return x, labels
+
+
+def test_one_draw_equal_to_point_estimate_is_the_prediction_rule():
+    rng = np.random.default_rng(SEED)
+    x, labels = _three_blobs(rng)
+    prior = pcrp.NIWPrior(mu0=[1.0, 1.5], kappa0=0.2, nu0=4.5, psi0=[[1.5, 0.3], [0.3, 2.0]])
+    points = rng.normal([1.5, 2.0], 3.0, (25, 2))
+    # the draw uses other label values than the point estimate, in another order
+    draw = np.array([7, 3, 5])[labels]
+    result = predict(
+        _idata(draw[None, None], x), points, power=1.3, alpha=0.8, prior=prior, point=labels
+    )
+    expected = _rule_by_hand(x, labels, points, prior, 1.3, 0.8)
+    assert isinstance(result, PredictResult)
+    assert result.probabilities.shape == (25, 4)
+    np.testing.assert_allclose(result.probabilities, expected, rtol=1e-9, atol=1e-300)
+    np.testing.assert_allclose(result.new_cluster, expected[:, -1], rtol=1e-9)
+    best = np.argmax(expected, axis=1)
+    np.testing.assert_array_equal(result.labels, np.where(best == 3, -1, best))
+    np.testing.assert_array_equal(result.cluster_labels, [0, 1, 2])
+    np.testing.assert_array_equal(result.training_labels, labels)
+    assert result.n_draws == 1
+
+
+def test_identical_draws_give_the_one_draw_answer():
+    rng = np.random.default_rng(SEED + 1)
+    x, labels = _three_blobs(rng)
+    points = rng.normal(1.0, 2.5, (12, 2))
+    one = predict(_idata(labels[None, None], x), points, power=1.2, point=labels)
+    draws = np.broadcast_to(labels, (2, 5, labels.size))
+    many = predict(_idata(draws, x), points, power=1.2, point=labels)
+    assert many.n_draws == 10
+    np.testing.assert_allclose(many.probabilities, one.probabilities, rtol=1e-12)
+    # the default prior is NIWPrior.from_data of the observed points
+    prior = pcrp.NIWPrior.from_data(x)
+    np.testing.assert_allclose(
+        _rule_by_hand(x, labels, points, prior, 1.2, 1.0), one.probabilities, rtol=1e-9
+    )
+
+
+def test_draw_that_merges_and_splits_point_clusters_is_mapped_by_overlap():
+    rng = np.random.default_rng(SEED + 2)
+    x, labels = _three_blobs(rng)
+    prior = pcrp.NIWPrior.from_data(x, kappa0=0.5)
+    points = rng.normal(1.5, 2.0, (9, 2))
+    # draw: clusters 0 and 1 of the point estimate merged, cluster 2 split into 4 + 2 points
+    draw = np.r_[np.zeros(18), np.ones(4), np.full(2, 2)].astype(int)
+    rule = _rule_by_hand(x, draw, points, prior, 1.1, 1.5)  # columns: merged, 2a, 2b, new
+    expected = np.column_stack(
+        [rule[:, 0] * 10 / 18, rule[:, 0] * 8 / 18, rule[:, 1] + rule[:, 2], rule[:, 3]]
+    )
+    result = predict(
+        _idata(draw[None, None], x), points, power=1.1, alpha=1.5, prior=prior, point=labels
+    )
+    np.testing.assert_allclose(result.probabilities, expected, rtol=1e-9)
+
+    # two draws average their mapped probabilities; max_draws=1 keeps the first draw only
+    both = np.stack([labels, draw])[None]
+    averaged = predict(_idata(both, x), points, power=1.1, alpha=1.5, prior=prior, point=labels)
+    alone = predict(
+        _idata(labels[None, None], x), points, power=1.1, alpha=1.5, prior=prior, point=labels
+    )
+    np.testing.assert_allclose(
+        averaged.probabilities, 0.5 * (alone.probabilities + expected), rtol=1e-9
+    )
+    first = predict(
+        _idata(both, x), points, power=1.1, alpha=1.5, prior=prior, point=labels, max_draws=1
+    )
+    assert first.n_draws == 1
+    np.testing.assert_allclose(first.probabilities, alone.probabilities, rtol=1e-12)
+
+
+def _separated(rng):
+    x = np.r_[rng.normal([-10.0, 0.0], 1.0, (30, 2)), rng.normal([10.0, 0.0], 1.0, (30, 2))]
+    truth = np.repeat([0, 1], 30)
+    draws = np.tile(truth, (1, 6, 1))
+    draws[0, 1, 3] = 2  # a few draws with a stray singleton, as a sampler would produce
+    draws[0, 4, 40] = 2
+    return x, truth, draws
+
+
+def test_centres_far_points_and_row_sums():
+    rng = np.random.default_rng(SEED + 3)
+    x, truth, draws = _separated(rng)
+    points = np.array([[-10.0, 0.0], [10.0, 0.0], [0.0, 200.0], [-300.0, -300.0]])
+    result = predict(_idata(draws, x), points, power=1.2, alpha=1.0, point=truth)
+    p = result.probabilities
+    assert p.shape == (4, 3)
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    assert np.all(p >= 0)
+    assert p[0, 0] > 0.99 and p[1, 1] > 0.99
+    assert p[2, -1] > 0.9 and p[3, -1] > 0.99
+    np.testing.assert_array_equal(result.labels, [0, 1, -1, -1])
+
+
+def test_fitted_posterior_with_default_point_estimate():
+    rng = np.random.default_rng(SEED + 4)
+    x, _, _ = _separated(rng)
+    idata = pcrp.fit(
+        x,
+        power=1.1,
+        draws=40,
+        tune=40,
+        chains=1,
+        random_seed=SEED,
+        compute_convergence_checks=False,
+    )
+    points = np.array([[-10.0, 0.5], [9.5, -0.5], [0.0, 80.0]])
+    result = predict(idata, points, power=1.1)
+    pe = pcrp.point_estimate(idata, random_seed=0)
+    np.testing.assert_array_equal(result.training_labels, pe.labels)
+    assert result.probabilities.shape == (3, pe.n_clusters + 1)
+    np.testing.assert_allclose(result.probabilities.sum(axis=1), 1.0, atol=1e-12)
+    np.testing.assert_array_equal(result.labels[:2], [pe.labels[0], pe.labels[-1]])
+    assert result.labels[2] == -1
+
+
+def test_one_dimensional_data_accept_a_vector_of_new_points():
+    rng = np.random.default_rng(SEED + 5)
+    x = np.r_[rng.normal(-4, 1, 15), rng.normal(4, 1, 15)]
+    labels = np.repeat([0, 1], 15)
+    idata = _idata(labels[None, None], x)
+    flat = predict(idata, np.array([-4.0, 4.0]), power=1.5, point=labels)
+    column = predict(idata, np.array([[-4.0], [4.0]]), power=1.5, point=labels)
+    np.testing.assert_allclose(flat.probabilities, column.probabilities)
+    np.testing.assert_array_equal(flat.labels, [0, 1])
+
+
+def test_invalid_input_is_refused():
+    rng = np.random.default_rng(SEED + 6)
+    x, labels = _three_blobs(rng)
+    idata = _idata(labels[None, None], x)
+    with pytest.raises(ValueError, match=r"X_new.*NaN"):
+        predict(idata, [[0.0, np.nan]], power=1.1, point=labels)
+    with pytest.raises(ValueError, match=r"X_new.*infinite"):
+        predict(idata, [[0.0, np.inf]], power=1.1, point=labels)
+    with pytest.raises(ValueError, match=r"X_new.*D = 3"):
+        predict(idata, np.zeros((4, 3)), power=1.1, point=labels)
+    with pytest.raises(ValueError, match="X_new"):
+        predict(idata, np.zeros(4), power=1.1, point=labels)
+    with pytest.raises(ValueError, match="point"):
+        predict(idata, np.zeros((1, 2)), power=1.1, point=labels[:-1])
+    with pytest.raises(ValueError, match="point"):
+        predict(idata, np.zeros((1, 2)), power=1.1, point=labels.astype(float))
+    with pytest.raises(ValueError, match="power"):
+        predict(idata, np.zeros((1, 2)), power=0.0, point=labels)
+    with pytest.raises(ValueError, match="alpha"):
+        predict(idata, np.zeros((1, 2)), power=1.1, alpha=-1.0, point=labels)
+    with pytest.raises(ValueError, match="prior"):
+        predict(
+            idata, np.zeros((1, 2)), power=1.1, point=labels, prior=pcrp.NIWPrior.from_data(x[:, 0])
+        )
+    with pytest.raises(ValueError, match="max_draws"):
+        bigger = _idata(np.tile(labels, (1, 3, 1)), x)
+        predict(bigger, np.zeros((1, 2)), power=1.1, point=labels, max_draws=0)
