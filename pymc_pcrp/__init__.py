@@ -27,6 +27,7 @@ from pymc_pcrp.plots import (
     plot_k_trace,
     plot_predictive_density,
 )
+from pymc_pcrp.prediction import PredictResult, predict
 from pymc_pcrp.predictive import sample_posterior_predictive
 from pymc_pcrp.prior import (
     alpha_for_prior_k,
@@ -68,6 +69,7 @@ __all__ = [
     "PCRPGibbs",
     "PointEstimate",
     "PowerCRP",
+    "PredictResult",
     "__version__",
     "alpha_for_prior_k",
     "assign_to_clusters",
@@ -95,6 +97,7 @@ __all__ = [
     "point_estimate",
     "posterior_similarity",
     "posterior_summary",
+    "predict",
     "predictive_density",
     "prior_mean_num_clusters",
     "prior_mode_num_clusters",
