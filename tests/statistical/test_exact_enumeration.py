@@ -35,7 +35,7 @@ def _prior(d):
     return pcrp.NIWPrior(mu0=np.zeros(d), kappa0=0.5, nu0=d + 1.0, psi0=0.5 * np.eye(d))
 
 
-def sampled_frequencies(x, prior, alpha, r, seed):
+def sampled_frequencies(x, prior, alpha, r, seed, split_merge=0):
     with pm.Model():
         z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=len(x))
         pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
@@ -47,6 +47,7 @@ def sampled_frequencies(x, prior, alpha, r, seed):
             random_seed=seed,
             progressbar=False,
             compute_convergence_checks=False,
+            pcrp_gibbs={"split_merge": split_merge},
         )
     labels = idata.posterior["z"].values.reshape(-1, len(x))
     keys, counts = np.unique(labels, axis=0, return_counts=True)
@@ -65,6 +66,21 @@ def test_partition_frequencies_match_exact_posterior(n, d, alpha, r):
     partitions, probs = exact_posterior(x, alpha, r, prior.mu0, prior.kappa0, prior.nu0, prior.psi0)
     freq = sampled_frequencies(x, prior, alpha, r, seed)
     assert set(freq) <= set(partitions), "the sampler produced a non-canonical label vector"
+    empirical = np.array([freq.get(p, 0.0) for p in partitions])
+    tv = 0.5 * np.abs(empirical - probs).sum()
+    assert tv < 0.02, f"total variation {tv:.4f} between sampler and exact posterior"
+
+
+@pytest.mark.parametrize(
+    ("n", "d", "alpha", "r"), [(6, 2, 1.0, 1.0), (6, 1, 0.5, 1.5), (5, 2, 2.0, 2.0)]
+)
+def test_split_merge_keeps_the_exact_posterior(n, d, alpha, r):
+    # Gibbs sweeps interleaved with 3 split-merge proposals per sweep, through pm.sample.
+    seed = 7 + 1000 * n + 100 * d + int(10 * r)
+    x = _data(n, d, seed)
+    prior = _prior(d)
+    partitions, probs = exact_posterior(x, alpha, r, prior.mu0, prior.kappa0, prior.nu0, prior.psi0)
+    freq = sampled_frequencies(x, prior, alpha, r, seed, split_merge=3)
     empirical = np.array([freq.get(p, 0.0) for p in partitions])
     tv = 0.5 * np.abs(empirical - probs).sum()
     assert tv < 0.02, f"total variation {tv:.4f} between sampler and exact posterior"
