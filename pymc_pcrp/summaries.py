@@ -413,7 +413,7 @@ def point_estimate(
     Notes
     -----
     *Losses.* For a candidate ``c`` and a draw ``z`` of ``N`` points,
-    Wade & Ghahramani (2018) write the variation of information as
+    Wade & Ghahramani (2018) write the variation of information as::
 
         VI(c, z) = (1/N) sum_i [log2 |c_i| + log2 |z_i| - 2 log2 |c_i ∩ z_i|],
 

@@ -79,7 +79,7 @@ def test_random_power_is_refused():
     # A random alpha is supported (tests/distributions/test_pcrp_alpha.py); power is not.
     with pm.Model():
         a = pm.Gamma("a", 2.0, 2.0)
-        with pytest.raises(ValueError, match="'power'.*random variable.*normalising constant"):
+        with pytest.raises(ValueError, match=r"'power'.*random variable.*normalising constant"):
             pcrp.PowerCRP("z", alpha=1.0, power=a, n=5)
 
 
