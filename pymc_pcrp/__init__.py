@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pymc_pcrp import _convergence
 from pymc_pcrp.datasets import load_digits_1to4, load_old_faithful, sim1, sim2
 from pymc_pcrp.density import DensityComponents, assign_to_clusters, predictive_density
+from pymc_pcrp.distributed import fit_parallel
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 from pymc_pcrp.draws import label_draws, observed_points
 from pymc_pcrp.fitting import build_model, fit
@@ -81,6 +82,7 @@ __all__ = [
     "expected_loss",
     "find_jump",
     "fit",
+    "fit_parallel",
     "label_draws",
     "load_digits_1to4",
     "load_old_faithful",
