@@ -30,7 +30,8 @@ class PowerCRPRV(RandomVariable):
 
     name = "power_crp"
     signature = "(),(),()->(n)"
-    dtype = "int64"
+    # int32 halves the memory of kept label draws; labels never exceed N - 1.
+    dtype = "int32"
     _print_name = ("PowerCRP", "\\operatorname{PowerCRP}")
 
     def make_node(self, rng, size, alpha, power, n):
@@ -47,6 +48,7 @@ class PowerCRPRV(RandomVariable):
         shape = () if size is None else tuple(size)
         count = int(np.prod(shape, dtype=np.int64))
         draws = sample_partitions(rng, int(n), float(alpha), float(power), max(count, 1))
+        draws = draws.astype(np.int32)
         return draws[0] if size is None else draws.reshape((*shape, int(n)))
 
 
@@ -197,9 +199,9 @@ class PowerCRP(Discrete):
     @staticmethod
     def support_point(rv, size, alpha, power, n):
         """All items in one cluster: a canonical label vector of zeros."""
-        zeros = pt.zeros((n,), dtype="int64")
+        zeros = pt.zeros((n,), dtype="int32")
         if not rv_size_is_none(size):
-            zeros = pt.full((*size, n), 0, dtype="int64")
+            zeros = pt.full((*size, n), 0, dtype="int32")
         return zeros
 
     @staticmethod

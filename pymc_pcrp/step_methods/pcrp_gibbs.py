@@ -360,7 +360,7 @@ class PCRPGibbs(BlockedStep):
         new_labels = canonical_labels(state.labels)
         self._kept = (xc, state, new_labels)
         new_point = dict(point)
-        new_point[self._name] = new_labels.copy()
+        new_point[self._name] = new_labels.astype(np.int32)
         log_density = float(log_joint(state, params, xc.shape[1]))
         if self._alpha_is_random:
             log_density -= log_normaliser(self._n, math.exp(params.log_alpha), params.power)
