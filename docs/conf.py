@@ -46,7 +46,6 @@ source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-n
 root_doc = "index"
 exclude_patterns = [
     "_build",
-    "reproduction/tables.md",
     "**.ipynb_checkpoints",
     "Thumbs.db",
     ".DS_Store",
