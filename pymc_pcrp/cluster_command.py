@@ -314,6 +314,15 @@ def add_cluster_parser(subparsers) -> argparse.ArgumentParser:
         help="Gibbs sweeps between kept draws (default: 1)",
     )
     sampling.add_argument(
+        "--split-merge",
+        type=_int_at_least(0),
+        default=0,
+        metavar="M",
+        help="split-merge proposals after every Gibbs sweep (see pymc_pcrp.PCRPGibbs); 1 frees "
+        "chains stuck in a merged or split state at a few times the cost per sweep "
+        "(default: 0, the paper's Gibbs sampler alone)",
+    )
+    sampling.add_argument(
         "--init",
         choices=("random", "prior", "one", "singletons"),
         default="random",
@@ -763,7 +772,7 @@ def _full_command(args: argparse.Namespace, seed: int, power_text: str) -> str:
         parts += ["--delimiter", args.delimiter]
     parts += ["--draws", str(args.draws), "--tune", str(args.tune), "--chains", str(args.chains)]
     parts += ["--cores", str(args.cores), "--sweeps-per-draw", str(args.sweeps_per_draw)]
-    parts += ["--init", args.init]
+    parts += ["--init", args.init, "--split-merge", str(args.split_merge)]
     parts += ["--seed", str(seed)]
     if power_text == "auto":
         grid = ",".join(f"{r:g}" for r in args.cv_grid)
@@ -808,7 +817,8 @@ def _summary(
     lines.append("- NIW prior: `NIWPrior.from_data` of the clustered data (defaults)")
     lines.append(
         f"- {args.chains} chain(s) x {args.draws} draws after {args.tune} burn-in draws, "
-        f"{args.sweeps_per_draw} Gibbs sweep(s) per draw, initial partition '{args.init}'; "
+        f"{args.sweeps_per_draw} Gibbs sweep(s) per draw, {args.split_merge} split-merge "
+        f"proposal(s) per sweep, initial partition '{args.init}'; "
         f"seed {seed}"
     )
     if cv_info is not None:
@@ -980,7 +990,10 @@ def run_cluster(args: argparse.Namespace) -> int:
                     random_seed=_seed_int(cv_seq),
                     n_jobs=args.n_jobs,
                     jump_tol=args.cv_jump_tol,
-                    fit_kwargs={"init": args.init},
+                    fit_kwargs={
+                        "init": args.init,
+                        "pcrp_gibbs": {"split_merge": args.split_merge},
+                    },
                 )
             cv_warnings = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
             for message in cv_warnings:
@@ -1006,6 +1019,7 @@ def run_cluster(args: argparse.Namespace) -> int:
             cores=args.cores,
             sweeps_per_draw=args.sweeps_per_draw,
             init=args.init,
+            pcrp_gibbs={"split_merge": args.split_merge},
             random_seed=_seed_int(fit_seq),
             progressbar=progress,
             compute_convergence_checks=args.chains > 1,

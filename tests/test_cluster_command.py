@@ -150,6 +150,23 @@ def test_one_column_and_progress_flag(tmp_path, monkeypatch):
     assert "(no header row)" in (out / "summary.md").read_text()
 
 
+def test_split_merge_option_reaches_the_step(tmp_path):
+    x, truth = _two_clusters(seed=SEED + 3)
+    np.save(tmp_path / "data.npy", x)
+    out = tmp_path / "sm"
+    args = _args(
+        tmp_path / "data.npy", "--power", 1.2, "--split-merge", 2, "--init", "one",
+        "--draws", 30, "--tune", 10, "--chains", 1, "--seed", 4, "--out", out,
+    )  # fmt: skip
+    assert run_cluster(args) == 0
+    stats = az.from_netcdf(out / "idata.nc").sample_stats
+    # Two proposals after each of the 30 kept sweeps.
+    assert int(stats["split_proposed"].sum() + stats["merge_proposed"].sum()) == 60
+    _, labels = _read_labels(out / "labels.csv")
+    _assert_recovers(labels, truth)
+    assert "2 split-merge proposal(s) per sweep" in (out / "summary.md").read_text()
+
+
 def _good_rows(n=6):
     return [f"{i},{i * 0.5},{(-1) ** i * 2.0},note" for i in range(n)]
 
