@@ -367,8 +367,8 @@ def _forward_norm2(
 ) -> float:
     """``||L^{-1}(x_i - mean)||^2`` for the factor, mean and inverse diagonal of ``slot``.
 
-    ``y`` is scratch space of length ``D``. :func:`gibbs_sweeps` inlines this for
-    ``D <= 2``; see the note there.
+    ``y`` is scratch space of length ``D``. :func:`gibbs_sweeps` inlines this in
+    its per-point loop (see the note there) and calls it only on its fallback path.
     """
     acc = 0.0
     for a in range(xc.shape[1]):
@@ -412,7 +412,7 @@ def gibbs_sweeps(
     # Performance note: this loop touches arrays only by indexing locals. Taking a
     # view (``xc[i]``) or passing arrays to a helper costs numba atomic reference
     # counting on every call, which measured about three times the arithmetic
-    # itself at D = 2; hence the inlined distance for D <= 2 and the inlined draw.
+    # itself at D = 2; hence the inlined distance and the inlined draw.
     n, d = xc.shape
     log_new, _, by_size = tables
     cap = state.counts.shape[0]
@@ -452,7 +452,15 @@ def gibbs_sweeps(
                     t1 = (xc[i, 1] - mean[slot, 1] - chol[slot, 1, 0] * t0) * inv_diag[slot, 1]
                     u = t0 * t0 + t1 * t1
                 else:
-                    u = _forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
+                    # _forward_norm2, inlined (see the performance note above).
+                    u = 0.0
+                    for a in range(d):
+                        ta = xc[i, a] - mean[slot, a]
+                        for b in range(a):
+                            ta -= chol[slot, a, b] * y[b]
+                        ta *= inv_diag[slot, a]
+                        y[a] = ta
+                        u += ta * ta
                 if slot != old:
                     lw = const[slot] + by_size[m, 1] * math.log(1.0 + u * by_size[m, 2])
                 elif m == 1:
