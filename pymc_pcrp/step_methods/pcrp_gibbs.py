@@ -40,6 +40,9 @@ from pymc_pcrp.distributions.pcrp import PowerCRPRV
 
 __all__ = ["INIT_STRATEGIES", "PCRPGibbs", "PCRPGibbsState"]
 
+# Draws after which the kept cluster statistics are rebuilt from the labels.
+_REFRESH_EVERY = 1000
+
 INIT_STRATEGIES = ("random", "prior", "one", "singletons", "point")
 
 
@@ -337,13 +340,21 @@ class PCRPGibbs(BlockedStep):
         xc, params, tables = self._arrays(point)
         current = np.asarray(point[self._name], dtype=np.int64)
         kept = self._kept
+        age = 0  # draws since the sweep state was built from the labels
         if self.fresh_chain:
             state = init_state(xc, self._initial_labels(current, params), params)
             self.fresh_chain = False
-        elif kept is not None and kept[0] is xc and np.array_equal(current, kept[2]):
+        elif (
+            kept is not None
+            and kept[0] is xc
+            and kept[3] < _REFRESH_EVERY
+            and np.array_equal(current, kept[2])
+        ):
             # The point still holds the labels this step returned last time: carry
-            # on from the kept cluster statistics instead of rebuilding them.
+            # on from the kept cluster statistics instead of rebuilding them (but
+            # rebuild now and then, so that rank-one updates cannot drift).
             state = kept[1]
+            age = kept[3] + 1
         else:
             if current.min() < 0:
                 raise ValueError(f"Labels of '{self._name}' must be non-negative.")
@@ -358,7 +369,7 @@ class PCRPGibbs(BlockedStep):
                     self.rng, xc, state, params, self.split_merge, self.split_merge_scans
                 )
         new_labels = canonical_labels(state.labels)
-        self._kept = (xc, state, new_labels)
+        self._kept = (xc, state, new_labels, age)
         new_point = dict(point)
         new_point[self._name] = new_labels.astype(np.int32)
         log_density = float(log_joint(state, params, xc.shape[1]))

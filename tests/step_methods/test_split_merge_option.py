@@ -53,3 +53,25 @@ def test_bad_split_merge_options_are_refused(arg, value):
     with pcrp.build_model(np.arange(5.0)) as model:
         with pytest.raises(ValueError, match=f"'{arg}'"):
             pcrp.PCRPGibbs([model["z"]], **{arg: value})
+
+
+def test_sweep_state_is_kept_between_draws_and_rebuilt_now_and_then(monkeypatch):
+    from pymc_pcrp.step_methods import pcrp_gibbs
+
+    monkeypatch.setattr(pcrp_gibbs, "_REFRESH_EVERY", 3)
+    x = _two_clusters(40)
+    with pcrp.build_model(x, power=1.1) as model:
+        step = pcrp.PCRPGibbs([model["z"]], rng=5)
+    point = {"z": np.zeros(40, dtype=np.int32)}
+    states = []
+    for _ in range(9):
+        point, _ = step.step(point)
+        states.append(id(step._kept[1]))
+    # Built on draw 1, kept for 3 more draws, then rebuilt: blocks of 4 draws.
+    assert len(set(states[:4])) == 1 and len(set(states[4:8])) == 1
+    assert states[4] != states[0] and states[8] != states[4]
+    # A point whose labels differ from those returned forces a rebuild.
+    before = id(step._kept[1])
+    point["z"] = np.zeros(40, dtype=np.int32)
+    step.step(point)
+    assert id(step._kept[1]) != before
