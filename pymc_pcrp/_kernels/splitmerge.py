@@ -107,22 +107,9 @@ from pymc_pcrp._kernels.niw import (
     predictive_constants,
     scale_matrix,
 )
-from pymc_pcrp._kernels.sweep import NIWParams, SweepState
+from pymc_pcrp._kernels.sweep import NIWParams, SweepState, _close_slot, _open_slot_at
 
 __all__ = ["split_merge_moves"]
-
-
-@numba.njit(**NJIT_KWARGS)
-def _occupy_slot(state: SweepState, slot: int) -> None:
-    """Move the free ``slot`` to the end of the occupied prefix of ``state.order``."""
-    k = state.k[0]
-    pos = state.where[slot]
-    other = state.order[k]
-    state.order[k] = slot
-    state.order[pos] = other
-    state.where[slot] = k
-    state.where[other] = pos
-    state.k[0] = k + 1
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -131,14 +118,7 @@ def _free_slot(state: SweepState, slot: int) -> None:
     state.counts[slot] = 0
     state.sums[slot, :] = 0.0
     state.sumsq[slot, :, :] = 0.0
-    last = state.k[0] - 1
-    pos = state.where[slot]
-    other = state.order[last]
-    state.order[last] = slot
-    state.order[pos] = other
-    state.where[slot] = last
-    state.where[other] = pos
-    state.k[0] = last
+    _close_slot(state, slot)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -624,7 +604,7 @@ def _split_merge_moves(
             if log_a >= 0.0 or math.log(rng.random()) < log_a:
                 n_split_acc += 1
                 new = state.order[state.k[0]]
-                _occupy_slot(state, new)
+                _open_slot_at(state, new)
                 for g in range(2):
                     slot = new if g == 0 else sj
                     state.counts[slot] = gcount[g]
