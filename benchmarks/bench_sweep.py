@@ -28,7 +28,8 @@ pm.sample, sweeps_per_draw=10
 numba kernel
     ``gibbs_sweeps(rng, xc, state, params, sweep_tables(xc, params), S)`` called directly.
 NumPy baseline
-    The same collapsed Gibbs sweep written below in plain NumPy/SciPy, with no
+    The same collapsed Gibbs sweep in plain NumPy/SciPy
+    (``benchmarks/numpy_reference.py``, shared with ``benchmarks/run.py``), with no
     incremental Cholesky: for every point the Student-t posterior predictive of
     every cluster (and the prior predictive for a new one) is recomputed from
     the clusters' sufficient statistics with batched ``np.linalg`` calls
@@ -57,13 +58,12 @@ import pymc as pm
 import pytensor
 import scipy
 
-from scipy.special import gammaln
+from numpy_reference import NumpyPCRPGibbs, check_against_kernel
 
 import pymc_pcrp as pcrp
 
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import (
-    conditional_log_weights,
     gibbs_sweeps,
     init_state,
     make_params,
@@ -95,119 +95,10 @@ def make_data(n: int, d: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 # plain NumPy/SciPy baseline of the same sweep
 
 
-class NumpyGibbs:
-    """Collapsed pCRP Gibbs sweep recomputing every predictive from sufficient statistics.
-
-    State: per-cluster ``counts``, ``sums`` (of centred points) and ``sumsq``
-    (of their outer products), indexed by label; ``labels[i]`` is the label of
-    point ``i``. For each point the predictive of each cluster is the
-    multivariate Student-t
-
-        df = nu_n - D + 1,   loc = s / kappa_n,
-        shape = Psi_n (kappa_n + 1) / (kappa_n df),
-        Psi_n = Psi_0 + Q - s s^T / kappa_n,
-
-    evaluated with ``np.linalg.slogdet`` and ``np.linalg.solve`` on the stack
-    of all clusters plus the empty (prior) one.
-    """
-
-    def __init__(self, xc, labels, alpha, power, kappa0, nu0, psi0, rng):
-        self.xc = np.asarray(xc, dtype=np.float64)
-        n, d = self.xc.shape
-        self.d = d
-        self.alpha, self.power = float(alpha), float(power)
-        self.kappa0, self.nu0 = float(kappa0), float(nu0)
-        self.psi0 = np.asarray(psi0, dtype=np.float64)
-        self.rng = rng
-        cap = n + 1
-        self.labels = np.asarray(labels, dtype=np.int64).copy()
-        self.counts = np.zeros(cap, dtype=np.int64)
-        self.sums = np.zeros((cap, d))
-        self.sumsq = np.zeros((cap, d, d))
-        np.add.at(self.counts, self.labels, 1)
-        np.add.at(self.sums, self.labels, self.xc)
-        np.add.at(self.sumsq, self.labels, self.xc[:, :, None] * self.xc[:, None, :])
-        self.free = [k for k in range(cap - 1, -1, -1) if self.counts[k] == 0]
-
-    def _remove(self, i: int) -> None:
-        x, k = self.xc[i], self.labels[i]
-        self.counts[k] -= 1
-        self.sums[k] -= x
-        self.sumsq[k] -= np.outer(x, x)
-        if self.counts[k] == 0:
-            self.sums[k] = 0.0
-            self.sumsq[k] = 0.0
-            self.free.append(k)
-
-    def _add(self, i: int, k: int) -> None:
-        x = self.xc[i]
-        self.counts[k] += 1
-        self.sums[k] += x
-        self.sumsq[k] += np.outer(x, x)
-        self.labels[i] = k
-
-    def log_weights(self, i: int) -> tuple[np.ndarray, np.ndarray]:
-        """Occupied labels (point ``i`` removed) then ``-1`` for new; their log weights.
-
-        Point ``i`` must already have been removed.
-        """
-        d = self.d
-        x = self.xc[i]
-        occ = np.flatnonzero(self.counts)
-        n = np.append(self.counts[occ], 0).astype(np.float64)
-        s = np.concatenate([self.sums[occ], np.zeros((1, d))])
-        q = np.concatenate([self.sumsq[occ], np.zeros((1, d, d))])
-        kappa_n = self.kappa0 + n
-        nu_n = self.nu0 + n
-        df = nu_n - d + 1.0
-        psi_n = self.psi0 + q - s[:, :, None] * s[:, None, :] / kappa_n[:, None, None]
-        shape = psi_n * ((kappa_n + 1.0) / (kappa_n * df))[:, None, None]
-        delta = x - s / kappa_n[:, None]
-        _, logdet = np.linalg.slogdet(shape)
-        maha = np.einsum("kd,kd->k", delta, np.linalg.solve(shape, delta[:, :, None])[:, :, 0])
-        log_t = (
-            gammaln(0.5 * (df + d))
-            - gammaln(0.5 * df)
-            - 0.5 * d * np.log(df * np.pi)
-            - 0.5 * logdet
-            - 0.5 * (df + d) * np.log1p(maha / df)
-        )
-        log_prior = np.append(self.power * np.log(n[:-1]), np.log(self.alpha))
-        return np.append(occ, -1), log_prior + log_t
-
-    def sweep(self) -> None:
-        for i in self.rng.permutation(self.xc.shape[0]):
-            self._remove(i)
-            labels, logw = self.log_weights(i)
-            w = np.exp(logw - logw.max())
-            j = int(np.searchsorted(np.cumsum(w), self.rng.random() * w.sum(), side="right"))
-            k = labels[min(j, len(labels) - 1)]
-            if k < 0:
-                k = self.free.pop()
-            self._add(i, k)
-
-    @property
-    def n_clusters(self) -> int:
-        return int(np.count_nonzero(self.counts))
-
-
 def check_baseline(xc, labels, params, prior, n_points: int = 20) -> float:
     """Max |difference| between baseline and kernel conditional log weights."""
-    base = NumpyGibbs(
-        xc, labels, ALPHA, POWER, prior.kappa0, prior.nu0, prior.psi0, np.random.default_rng(0)
-    )
-    state = init_state(xc, labels, params)  # slots == labels for canonical labels
-    worst = 0.0
-    for i in np.linspace(0, xc.shape[0] - 1, n_points).astype(int):
-        slots, kern = conditional_log_weights(xc, state, params, i)
-        base._remove(i)
-        occ, ref = base.log_weights(i)
-        base._add(i, labels[i])
-        a, b = np.argsort(slots), np.argsort(occ)
-        if not np.array_equal(slots[a], occ[b]):
-            raise AssertionError("baseline and kernel disagree on the occupied clusters")
-        worst = max(worst, float(np.max(np.abs(kern[a] - ref[b]))))
-    return worst
+    points = np.linspace(0, xc.shape[0] - 1, n_points).astype(int)
+    return check_against_kernel(xc, labels, params, ALPHA, POWER, prior, points)
 
 
 # ---------------------------------------------------------------------------
@@ -338,7 +229,7 @@ def main(argv=None) -> int:
     rows.append((f"numba kernel gibbs_sweeps ({args.sweeps} sweeps)", walls, None, ks))
     print(f"  done: kernel: s/1k sweeps {_fmt(walls)}, K {ks}")
 
-    base = NumpyGibbs(
+    base = NumpyPCRPGibbs(
         xc,
         z0,
         ALPHA,
