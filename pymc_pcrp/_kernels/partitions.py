@@ -484,6 +484,39 @@ def canonical_labels(z: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(**NJIT_KWARGS)
+def count_distinct(z: np.ndarray) -> int:
+    """Count the distinct values of a one-dimensional integer array.
+
+    Labels in ``0..4n`` (every label vector the package makes) are counted with
+    a table of flags; anything else falls back to sorting.
+    """
+    n = z.shape[0]
+    if n == 0:
+        return 0
+    low = z[0]
+    high = z[0]
+    for i in range(n):
+        if z[i] < low:
+            low = z[i]
+        if z[i] > high:
+            high = z[i]
+    if low >= 0 and high <= 4 * n:
+        seen = np.zeros(high + 1, dtype=np.bool_)
+        count = 0
+        for i in range(n):
+            if not seen[z[i]]:
+                seen[z[i]] = True
+                count += 1
+        return count
+    srt = np.sort(z)
+    count = 1
+    for i in range(1, n):
+        if srt[i] != srt[i - 1]:
+            count += 1
+    return count
+
+
+@numba.njit(**NJIT_KWARGS)
 def _draw_index(rng: np.random.Generator, weights: np.ndarray, count: int) -> int:
     """Draw an index ``i < count`` with probability proportional to ``weights[i]``.
 

@@ -58,6 +58,30 @@ def test_n_clusters_deterministic_and_names():
 
 
 @pytest.mark.parametrize(
+    "labels",
+    [
+        [0, 1, 0, 2],
+        [5, 5, 5, 5],
+        [3, 1, 3, 0, 7],  # not canonical
+        [-2, 4, -2, 9],  # negative: sorted fallback
+        [0, 10**9, 10**9, 3],  # far beyond 4n: sorted fallback
+        [0],
+    ],
+)
+def test_num_distinct_op_counts_distinct_values(labels):
+    x = np.asarray(labels, dtype=np.int32)
+    assert pcrp.distributions.pcrp.num_distinct(x).eval() == len(set(labels))
+    batch = np.stack([x, np.zeros_like(x)])
+    out = pcrp.distributions.pcrp.num_distinct(batch).eval()
+    np.testing.assert_array_equal(out, [len(set(labels)), 1])
+
+
+def test_num_distinct_op_refuses_floats():
+    with pytest.raises(TypeError, match="integer tensor"):
+        pcrp.distributions.pcrp.num_distinct(pt.vector("x", dtype="float64"))
+
+
+@pytest.mark.parametrize(
     ("kwargs", "match"),
     [
         ({"alpha": 0.0, "power": 1.0, "n": 3}, "'alpha'.*> 0"),

@@ -70,8 +70,12 @@ def test_sweep_state_is_kept_between_draws_and_rebuilt_now_and_then(monkeypatch)
     # Built on draw 1, kept for 3 more draws, then rebuilt: blocks of 4 draws.
     assert len(set(states[:4])) == 1 and len(set(states[4:8])) == 1
     assert states[4] != states[0] and states[8] != states[4]
-    # A point whose labels differ from those returned forces a rebuild.
+    # An equal copy of the returned labels (another array) keeps the state ...
+    point = {"z": point["z"].astype(np.int64)}
     before = id(step._kept[1])
+    point, _ = step.step(point)
+    assert id(step._kept[1]) == before
+    # ... while labels that differ from those returned force a rebuild.
     point["z"] = np.zeros(40, dtype=np.int32)
     step.step(point)
     assert id(step._kept[1]) != before

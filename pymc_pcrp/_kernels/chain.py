@@ -1,0 +1,90 @@
+"""One draw of a chain in a single numba call: sweeps, split-merge moves and the output.
+
+``pm.sample`` calls the step once per draw, and every call from Python into a
+numba function pays for unboxing its arguments (a random generator and two
+named tuples of arrays here: several microseconds). At one sweep of
+``N = 2,000`` points per draw that is a visible share of the draw, so the step
+makes exactly one call, to :func:`advance`.
+"""
+
+import numba
+import numpy as np
+
+from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.splitmerge import split_merge_moves
+from pymc_pcrp._kernels.sweep import NIWParams, SweepState, gibbs_sweeps, log_joint
+
+__all__ = ["advance", "labels_match"]
+
+
+@numba.njit(**NJIT_KWARGS)
+def advance(
+    rng: np.random.Generator,
+    xc: np.ndarray,
+    state: SweepState,
+    params: NIWParams,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+    n_sweeps: int,
+    n_split_merge: int,
+    n_scans: int,
+    counts: np.ndarray,
+    labels_out: np.ndarray,
+) -> float:
+    """Run one draw's worth of updates in place and return the log joint of the new state.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The chain's generator.
+    xc, state, params, tables
+        Centred data, sweep state, parameters and :func:`~pymc_pcrp._kernels.sweep.sweep_tables`.
+    n_sweeps : int
+        Sweeps of Algorithm 1.
+    n_split_merge, n_scans : int
+        Split-merge proposals after each sweep and restricted scans per proposal;
+        with ``n_split_merge == 0`` the sweeps run back to back.
+    counts : numpy.ndarray
+        ``int64`` array of length 4, overwritten with the split-merge counts
+        (split proposed, split accepted, merge proposed, merge accepted).
+    labels_out : numpy.ndarray
+        Integer array of length ``N``, overwritten with the new partition in
+        canonical form (blocks numbered in order of first appearance).
+
+    Returns
+    -------
+    float
+        :func:`~pymc_pcrp._kernels.sweep.log_joint` of the new state.
+    """
+    counts[:] = 0
+    if n_split_merge == 0:
+        gibbs_sweeps(rng, xc, state, params, tables, n_sweeps)
+    else:
+        for _ in range(n_sweeps):
+            gibbs_sweeps(rng, xc, state, params, tables, 1)
+            sp, sa, mp, ma = split_merge_moves(rng, xc, state, params, n_split_merge, n_scans)
+            counts[0] += sp
+            counts[1] += sa
+            counts[2] += mp
+            counts[3] += ma
+    # Canonical labels: slots renumbered in order of first appearance.
+    mapping = np.full(state.counts.shape[0], -1, dtype=np.int64)
+    next_label = 0
+    labels = state.labels
+    for i in range(labels.shape[0]):
+        slot = labels[i]
+        if mapping[slot] < 0:
+            mapping[slot] = next_label
+            next_label += 1
+        labels_out[i] = mapping[slot]
+    return log_joint(state, params, xc.shape[1])
+
+
+@numba.njit(**NJIT_KWARGS)
+def labels_match(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two label arrays (of any integer types) hold the same values."""
+    if a.shape[0] != b.shape[0]:
+        return False
+    for i in range(a.shape[0]):
+        if a[i] != b[i]:
+            return False
+    return True
