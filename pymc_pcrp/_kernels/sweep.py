@@ -345,14 +345,37 @@ def _sync_slot(
     mean: np.ndarray,
     inv_diag: np.ndarray,
     const: np.ndarray,
+    inv_lam: np.ndarray,
 ) -> None:
-    """Refresh the cached mean, inverse factor diagonal and log-weight constant of a slot."""
+    """Refresh the cached per-slot quantities the sweep scores points with.
+
+    ``mean`` (posterior mean), ``inv_diag`` (inverse diagonal of the Cholesky
+    factor ``L``), ``const`` (the size- and determinant-dependent part of the log
+    weight) and ``inv_lam``, the inverse of ``||L||_1 ||L||_inf``: an upper bound
+    on the largest eigenvalue of ``Psi_n = L L^T`` (because
+    ``||L||_2^2 <= ||L||_1 ||L||_inf``), so that
+    ``|x - mean|^2 * inv_lam <= (x - mean)^T Psi_n^{-1} (x - mean)``.
+    """
     n = state.counts[slot]
     inv_kappa = by_size[n, 3]
-    for a in range(mean.shape[1]):
+    chol = state.chol
+    d = mean.shape[1]
+    row_max = 0.0
+    col_max = 0.0
+    for a in range(d):
         mean[slot, a] = state.sums[slot, a] * inv_kappa
-        inv_diag[slot, a] = 1.0 / state.chol[slot, a, a]
+        inv_diag[slot, a] = 1.0 / chol[slot, a, a]
+        row = 0.0
+        col = 0.0
+        for b in range(a + 1):
+            row += abs(chol[slot, a, b])
+        for b in range(a, d):
+            col += abs(chol[slot, b, a])
+        row_max = max(row_max, row)
+        col_max = max(col_max, col)
     const[slot] = by_size[n, 0] - 0.5 * state.logdet[slot]
+    # The factor 1 + 1e-9 covers rounding in the norms: the bound must hold.
+    inv_lam[slot] = 1.0 / (row_max * col_max * (1.0 + 1e-9)) if d > 0 else 0.0
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -368,7 +391,7 @@ def _forward_norm2(
     """``||L^{-1}(x_i - mean)||^2`` for the factor, mean and inverse diagonal of ``slot``.
 
     ``y`` is scratch space of length ``D``. :func:`gibbs_sweeps` inlines this in
-    its per-point loop (see the note there) and calls it only on its fallback path.
+    its per-point loop (see the note there) and calls it only on its rare paths.
     """
     acc = 0.0
     for a in range(xc.shape[1]):
@@ -382,6 +405,110 @@ def _forward_norm2(
 
 
 @numba.njit(**NJIT_KWARGS)
+def shuffle_in_place(rng: np.random.Generator, perm: np.ndarray) -> None:
+    """Put ``perm`` in a uniformly random order (Fisher-Yates), exactly.
+
+    Each index is drawn by Lemire's multiply-and-reject method from a 32-bit
+    integer: the top 32 bits of one ``rng.random()`` (whose 53 bits are uniform,
+    so scaling by ``2**32`` is exact). ``rng.permutation`` does the same job but
+    allocates and costs about 45 ns per element in numba, a third of a whole
+    point update at ``D = 2``; this costs a few. Any starting order gives a
+    uniform permutation, so the sweep reshuffles the previous one.
+    """
+    n = perm.shape[0]
+    two32 = 4294967296.0
+    for j in range(n - 1, 0, -1):
+        bound = j + 1
+        prod = np.uint64(rng.random() * two32) * np.uint64(bound)
+        low = prod & np.uint64(0xFFFFFFFF)
+        if low < np.uint64(bound):
+            threshold = np.uint64((4294967296 - bound) % bound)
+            while low < threshold:
+                prod = np.uint64(rng.random() * two32) * np.uint64(bound)
+                low = prod & np.uint64(0xFFFFFFFF)
+        r = np.int64(prod >> np.uint64(32))
+        tmp = perm[j]
+        perm[j] = perm[r]
+        perm[r] = tmp
+
+
+# A cluster whose log weight is certainly this far below the largest one is not
+# scored exactly (see gibbs_sweeps): its weight is below exp(-6) = 2.5e-3 of the top.
+SKIP_NATS = 6.0
+
+
+@numba.njit(**NJIT_KWARGS)
+def _draw_with_skipped(
+    rng_value: float,
+    total: float,
+    bound: float,
+    top: float,
+    weights: np.ndarray,
+    k: int,
+    skipped: np.ndarray,
+    skipped_u: np.ndarray,
+    n_skipped: int,
+    log_new_i: float,
+    xc: np.ndarray,
+    i: int,
+    state: SweepState,
+    by_size: np.ndarray,
+    mean: np.ndarray,
+    inv_diag: np.ndarray,
+    const: np.ndarray,
+    y: np.ndarray,
+    wsk: np.ndarray,
+) -> int:
+    """Finish an exact draw when the uniform falls where skipped clusters might matter.
+
+    The caller has the weights ``weights[:k + 1]`` (relative to ``top``) of the
+    clusters it scored, zeros at the ``n_skipped`` positions ``skipped`` whose
+    weights it only bounded (their sum is at most ``bound``), and a uniform
+    ``rng_value`` with ``rng_value >= a = total / (total + bound)``. The exact
+    probability of the scored group is ``g = total / (total + B)`` with ``B``
+    the skipped clusters' exact total, ``g >= a``. Given ``rng_value >= a``, the
+    scored group is chosen when ``rng_value < g``, which has the right
+    probability ``g - a`` overall, and the rescaled uniform picks a member of the
+    chosen group; so together with the caller's branch the draw is exact.
+    Skipped positions with ``skipped_u < 0`` have no distance yet (the
+    Euclidean bound sufficed), and it is computed here; position ``k`` is the
+    new cluster, of log weight ``log_new_i``. ``wsk`` is scratch space.
+    """
+    chol = state.chol
+    big = 0.0
+    for s in range(n_skipped):
+        p = skipped[s]
+        if p == k:
+            lw = log_new_i
+        else:
+            slot = state.order[p]
+            m = state.counts[slot]
+            u = skipped_u[s]
+            if u < 0.0:
+                u = _forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
+            lw = const[slot] + by_size[m, 1] * math.log(1.0 + u * by_size[m, 2])
+        wsk[s] = math.exp(lw - top)
+        big += wsk[s]
+    a = total / (total + bound)
+    g = total / (total + big)
+    if rng_value < g:
+        target = (rng_value - a) / (g - a) * total if g > a else 0.0
+        acc = 0.0
+        for j in range(k):
+            acc += weights[j]
+            if target < acc:
+                return j
+        return k
+    target = (rng_value - g) / (1.0 - g) * big
+    acc = 0.0
+    for s in range(n_skipped - 1):
+        acc += wsk[s]
+        if target < acc:
+            return skipped[s]
+    return skipped[n_skipped - 1]
+
+
+@numba.njit(**NJIT_KWARGS)
 def gibbs_sweeps(
     rng: np.random.Generator,
     xc: np.ndarray,
@@ -389,6 +516,7 @@ def gibbs_sweeps(
     params: NIWParams,
     tables: tuple[np.ndarray, np.ndarray, np.ndarray],
     n_sweeps: int,
+    skip_nats: float = SKIP_NATS,
 ) -> int:
     """Run ``n_sweeps`` sweeps of Algorithm 1 in place; return how many moves changed a cluster.
 
@@ -408,20 +536,42 @@ def gibbs_sweeps(
     therefore changes only when a point actually moves, which at equilibrium
     is rare. A singleton's own cluster is not an option (removing the point
     empties it); choosing a new cluster leaves it where it is.
+
+    Far clusters are bounded instead of scored, and the draw stays exact. A
+    cluster's log weight is ``c_k + e_k log(1 + b_k u)`` with ``e_k < 0``, and
+    ``log(1 + t) >= t / (1 + t)`` gives the upper bound
+    ``c_k + e_k b_k u / (1 + b_k u)`` without a logarithm (for ``D > 2`` a
+    lower bound on ``u`` from the Euclidean distance, see :func:`_sync_slot`,
+    first saves the triangular solve too). A cluster whose bound is more than
+    ``skip_nats`` below the larger of the own and new-cluster weights is
+    skipped: its weight is below ``exp(-skip_nats)`` of the top. The draw is
+    then made among the scored clusters from a uniform ``v`` rescaled to
+    ``v (S + bound)``, with ``S`` their total weight and ``bound`` the number
+    of skipped clusters times ``exp(-skip_nats)``; only when ``v`` falls in the
+    top fraction ``bound / (S + bound)`` (about ``2.5e-3`` per skipped cluster)
+    are the skipped clusters scored exactly and the draw completed by
+    :func:`_draw_with_skipped`. The chosen cluster has exactly the full
+    conditional distribution; ``skip_nats`` only trades work between the two
+    branches (tests set it low to exercise the rare branch).
     """
     # Performance note: this loop touches arrays only by indexing locals. Taking a
     # view (``xc[i]``) or passing arrays to a helper costs numba atomic reference
     # counting on every call, which measured about three times the arithmetic
-    # itself at D = 2; hence the inlined distance and the inlined draw.
+    # itself at D = 2; hence the inlined distances and the inlined draw. Helpers
+    # are called only on rare paths.
     n, d = xc.shape
     log_new, _, by_size = tables
     cap = state.counts.shape[0]
     mean = np.zeros((cap, d))
     inv_diag = np.zeros((cap, d))
     const = np.zeros(cap)
+    inv_lam = np.zeros(cap)
     for p in range(state.k[0]):
-        _sync_slot(state, state.order[p], by_size, mean, inv_diag, const)
+        _sync_slot(state, state.order[p], by_size, mean, inv_diag, const, inv_lam)
     logw = np.empty(n + 1)
+    skipped = np.empty(n + 1, dtype=np.int64)
+    skipped_u = np.empty(n + 1)
+    skipped_w = np.empty(n + 1)
     y = np.empty(d)
     v = np.empty(d)
     buf = np.empty((d, d))
@@ -432,18 +582,27 @@ def gibbs_sweeps(
     logdet = state.logdet
     n_occupied = state.k
     kappa0 = params.kappa0
+    skip_weight = math.exp(1e-9 - skip_nats)  # bound on one skipped weight / top
+    perm = np.arange(n)
     moved = 0
     for _ in range(n_sweeps):
-        perm = rng.permutation(n)
+        shuffle_in_place(rng, perm)
         for step in range(n):
             i = perm[step]
             old = labels[i]
             k = n_occupied[0]
-            own = -1
-            top = log_new[i]
-            for p in range(k):
-                slot = order[p]
-                m = counts[slot]
+            m = counts[old]
+            # 1. The own cluster, left out by the leave-one-out formulas. Its log
+            #    weight is A - log(shrink) / 2 + e log(1 + t); the logarithms are
+            #    taken only if needed, after the cheap lower bound
+            #    A - (shrink - 1) / 2 + e t (log(1 + s) <= s, and e < 0).
+            low_own = -math.inf
+            own_a = 0.0
+            own_e = 0.0
+            own_t = 0.0
+            shrink = 1.0
+            if m > 1:
+                slot = old
                 if d == 1:
                     t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
                     u = t0 * t0
@@ -461,64 +620,154 @@ def gibbs_sweeps(
                         ta *= inv_diag[slot, a]
                         y[a] = ta
                         u += ta * ta
-                if slot != old:
-                    lw = const[slot] + by_size[m, 1] * math.log(1.0 + u * by_size[m, 2])
-                elif m == 1:
-                    own = p
-                    lw = -math.inf
+                c = (kappa0 + m) * by_size[m - 1, 3]
+                shrink = 1.0 - c * u
+                if not shrink > 1e-10:
+                    # Leave-one-out numerically unsafe: remove the point instead.
+                    x = xc[i]
+                    _remove_point(state, x, old, params, v, buf)
+                    if counts[old] > 0:
+                        _sync_slot(state, old, by_size, mean, inv_diag, const, inv_lam)
+                    k = n_occupied[0]
+                    for p in range(k):
+                        slot = order[p]
+                        m = counts[slot]
+                        u = _forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
+                        logw[p] = const[slot] + by_size[m, 1] * math.log(1.0 + u * by_size[m, 2])
+                    logw[k] = log_new[i]
+                    choice = _sample_log_weights(rng, logw, k + 1)
+                    slot = order[choice]
+                    if slot != old:
+                        moved += 1
+                    _add_point(state, x, slot, params, v)
+                    _sync_slot(state, slot, by_size, mean, inv_diag, const, inv_lam)
+                    labels[i] = slot
+                    continue
+                own_a = by_size[m - 1, 0] - 0.5 * logdet[slot]
+                own_e = by_size[m - 1, 1]
+                own_t = c * c * u / shrink * by_size[m - 1, 2]
+                low_own = own_a - 0.5 * (shrink - 1.0) + own_e * own_t
+            # 2. Every other cluster and the new one: bounded first, scored only if
+            #    the bound comes within skip_nats of a lower bound on the top.
+            ref = low_own if low_own > log_new[i] else log_new[i]
+            cut = ref - skip_nats
+            top = -math.inf  # largest exact log weight among the scored others
+            n_skipped = 0
+            for p in range(k):
+                slot = order[p]
+                if slot == old:
+                    logw[p] = -math.inf  # filled in below if needed
+                    continue
+                m = counts[slot]
+                e = by_size[m, 1]
+                bm = by_size[m, 2]
+                if d == 1:
+                    t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
+                    u = t0 * t0
+                elif d == 2:
+                    t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
+                    t1 = (xc[i, 1] - mean[slot, 1] - chol[slot, 1, 0] * t0) * inv_diag[slot, 1]
+                    u = t0 * t0 + t1 * t1
                 else:
-                    own = p
-                    c = (kappa0 + m) * by_size[m - 1, 3]
-                    shrink = 1.0 - c * u
-                    if not shrink > 1e-10:
-                        # Leave-one-out update numerically unsafe: fall back to removal.
-                        own = -2
-                        break
-                    u_loo = c * c * u / shrink
-                    lw = (
-                        by_size[m - 1, 0]
-                        - 0.5 * (logdet[slot] + math.log(shrink))
-                        + by_size[m - 1, 1] * math.log(1.0 + u_loo * by_size[m - 1, 2])
-                    )
+                    dist2 = 0.0
+                    for a in range(d):
+                        ta = xc[i, a] - mean[slot, a]
+                        dist2 += ta * ta
+                    tb = dist2 * inv_lam[slot] * bm
+                    if const[slot] + e * tb / (1.0 + tb) < cut:
+                        logw[p] = -math.inf
+                        skipped[n_skipped] = p
+                        skipped_u[n_skipped] = -1.0  # distance not computed
+                        n_skipped += 1
+                        continue
+                    u = 0.0
+                    for a in range(d):
+                        ta = xc[i, a] - mean[slot, a]
+                        for b in range(a):
+                            ta -= chol[slot, a, b] * y[b]
+                        ta *= inv_diag[slot, a]
+                        y[a] = ta
+                        u += ta * ta
+                tb = u * bm
+                if const[slot] + e * tb / (1.0 + tb) < cut:
+                    logw[p] = -math.inf
+                    skipped[n_skipped] = p
+                    skipped_u[n_skipped] = u
+                    n_skipped += 1
+                    continue
+                lw = const[slot] + e * math.log(1.0 + tb)
                 logw[p] = lw
                 if lw > top:
                     top = lw
-            if own == -2:
-                x = xc[i]
-                _remove_point(state, x, old, params, v, buf)
-                if counts[old] > 0:
-                    _sync_slot(state, old, by_size, mean, inv_diag, const)
-                k = n_occupied[0]
-                for p in range(k):
-                    slot = order[p]
-                    m = counts[slot]
-                    u = _forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
-                    logw[p] = const[slot] + by_size[m, 1] * math.log(1.0 + u * by_size[m, 2])
+            if log_new[i] < cut:
+                logw[k] = -math.inf
+                skipped[n_skipped] = k
+                skipped_u[n_skipped] = -2.0  # the new cluster: log weight known
+                n_skipped += 1
+            else:
                 logw[k] = log_new[i]
-                choice = _sample_log_weights(rng, logw, k + 1)
-                slot = order[choice]
-                if slot != old:
-                    moved += 1
-                _add_point(state, x, slot, params, v)
-                _sync_slot(state, slot, by_size, mean, inv_diag, const)
-                labels[i] = slot
-                continue
-            # Draw from exp(logw[:k+1]) (the new cluster last), as _sample_log_weights does.
-            logw[k] = log_new[i]
-            total = 0.0
-            for j in range(k + 1):
-                w = math.exp(logw[j] - top)
-                logw[j] = w
-                total += w
-            target = rng.random() * total
-            acc = 0.0
-            choice = k
-            for j in range(k):
-                acc += logw[j]
-                if target < acc:
-                    choice = j
-                    break
-            if choice == own or (choice == k and counts[old] == 1):
+                if log_new[i] > top:
+                    top = log_new[i]
+            uniform = rng.random()
+            if top == -math.inf:
+                # 3a. Only the own cluster is left: every other weight is below
+                #     exp(-skip_nats) of its weight, so the point stays with
+                #     probability at least 1 / (1 + bound): no logarithm needed.
+                bound = n_skipped * skip_weight
+                if uniform * (1.0 + bound) < 1.0:
+                    continue
+                for j in range(k + 1):
+                    logw[j] = 0.0
+                logw[state.where[old]] = 1.0
+                total = 1.0
+                top = own_a - 0.5 * math.log(shrink) + own_e * math.log(1.0 + own_t)
+            else:
+                # 3b. Weights relative to the top; skipped clusters weigh 0.
+                if counts[old] > 1:  # a singleton's own cluster is not an option
+                    lw_own = own_a - 0.5 * math.log(shrink) + own_e * math.log(1.0 + own_t)
+                    logw[state.where[old]] = lw_own
+                    if lw_own > top:
+                        top = lw_own
+                total = 0.0
+                for j in range(k + 1):
+                    lw = logw[j]
+                    w = math.exp(lw - top) if lw > -math.inf else 0.0
+                    logw[j] = w
+                    total += w
+                bound = n_skipped * skip_weight
+            # 4. The draw (_sample_log_weights inlined, new cluster last).
+            target = uniform * (total + bound)
+            if n_skipped == 0 or target < total:
+                acc = 0.0
+                choice = k
+                for j in range(k):
+                    acc += logw[j]
+                    if target < acc:
+                        choice = j
+                        break
+            else:
+                choice = _draw_with_skipped(
+                    uniform,
+                    total,
+                    bound,
+                    top,
+                    logw,
+                    k,
+                    skipped,
+                    skipped_u,
+                    n_skipped,
+                    log_new[i],
+                    xc,
+                    i,
+                    state,
+                    by_size,
+                    mean,
+                    inv_diag,
+                    const,
+                    y,
+                    skipped_w,
+                )
+            if order[choice] == old or (choice == k and counts[old] == 1):
                 continue
             moved += 1
             # Read the target before removing: closing an emptied slot reorders
@@ -528,9 +777,9 @@ def gibbs_sweeps(
             x = xc[i]
             _remove_point(state, x, old, params, v, buf)
             if counts[old] > 0:
-                _sync_slot(state, old, by_size, mean, inv_diag, const)
+                _sync_slot(state, old, by_size, mean, inv_diag, const, inv_lam)
             _add_point(state, x, slot, params, v)
-            _sync_slot(state, slot, by_size, mean, inv_diag, const)
+            _sync_slot(state, slot, by_size, mean, inv_diag, const, inv_lam)
             labels[i] = slot
     return moved
 
