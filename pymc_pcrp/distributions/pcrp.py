@@ -10,8 +10,9 @@ from pymc.distributions.distribution import Discrete
 from pymc.distributions.shape_utils import rv_size_is_none
 from pymc.model import modelcontext
 from pymc.model.core import Deterministic
-from pytensor.graph.basic import Apply
+from pytensor.graph.basic import Apply, Variable
 from pytensor.graph.op import Op
+from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.variable import TensorVariable
 
@@ -19,7 +20,45 @@ from pymc_pcrp._kernels.partitions import count_distinct, sample_partitions
 from pymc_pcrp._validation import check_positive_scalar, depends_on_random_variable
 from pymc_pcrp.distributions._normaliser import PCRPLogNormaliser, is_fixed
 
-__all__ = ["PowerCRP", "PowerCRPRV", "n_clusters_name", "power_crp"]
+__all__ = ["PowerCRP", "PowerCRPRV", "label_dtype", "n_clusters_name", "power_crp"]
+
+
+def _max_items(dtype) -> int:
+    """Longest label vector whose labels ``0..N-1`` all fit in ``dtype``."""
+    return int(np.iinfo(np.dtype(dtype)).max) + 1
+
+
+def _constant_n(n) -> int | None:
+    """Value of ``n`` when it is a compile-time constant, else ``None``."""
+    if not isinstance(n, Variable):
+        return int(np.asarray(n))
+    try:
+        return int(pt.get_underlying_scalar_constant_value(n))
+    except NotScalarConstantError:
+        return None
+
+
+def label_dtype(n) -> str:
+    """Return the dtype of the labels of a pCRP over ``n`` items.
+
+    The smallest signed integer type that holds every label ``0..n-1``:
+    ``"int16"`` when ``n <= 32768``, ``"int32"`` otherwise, and ``"int32"``
+    when ``n`` is a tensor whose value is not a compile-time constant.
+
+    Parameters
+    ----------
+    n : int or TensorVariable
+        Number of items (the length of the label vector).
+
+    Returns
+    -------
+    str
+        ``"int16"`` or ``"int32"``.
+    """
+    value = _constant_n(n)
+    if value is not None and value <= _max_items("int16"):
+        return "int16"
+    return "int32"
 
 
 class PowerCRPRV(RandomVariable):
@@ -28,32 +67,62 @@ class PowerCRPRV(RandomVariable):
     Draws come from the exact joint of design.md section 1 (not from the
     sequential seating process, which is a different distribution when
     ``power != 1``).
+
+    The label dtype is a property of the op, as for any ``RandomVariable``:
+    ``PowerCRPRV()`` (and :data:`power_crp`) gives ``int32`` labels, and
+    ``PowerCRPRV(dtype="int16")`` (or ``power_crp(..., dtype="int16")``)
+    gives ``int16`` ones, which hold ``n <= 32768``. :class:`PowerCRP` picks
+    the dtype with :func:`label_dtype`.
     """
 
     name = "power_crp"
     signature = "(),(),()->(n)"
-    # int32 halves the memory of kept label draws; labels never exceed N - 1.
+    # Default of the op; PowerCRP chooses per n (label_dtype): kept label draws
+    # take 2 bytes per label for n <= 32768 and 4 bytes above.
     dtype = "int32"
     _print_name = ("PowerCRP", "\\operatorname{PowerCRP}")
 
+    def __init__(self, *args, **kwargs):
+        """Create the op; ``dtype`` must be a signed integer type (default ``int32``)."""
+        super().__init__(*args, **kwargs)
+        if np.dtype(self.dtype).kind != "i":
+            raise ValueError(
+                f"PowerCRPRV labels need a signed integer dtype, but got {self.dtype!r}."
+            )
+
     def make_node(self, rng, size, alpha, power, n):
-        """Build the node, casting ``n`` to an integer scalar."""
+        """Build the node, casting ``n`` to an integer scalar that the dtype can label."""
         n = pt.as_tensor_variable(n, dtype="int64")
+        value = _constant_n(n)
+        if value is not None and value > _max_items(self.dtype):
+            raise ValueError(
+                f"{self.dtype} labels hold at most {_max_items(self.dtype)} items, but n = "
+                f"{value}; use dtype={label_dtype(value)!r}."
+            )
         return super().make_node(rng, size, alpha, power, n)
 
     def _supp_shape_from_params(self, dist_params, param_shapes=None):
         return (dist_params[2].squeeze(),)
 
-    @classmethod
-    def rng_fn(cls, rng, alpha, power, n, size):
-        """Exact draws from the pCRP partition distribution (canonical labels)."""
+    def rng_fn(self, rng, alpha, power, n, size):
+        """Exact draws from the pCRP partition distribution (canonical labels of ``self.dtype``)."""
+        params = [np.asarray(v) for v in (alpha, power, n)]
+        if any(v.size != 1 for v in params):
+            raise NotImplementedError(
+                "PowerCRP draws need scalar alpha, power and n; batched parameters are not "
+                "supported (use size= for several draws)."
+            )
+        alpha, power, n = float(params[0].item()), float(params[1].item()), int(params[2].item())
+        if n > _max_items(self.dtype):
+            raise ValueError(f"{self.dtype} labels hold at most {_max_items(self.dtype)} items.")
         shape = () if size is None else tuple(size)
         count = int(np.prod(shape, dtype=np.int64))
-        draws = sample_partitions(rng, int(n), float(alpha), float(power), max(count, 1))
-        draws = draws.astype(np.int32)
-        return draws[0] if size is None else draws.reshape((*shape, int(n)))
+        draws = sample_partitions(rng, n, alpha, power, max(count, 1))
+        draws = draws.astype(self.dtype)
+        return draws[0] if size is None else draws.reshape((*shape, n))
 
 
+# int32 labels, for any n; PowerCRP uses an int16 copy (same op class) when n <= 32768.
 power_crp = PowerCRPRV()
 
 
@@ -166,7 +235,13 @@ class PowerCRP(Discrete):
 
     ========  ===================================================
     Support   canonical label vectors of length ``n``
+    Dtype     ``int16`` when ``n <= 32768``, ``int32`` otherwise
     ========  ===================================================
+
+    The labels are stored compactly: their dtype is the smallest signed integer
+    type that holds every label ``0..n-1`` (:func:`label_dtype`), so label draws
+    kept by ``pm.sample`` or ``pm.sample_prior_predictive`` take 2 bytes per
+    label up to 32,768 items and 4 bytes above.
 
     Inside a model the distribution also adds a deterministic ``n_clusters``
     (``"<name>_n_clusters"`` when the model holds several pCRP variables): the
@@ -182,7 +257,8 @@ class PowerCRP(Discrete):
         Power ``r > 0`` applied to cluster sizes; ``1`` gives the CRP. A number or
         ``pm.Data``, never a random variable.
     n : int
-        Number of items (data points).
+        Number of items (data points). Also sets the label dtype: ``int16`` for
+        ``n <= 32768``, ``int32`` otherwise.
 
     Examples
     --------
@@ -206,7 +282,12 @@ class PowerCRP(Discrete):
        powered Chinese restaurant process". arXiv:1802.05392 (ICML 2018).
     """
 
-    rv_op = power_crp
+    rv_type = PowerCRPRV
+
+    @classmethod
+    def rv_op(cls, alpha, power, n, *, size=None, rng=None):
+        """Create the random variable with the label dtype of ``n`` (:func:`label_dtype`)."""
+        return power_crp(alpha, power, n, size=size, rng=rng, dtype=label_dtype(n))
 
     def __new__(cls, name, *args, **kwargs):
         """Register the variable and its ``n_clusters`` deterministic in the current model."""
@@ -241,9 +322,9 @@ class PowerCRP(Discrete):
     @staticmethod
     def support_point(rv, size, alpha, power, n):
         """All items in one cluster: a canonical label vector of zeros."""
-        zeros = pt.zeros((n,), dtype="int32")
+        zeros = pt.zeros((n,), dtype=rv.dtype)
         if not rv_size_is_none(size):
-            zeros = pt.full((*size, n), 0, dtype="int32")
+            zeros = pt.full((*size, n), 0, dtype=rv.dtype)
         return zeros
 
     @staticmethod

@@ -11,6 +11,7 @@ from enumeration import log_pcrp_prior_unnorm, set_partitions
 import pymc_pcrp as pcrp
 
 from pymc_pcrp._kernels.partitions import log_prior_k
+from pymc_pcrp.distributions.pcrp import PowerCRPRV, label_dtype, power_crp
 
 SEED = sum(ord(c) for c in "test_pcrp")
 
@@ -135,3 +136,144 @@ def test_prior_draws_match_exact_prior_on_k(alpha, r):
     chi2 = ((counts - expected) ** 2 / expected).sum()
     pval = scipy.stats.chi2.sf(chi2, df=len(counts) - 1)
     assert pval > 1e-3, (pval, counts, expected)
+
+
+# -- label dtype: int16 up to 32,768 items, int32 above --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "dtype"),
+    [(1, "int16"), (50, "int16"), (32768, "int16"), (32769, "int32"), (10**6, "int32")],
+)
+def test_label_dtype_is_the_smallest_signed_type_holding_every_label(n, dtype):
+    assert label_dtype(n) == dtype
+    assert pcrp.PowerCRP.dist(alpha=1.0, power=1.0, n=n).dtype == dtype
+    with pm.Model() as model:
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.0, n=n)
+    assert z.dtype == dtype
+    assert model.rvs_to_values[z].dtype == dtype
+    assert model.initial_point()["z"].dtype == dtype
+    # Every label 0..n-1 fits; the step method and pcrp's own checks see the op class.
+    assert np.iinfo(dtype).max >= n - 1
+    assert isinstance(z.owner.op, PowerCRPRV)
+    assert pcrp.PCRPGibbs.competence(z, False) == pm.step_methods.compound.Competence.IDEAL
+
+
+def test_label_dtype_falls_back_to_int32_for_a_non_constant_n():
+    assert label_dtype(pt.lscalar("n")) == "int32"
+    assert label_dtype(pt.constant(5, dtype="int64")) == "int16"
+    assert power_crp(1.0, 1.0, pt.lscalar("n")).dtype == "int32"
+
+
+def test_power_crp_op_keeps_int32_and_refuses_labels_that_do_not_fit():
+    assert power_crp.dtype == "int32"
+    assert power_crp(1.0, 1.0, 5).dtype == "int32"
+    small = power_crp(1.0, 1.0, 5, dtype="int16")
+    assert small.dtype == "int16" and isinstance(small.owner.op, PowerCRPRV)
+    with pytest.raises(ValueError, match="int16 labels hold at most 32768 items"):
+        power_crp(1.0, 1.0, 32769, dtype="int16")
+    with pytest.raises(ValueError, match="signed integer"):
+        PowerCRPRV(dtype="float64")
+
+
+def test_int16_and_int32_prior_draws_agree():
+    n = 30
+    small = pcrp.PowerCRP.dist(alpha=1.3, power=1.2, n=n)
+    large = power_crp(1.3, 1.2, n)
+    assert (small.dtype, large.dtype) == ("int16", "int32")
+    a = pm.draw(small, draws=20, random_seed=SEED)
+    b = pm.draw(large, draws=20, random_seed=SEED)
+    assert a.dtype == np.int16 and b.dtype == np.int32
+    np.testing.assert_array_equal(a, b)
+    # size= draws of the op are of its dtype too
+    sized = pcrp.PowerCRP.dist(alpha=1.3, power=1.2, n=n, size=3)
+    assert pm.draw(sized, random_seed=SEED).dtype == np.int16
+    with pm.Model():
+        pcrp.PowerCRP("z", alpha=1.3, power=1.2, n=n)
+        prior = pm.sample_prior_predictive(draws=20, random_seed=SEED)
+    z = prior.prior["z"].values
+    assert z.dtype == np.int16
+    np.testing.assert_array_equal(prior.prior["n_clusters"].values, z.max(axis=-1) + 1)
+
+
+@pytest.mark.parametrize("free_alpha", [False, True])
+def test_int16_and_int32_logp_agree(free_alpha):
+    n = 6
+    # A free alpha (not fixed data) takes the normalised branch of PowerCRP.logp.
+    a = pt.dscalar("a")
+    alpha = a if free_alpha else 0.7
+    small = pcrp.PowerCRP.dist(alpha=alpha, power=1.4, n=n)
+    large = power_crp(alpha, 1.4, n)
+    assert (small.dtype, large.dtype) == ("int16", "int32")
+    z16 = pt.vector("z16", dtype="int16")
+    z32 = pt.vector("z32", dtype="int32")
+    inputs = [z16, z32, *([a] if free_alpha else [])]
+    fn = pm.compile(inputs, [pm.logp(small, z16), pm.logp(large, z32)])
+    extra = [1.5] if free_alpha else []
+    for labels in set_partitions(n):
+        lp16, lp32 = fn(np.array(labels, "int16"), np.array(labels, "int32"), *extra)
+        assert lp16 == lp32, labels
+        if not free_alpha:
+            assert lp16 == pytest.approx(log_pcrp_prior_unnorm(labels, 0.7, 1.4), rel=1e-12)
+    for bad in ([1, 0, 0, 0, 0, 0], [0, 2, 1, 1, 0, 0], [0, 1, 2, 6, 0, 0], [0, -1, 0, 0, 0, 0]):
+        lp16, lp32 = fn(np.array(bad, "int16"), np.array(bad, "int32"), *extra)
+        assert lp16 == lp32 == -np.inf, bad
+
+
+def test_model_logp_and_n_clusters_with_int16_labels_match_int32():
+    """The model's density (pCRP + NIWMixture) and n_clusters are the same for both dtypes."""
+    rng = np.random.default_rng(SEED)
+    x = np.r_[rng.normal(-3.0, 1.0, (6, 2)), rng.normal(3.0, 1.0, (6, 2))]
+    prior = pcrp.NIWPrior.from_data(x)
+    labels = np.array([0, 0, 1, 0, 0, 0, 2, 2, 2, 1, 2, 2])
+    with pm.Model() as model:
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.3, n=len(x))
+        pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
+    assert z.dtype == "int16"
+    lp16 = model.compile_logp()({"z": labels.astype(np.int16)})
+    (count,) = model.replace_rvs_by_values([model["n_clusters"]])
+    assert model.compile_fn(count, inputs=model.value_vars)({"z": labels.astype(np.int16)}) == 3
+    # The same terms built on int32 labels.
+    z32 = pt.vector("z32", dtype="int32")
+    niw = pcrp.NIWMixture.dist(z=z32, prior=prior)
+    terms = pm.logp(power_crp(1.0, 1.3, len(x)), z32) + pm.logp(niw, x).sum()
+    lp32 = pm.compile([z32], terms)(labels.astype(np.int32))
+    assert lp16 == pytest.approx(lp32, rel=1e-12)
+    assert np.isfinite(lp16)
+
+
+def _two_groups(n):
+    rng = np.random.default_rng(SEED)
+    return np.r_[rng.normal(-4.0, 1.0, n // 2), rng.normal(4.0, 1.0, n - n // 2)]
+
+
+def test_pm_sample_stores_int16_labels_for_small_n():
+    with pcrp.build_model(_two_groups(50), power=1.2):
+        idata = pm.sample(
+            draws=5,
+            tune=2,
+            chains=1,
+            random_seed=SEED,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    z = idata.posterior["z"]
+    assert z.dtype == np.int16 and z.shape == (1, 5, 50)
+    np.testing.assert_array_equal(idata.posterior["n_clusters"].values, z.values.max(axis=-1) + 1)
+
+
+def test_pm_sample_stores_int32_labels_above_32768_items():
+    n = 40000
+    with pm.Model():
+        pcrp.PowerCRP("z", alpha=1.0, power=1.0, n=n)
+        idata = pm.sample(
+            draws=2,
+            tune=0,
+            chains=1,
+            random_seed=SEED,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    z = idata.posterior["z"]
+    assert z.dtype == np.int32 and z.shape == (1, 2, n)
+    np.testing.assert_array_equal(idata.posterior["n_clusters"].values, z.values.max(axis=-1) + 1)
