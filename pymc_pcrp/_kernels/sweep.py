@@ -345,26 +345,39 @@ def _sync_slot(
     mean: np.ndarray,
     inv_diag: np.ndarray,
     const: np.ndarray,
-    inv_lam: np.ndarray,
+    inv_eig: np.ndarray,
 ) -> None:
     """Refresh the cached per-slot quantities the sweep scores points with.
 
     ``mean`` (posterior mean), ``inv_diag`` (inverse diagonal of the Cholesky
     factor ``L``), ``const`` (the size- and determinant-dependent part of the log
-    weight) and ``inv_lam``, the inverse of ``||L||_1 ||L||_inf``: an upper bound
-    on the largest eigenvalue of ``Psi_n = L L^T`` (because
-    ``||L||_2^2 <= ||L||_1 ||L||_inf``), so that
-    ``|x - mean|^2 * inv_lam <= (x - mean)^T Psi_n^{-1} (x - mean)``.
+    weight) and, for ``D > 2``, bounds on the eigenvalues of ``Psi_n = L L^T``
+    that bracket the Mahalanobis distance by the Euclidean one,
+    ``|x - mean|^2 * inv_eig[slot, 0] <= (x - mean)^T Psi_n^{-1} (x - mean)
+    <= |x - mean|^2 * inv_eig[slot, 1]``:
+
+    * ``inv_eig[slot, 0] = 1 / (||L||_1 ||L||_inf)``, because
+      ``lambda_max = ||L||_2^2 <= ||L||_1 ||L||_inf``;
+    * ``inv_eig[slot, 1] = 1 / g`` with ``g`` the Gershgorin lower bound
+      ``min_a (Psi_aa - sum_{b != a} |Psi_ab|)`` on ``lambda_min``, or ``inf``
+      when ``g <= 0`` (no bound).
+
+    Both carry a relative margin of ``1e-9`` for rounding: the bounds must hold.
     """
     n = state.counts[slot]
     inv_kappa = by_size[n, 3]
     chol = state.chol
     d = mean.shape[1]
-    row_max = 0.0
-    col_max = 0.0
     for a in range(d):
         mean[slot, a] = state.sums[slot, a] * inv_kappa
         inv_diag[slot, a] = 1.0 / chol[slot, a, a]
+    const[slot] = by_size[n, 0] - 0.5 * state.logdet[slot]
+    if d <= 2:
+        return
+    row_max = 0.0
+    col_max = 0.0
+    gersh = math.inf
+    for a in range(d):
         row = 0.0
         col = 0.0
         for b in range(a + 1):
@@ -373,9 +386,19 @@ def _sync_slot(
             col += abs(chol[slot, b, a])
         row_max = max(row_max, row)
         col_max = max(col_max, col)
-    const[slot] = by_size[n, 0] - 0.5 * state.logdet[slot]
-    # The factor 1 + 1e-9 covers rounding in the norms: the bound must hold.
-    inv_lam[slot] = 1.0 / (row_max * col_max * (1.0 + 1e-9)) if d > 0 else 0.0
+        diag = 0.0
+        off = 0.0
+        for b in range(d):
+            acc = 0.0
+            for c in range(min(a, b) + 1):
+                acc += chol[slot, a, c] * chol[slot, b, c]
+            if b == a:
+                diag = acc
+            else:
+                off += abs(acc)
+        gersh = min(gersh, diag - off * (1.0 + 1e-9) - 1e-9 * diag)
+    inv_eig[slot, 0] = 1.0 / (row_max * col_max * (1.0 + 1e-9))
+    inv_eig[slot, 1] = 1.0 / gersh if gersh > 0.0 else math.inf
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -430,6 +453,85 @@ def shuffle_in_place(rng: np.random.Generator, perm: np.ndarray) -> None:
         tmp = perm[j]
         perm[j] = perm[r]
         perm[r] = tmp
+
+
+@numba.njit(**NJIT_KWARGS)
+def _reseat_by_removal(
+    rng: np.random.Generator,
+    xc: np.ndarray,
+    i: int,
+    state: SweepState,
+    params: NIWParams,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+    mean: np.ndarray,
+    inv_diag: np.ndarray,
+    const: np.ndarray,
+    inv_eig: np.ndarray,
+    logw: np.ndarray,
+    y: np.ndarray,
+    v: np.ndarray,
+    buf: np.ndarray,
+) -> int:
+    """Re-seat point ``i`` the plain way: remove it, score every option, add it back.
+
+    :func:`gibbs_sweeps` uses this when the leave-one-out formulas are
+    numerically unsafe (the point carries almost all of its cluster's scatter).
+    Returns 1 if the point changed cluster, else 0.
+    """
+    log_new, _, by_size = tables
+    x = xc[i]
+    old = state.labels[i]
+    _remove_point(state, x, old, params, v, buf)
+    if state.counts[old] > 0:
+        _sync_slot(state, old, by_size, mean, inv_diag, const, inv_eig)
+    k = state.k[0]
+    for p in range(k):
+        slot = state.order[p]
+        m = state.counts[slot]
+        u = _forward_norm2(state.chol, slot, xc, i, mean, inv_diag, y)
+        logw[p] = const[slot] + by_size[m, 1] * math.log(1.0 + u * by_size[m, 2])
+    logw[k] = log_new[i]
+    choice = _sample_log_weights(rng, logw, k + 1)
+    slot = state.order[choice]
+    _add_point(state, x, slot, params, v)
+    _sync_slot(state, slot, by_size, mean, inv_diag, const, inv_eig)
+    state.labels[i] = slot
+    return 1 if slot != old else 0
+
+
+@numba.njit(**NJIT_KWARGS)
+def loo_log_weight(a: float, e: float, b: float, c: float, u: float) -> float:
+    """Return the log weight of a point's own cluster with the point left out.
+
+    ``a + e log(1 + b t) - log(shrink) / 2`` with ``shrink = 1 - c u`` and
+    ``t = c^2 u / shrink``, where ``u`` is the point's distance to its cluster
+    *with* it, ``c = kappa_n / kappa_{n-1}``, and ``a``, ``e``, ``b`` the
+    constant, exponent and scale of a cluster of size ``n - 1`` (see
+    :func:`gibbs_sweeps`). Needs ``shrink > 0``.
+    """
+    shrink = 1.0 - c * u
+    return a - 0.5 * math.log(shrink) + e * math.log(1.0 + b * c * c * u / shrink)
+
+
+@numba.njit(**NJIT_KWARGS)
+def loo_lower_bound(a: float, e: float, b: float, c: float, u_lo: float, u_hi: float) -> float:
+    """Bound :func:`loo_log_weight` from below for every ``u`` in ``[u_lo, u_hi]``, without logs.
+
+    ``-log(shrink) / 2 >= (1 - shrink) / 2 = c u / 2 >= c u_lo / 2`` and, as
+    ``e < 0`` and ``log(1 + s) <= s``, ``e log(1 + b t) >= e b t(u) >= e b t(u_hi)``
+    (``t`` grows with ``u``). Needs ``c u_hi < 1``.
+    """
+    return a + 0.5 * c * u_lo + e * (b * c * c * u_hi / (1.0 - c * u_hi))
+
+
+@numba.njit(**NJIT_KWARGS)
+def log_weight_upper_bound(const: float, e: float, t: float) -> float:
+    """Bound a cluster's log weight ``const + e log(1 + t)`` from above, without a log.
+
+    ``log(1 + t) >= t / (1 + t)`` for ``t >= 0`` and ``e < 0``; a lower bound
+    on ``t`` keeps it an upper bound, because ``t / (1 + t)`` grows with ``t``.
+    """
+    return const + e * t / (1.0 + t)
 
 
 # A cluster whose log weight is certainly this far below the largest one is not
@@ -517,6 +619,7 @@ def gibbs_sweeps(
     tables: tuple[np.ndarray, np.ndarray, np.ndarray],
     n_sweeps: int,
     skip_nats: float = SKIP_NATS,
+    visit: np.ndarray | None = None,
 ) -> int:
     """Run ``n_sweeps`` sweeps of Algorithm 1 in place; return how many moves changed a cluster.
 
@@ -553,6 +656,11 @@ def gibbs_sweeps(
     :func:`_draw_with_skipped`. The chosen cluster has exactly the full
     conditional distribution; ``skip_nats`` only trades work between the two
     branches (tests set it low to exercise the rare branch).
+
+    ``visit``, for tests, replaces the random order: each "sweep" then updates
+    exactly the points ``visit`` in that order (one point makes one draw from
+    its full conditional, which tests compare with
+    :func:`conditional_log_weights`).
     """
     # Performance note: this loop touches arrays only by indexing locals. Taking a
     # view (``xc[i]``) or passing arrays to a helper costs numba atomic reference
@@ -565,9 +673,9 @@ def gibbs_sweeps(
     mean = np.zeros((cap, d))
     inv_diag = np.zeros((cap, d))
     const = np.zeros(cap)
-    inv_lam = np.zeros(cap)
+    inv_eig = np.zeros((cap, 2))
     for p in range(state.k[0]):
-        _sync_slot(state, state.order[p], by_size, mean, inv_diag, const, inv_lam)
+        _sync_slot(state, state.order[p], by_size, mean, inv_diag, const, inv_eig)
     logw = np.empty(n + 1)
     skipped = np.empty(n + 1, dtype=np.int64)
     skipped_u = np.empty(n + 1)
@@ -583,11 +691,15 @@ def gibbs_sweeps(
     n_occupied = state.k
     kappa0 = params.kappa0
     skip_weight = math.exp(1e-9 - skip_nats)  # bound on one skipped weight / top
-    perm = np.arange(n)
+    if visit is None:
+        perm = np.arange(n)
+    else:
+        perm = visit.astype(np.int64)
     moved = 0
     for _ in range(n_sweeps):
-        shuffle_in_place(rng, perm)
-        for step in range(n):
+        if visit is None:
+            shuffle_in_place(rng, perm)
+        for step in range(perm.shape[0]):
             i = perm[step]
             old = labels[i]
             k = n_occupied[0]
@@ -595,58 +707,74 @@ def gibbs_sweeps(
             # 1. The own cluster, left out by the leave-one-out formulas. Its log
             #    weight is A - log(shrink) / 2 + e log(1 + t); the logarithms are
             #    taken only if needed, after the cheap lower bound
-            #    A - (shrink - 1) / 2 + e t (log(1 + s) <= s, and e < 0).
+            #    A - (shrink - 1) / 2 + e t (log(1 + s) <= s, and e < 0). For
+            #    D > 2 the triangular solve is put off too: an upper bound on the
+            #    distance u (from the Euclidean one) bounds shrink from below and
+            #    t from above, which gives the lower bound A + e t_hi.
             low_own = -math.inf
             own_a = 0.0
             own_e = 0.0
-            own_t = 0.0
+            own_u = 0.0
+            own_c = 0.0
+            own_b = 0.0
             shrink = 1.0
+            exact_own = True
             if m > 1:
                 slot = old
-                if d == 1:
-                    t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
-                    u = t0 * t0
-                elif d == 2:
-                    t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
-                    t1 = (xc[i, 1] - mean[slot, 1] - chol[slot, 1, 0] * t0) * inv_diag[slot, 1]
-                    u = t0 * t0 + t1 * t1
-                else:
-                    # _forward_norm2, inlined (see the performance note above).
-                    u = 0.0
-                    for a in range(d):
-                        ta = xc[i, a] - mean[slot, a]
-                        for b in range(a):
-                            ta -= chol[slot, a, b] * y[b]
-                        ta *= inv_diag[slot, a]
-                        y[a] = ta
-                        u += ta * ta
-                c = (kappa0 + m) * by_size[m - 1, 3]
-                shrink = 1.0 - c * u
-                if not shrink > 1e-10:
-                    # Leave-one-out numerically unsafe: remove the point instead.
-                    x = xc[i]
-                    _remove_point(state, x, old, params, v, buf)
-                    if counts[old] > 0:
-                        _sync_slot(state, old, by_size, mean, inv_diag, const, inv_lam)
-                    k = n_occupied[0]
-                    for p in range(k):
-                        slot = order[p]
-                        m = counts[slot]
-                        u = _forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
-                        logw[p] = const[slot] + by_size[m, 1] * math.log(1.0 + u * by_size[m, 2])
-                    logw[k] = log_new[i]
-                    choice = _sample_log_weights(rng, logw, k + 1)
-                    slot = order[choice]
-                    if slot != old:
-                        moved += 1
-                    _add_point(state, x, slot, params, v)
-                    _sync_slot(state, slot, by_size, mean, inv_diag, const, inv_lam)
-                    labels[i] = slot
-                    continue
+                own_c = (kappa0 + m) * by_size[m - 1, 3]
                 own_a = by_size[m - 1, 0] - 0.5 * logdet[slot]
                 own_e = by_size[m - 1, 1]
-                own_t = c * c * u / shrink * by_size[m - 1, 2]
-                low_own = own_a - 0.5 * (shrink - 1.0) + own_e * own_t
+                own_b = by_size[m - 1, 2]
+                if d > 2:
+                    dist2 = 0.0
+                    for a in range(d):
+                        ta = xc[i, a] - mean[slot, a]
+                        dist2 += ta * ta
+                    u_hi = dist2 * inv_eig[slot, 1]
+                    if 1.0 - own_c * u_hi > 1e-10:
+                        u_lo = dist2 * inv_eig[slot, 0]
+                        low_own = loo_lower_bound(own_a, own_e, own_b, own_c, u_lo, u_hi)
+                        exact_own = False
+                if exact_own:
+                    if d == 1:
+                        t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
+                        u = t0 * t0
+                    elif d == 2:
+                        t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
+                        t1 = (xc[i, 1] - mean[slot, 1] - chol[slot, 1, 0] * t0) * inv_diag[slot, 1]
+                        u = t0 * t0 + t1 * t1
+                    else:
+                        # _forward_norm2, inlined (see the performance note above).
+                        u = 0.0
+                        for a in range(d):
+                            ta = xc[i, a] - mean[slot, a]
+                            for b in range(a):
+                                ta -= chol[slot, a, b] * y[b]
+                            ta *= inv_diag[slot, a]
+                            y[a] = ta
+                            u += ta * ta
+                    shrink = 1.0 - own_c * u
+                    if not shrink > 1e-10:
+                        # Leave-one-out numerically unsafe: remove the point instead.
+                        moved += _reseat_by_removal(
+                            rng,
+                            xc,
+                            i,
+                            state,
+                            params,
+                            tables,
+                            mean,
+                            inv_diag,
+                            const,
+                            inv_eig,
+                            logw,
+                            y,
+                            v,
+                            buf,
+                        )
+                        continue
+                    own_u = u
+                    low_own = loo_lower_bound(own_a, own_e, own_b, own_c, u, u)
             # 2. Every other cluster and the new one: bounded first, scored only if
             #    the bound comes within skip_nats of a lower bound on the top.
             ref = low_own if low_own > log_new[i] else log_new[i]
@@ -673,8 +801,8 @@ def gibbs_sweeps(
                     for a in range(d):
                         ta = xc[i, a] - mean[slot, a]
                         dist2 += ta * ta
-                    tb = dist2 * inv_lam[slot] * bm
-                    if const[slot] + e * tb / (1.0 + tb) < cut:
+                    tb = dist2 * inv_eig[slot, 0] * bm
+                    if log_weight_upper_bound(const[slot], e, tb) < cut:
                         logw[p] = -math.inf
                         skipped[n_skipped] = p
                         skipped_u[n_skipped] = -1.0  # distance not computed
@@ -689,7 +817,7 @@ def gibbs_sweeps(
                         y[a] = ta
                         u += ta * ta
                 tb = u * bm
-                if const[slot] + e * tb / (1.0 + tb) < cut:
+                if log_weight_upper_bound(const[slot], e, tb) < cut:
                     logw[p] = -math.inf
                     skipped[n_skipped] = p
                     skipped_u[n_skipped] = u
@@ -716,15 +844,20 @@ def gibbs_sweeps(
                 bound = n_skipped * skip_weight
                 if uniform * (1.0 + bound) < 1.0:
                     continue
+                if not exact_own:
+                    # 1 - c u >= 1 - c u_hi > 1e-10: the leave-one-out formula is safe.
+                    own_u = _forward_norm2(chol, old, xc, i, mean, inv_diag, y)
                 for j in range(k + 1):
                     logw[j] = 0.0
                 logw[state.where[old]] = 1.0
                 total = 1.0
-                top = own_a - 0.5 * math.log(shrink) + own_e * math.log(1.0 + own_t)
+                top = loo_log_weight(own_a, own_e, own_b, own_c, own_u)
             else:
                 # 3b. Weights relative to the top; skipped clusters weigh 0.
                 if counts[old] > 1:  # a singleton's own cluster is not an option
-                    lw_own = own_a - 0.5 * math.log(shrink) + own_e * math.log(1.0 + own_t)
+                    if not exact_own:
+                        own_u = _forward_norm2(chol, old, xc, i, mean, inv_diag, y)
+                    lw_own = loo_log_weight(own_a, own_e, own_b, own_c, own_u)
                     logw[state.where[old]] = lw_own
                     if lw_own > top:
                         top = lw_own
@@ -777,9 +910,9 @@ def gibbs_sweeps(
             x = xc[i]
             _remove_point(state, x, old, params, v, buf)
             if counts[old] > 0:
-                _sync_slot(state, old, by_size, mean, inv_diag, const, inv_lam)
+                _sync_slot(state, old, by_size, mean, inv_diag, const, inv_eig)
             _add_point(state, x, slot, params, v)
-            _sync_slot(state, slot, by_size, mean, inv_diag, const, inv_lam)
+            _sync_slot(state, slot, by_size, mean, inv_diag, const, inv_eig)
             labels[i] = slot
     return moved
 

@@ -154,3 +154,60 @@ def test_rank_one_update_and_downdate(d):
     )
     bad = -np.eye(d)
     assert not cholesky_lower(bad, np.zeros((d, d)))
+
+
+def test_log_weight_bounds_hold():
+    from pymc_pcrp._kernels.sweep import log_weight_upper_bound, loo_log_weight, loo_lower_bound
+
+    rng = np.random.default_rng(SEED + 9)
+    for _ in range(20_000):
+        a = rng.normal(scale=10.0)
+        e = -rng.uniform(0.5, 5000.0)
+        b = rng.uniform(0.01, 1.0)
+        c = 1.0 + rng.exponential(0.5)
+        u_hi = rng.uniform(0.0, 1.0 / c) * rng.choice([1e-6, 1e-2, 1.0])
+        u = rng.uniform(0.0, u_hi)
+        u_lo = rng.uniform(0.0, u)
+        exact = loo_log_weight(a, e, b, c, u)
+        assert loo_lower_bound(a, e, b, c, u_lo, u_hi) <= exact + 1e-9 * (1 + abs(exact))
+        assert loo_lower_bound(a, e, b, c, u, u) <= exact + 1e-9 * (1 + abs(exact))
+        t = rng.exponential(1.0) * rng.choice([1e-6, 1.0, 1e3])
+        t_lo = rng.uniform(0.0, t)
+        value = a + e * np.log1p(t)
+        assert log_weight_upper_bound(a, e, t_lo) >= value - 1e-9 * (1 + abs(value))
+    # Equality where the bounds are tight: u = 0 and t = 0.
+    assert loo_lower_bound(1.5, -3.0, 0.5, 1.2, 0.0, 0.0) == loo_log_weight(
+        1.5, -3.0, 0.5, 1.2, 0.0
+    )
+    assert log_weight_upper_bound(1.5, -3.0, 0.0) == 1.5
+
+
+@pytest.mark.parametrize("d", [3, 5, 10])
+def test_eigenvalue_bounds_bracket_the_distance(d):
+    from pymc_pcrp._kernels.sweep import _forward_norm2, _sync_slot
+
+    rng = np.random.default_rng(SEED + d)
+    finite = []
+    for n, mix in ((3, 0.3), (30, 0.3), (300, 0.3), (3000, 0.3), (3000, 0.0)):
+        a = rng.normal(size=(d, d))
+        x = rng.normal(size=(n, d)) @ (np.eye(d) + mix * a) + rng.normal(size=d)
+        params = make_params(1.0, 1.2, 0.5, d + 2.0, np.eye(d) * rng.uniform(0.1, 3.0))
+        state = init_state(x, np.zeros(n, dtype=np.int64), params)
+        by_size = sweep_tables(x, params)[2]
+        cap = state.counts.shape[0]
+        mean, inv_diag = np.zeros((cap, d)), np.zeros((cap, d))
+        const, inv_eig = np.zeros(cap), np.zeros((cap, 2))
+        _sync_slot(state, 0, by_size, mean, inv_diag, const, inv_eig)
+        eig = np.linalg.eigvalsh(state.chol[0] @ state.chol[0].T)
+        assert 1.0 / inv_eig[0, 0] >= eig[-1] * (1 - 1e-12)
+        assert 1.0 / inv_eig[0, 1] <= eig[0] * (1 + 1e-12)
+        finite.append(bool(np.isfinite(inv_eig[0, 1])))
+        probes = np.r_[x[:50], rng.normal(size=(50, d)) * 5.0]
+        y = np.empty(d)
+        for i in range(len(probes)):
+            u = _forward_norm2(state.chol, 0, probes, i, mean, inv_diag, y)
+            dist2 = np.sum((probes[i] - mean[0]) ** 2)
+            assert dist2 * inv_eig[0, 0] <= u * (1 + 1e-12)
+            assert u <= dist2 * inv_eig[0, 1] * (1 + 1e-12)
+    # Gershgorin gives a bound for a large isotropic cluster (the case it serves).
+    assert finite[-1]

@@ -26,6 +26,7 @@ from enumeration import exact_posterior
 
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import (
+    conditional_log_weights,
     gibbs_sweeps,
     init_state,
     make_params,
@@ -79,6 +80,79 @@ def test_skipping_keeps_the_exact_posterior(n, d, alpha, r, shift, skip_nats):
     empirical = np.array([freq.get(p, 0.0) for p in partitions])
     tv = 0.5 * np.abs(empirical - probs).sum()
     assert tv < 0.02, f"total variation {tv:.4f} between skipping sweep and exact posterior"
+
+
+def _mixture(n, d, spread, seed):
+    """Three Gaussian clusters whose centres are ``spread`` apart, and the true labels."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 3, size=n)
+    centres = rng.normal(size=(3, d)) * spread
+    x = centres[truth] + rng.normal(size=(n, d))
+    return np.ascontiguousarray(x - x.mean(0)), canonical_labels(truth)
+
+
+@pytest.mark.parametrize(
+    ("d", "spread", "skip_nats"),
+    [(1, 2.0, 0.5), (2, 1.5, 1.0), (3, 1.5, 0.5), (3, 2.5, 2.0), (10, 1.0, 0.5), (10, 1.5, 6.0)],
+)
+def test_single_updates_follow_the_exact_conditional(d, spread, skip_nats):
+    """One point update, repeated from the same state, against the full conditional.
+
+    This reaches the branches at a realistic size (N = 90, clusters of about
+    30): the bound on the own cluster (for D = 3 also the one from the
+    Euclidean distance; at D = 10 clusters of 30 points are too anisotropic
+    for the Gershgorin bound, so the exact path runs), the skipped far clusters
+    and the exact completion of the draw. The points tested are a singleton,
+    the three whose exact conditional is the most spread out and the four
+    whose probability of staying is closest to 0.9. The bounds themselves are
+    checked exactly in tests/_kernels/test_sweep.py; here, under-stating the
+    skipped weight 20-fold fails two cases with p < 1e-30 (checked by hand on
+    2026-11-26).
+    """
+    n = 90
+    xc, labels = _mixture(n, d, spread, seed=d * 100 + int(10 * spread))
+    labels = labels.copy()
+    labels[0] = labels.max() + 1  # a singleton
+    params = make_params(0.8, 1.3, 0.3, d + 2.0, np.eye(d))
+    tables = sweep_tables(xc, params)
+    probe = init_state(xc, labels, params)
+    conditionals = []
+    for i in range(n):
+        slots, logw = conditional_log_weights(xc, probe, params, i)
+        prob = np.exp(logw - logw.max())
+        conditionals.append((slots, prob / prob.sum()))
+    entropy = [-(p * np.log(np.maximum(p, 1e-300))).sum() for _, p in conditionals]
+    # The probability of staying: near 0.9 the fast "stay" branch competes with
+    # one plausible alternative, where a wrong bound shows most.
+    stay = np.array(
+        [
+            p[list(s).index(labels[i])] if labels[i] in s else 0.0
+            for i, (s, p) in enumerate(conditionals)
+        ]
+    )
+    points = [0, *np.argsort(entropy)[::-1][:3], *np.argsort(np.abs(stay - 0.9))[:4]]
+    rng = np.random.default_rng(d)
+    trials = 6000
+    for i in points:
+        slots, prob = conditionals[i]
+        counts = np.zeros(len(slots))
+        position = {int(s): j for j, s in enumerate(slots[:-1])}
+        for _ in range(trials):
+            state = init_state(xc, labels, params)
+            gibbs_sweeps(rng, xc, state, params, tables, 1, skip_nats, np.array([i]))
+            counts[position.get(int(state.labels[i]), len(slots) - 1)] += 1
+        expected = prob * trials
+        big = expected >= 5
+        observed = np.r_[counts[big], counts[~big].sum()]
+        expect = np.r_[expected[big], expected[~big].sum()]
+        keep = expect > 0
+        if keep.sum() < 2:
+            assert counts[big].sum() >= trials - 10
+            continue
+        p = scipy.stats.chisquare(
+            observed[keep], expect[keep] * observed.sum() / expect[keep].sum()
+        )
+        assert p.pvalue > 1e-4, (i, counts, expected)
 
 
 def test_skipping_changes_the_work_not_the_target():
