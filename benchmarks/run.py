@@ -612,15 +612,21 @@ def section_memory(cfg: Config, rep: Report, cache: dict) -> None:
     if "error" in full:
         rep.row(f"pm.sample keeping the labels, N={n:,}", "FAILED", "-", "-", "error")
     else:
+        import numpy as np
+
+        from pymc_pcrp.distributions.pcrp import label_dtype
+
         bpl = full["z_bytes_per_label"]
+        want = np.dtype(label_dtype(n)).itemsize
         rep.row(
             f"pm.sample keeping the labels (default), N={n:,} D={d}, {draws:,} draws: peak RSS; "
             "stored label dtype and size of the label trace",
             f"peak {full['peak_mb']:.0f} MB (+{full['peak_mb'] - full['rss_before_mb']:.0f} MB); "
             f"labels {full['z_dtype']} = {bpl} bytes/label, {full['z_mb']:.0f} MB",
-            "compact labels (<= 2 bytes/label while K < 32768)",
-            f"{bpl / 2:.1f}",
-            "met" if bpl <= 2 else f"NOT MET: {bpl / 2:.0f}x the compact size",
+            f"smallest dtype holding 0..N-1: {label_dtype(n)} ({want} bytes; int16 up to "
+            "N = 32,768)",
+            f"{bpl / want:.1f}",
+            "met" if bpl <= want else f"NOT MET: {bpl / want:.0f}x the compact size",
         )
 
 
