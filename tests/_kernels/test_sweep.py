@@ -211,3 +211,35 @@ def test_eigenvalue_bounds_bracket_the_distance(d):
             assert u <= dist2 * inv_eig[0, 1] * (1 + 1e-12)
     # Gershgorin gives a bound for a large isotropic cluster (the case it serves).
     assert finite[-1]
+
+
+def test_widened_eigenvalue_bounds_stay_valid_over_moves():
+    from pymc_pcrp._kernels.sweep import _move_point, _sync_slot
+
+    rng = np.random.default_rng(SEED + 21)
+    d, n = 4, 400
+    x = rng.normal(size=(n, d))
+    labels = np.repeat([0, 1], n // 2)
+    params = make_params(1.0, 1.2, 0.5, d + 2.0, np.eye(d))
+    state = init_state(x, labels, params)
+    by_size = sweep_tables(x, params)[2]
+    cap = state.counts.shape[0]
+    mean, inv_diag = np.zeros((cap, d)), np.zeros((cap, d))
+    const, inv_eig = np.zeros(cap), np.zeros((cap, 2))
+    for slot in (0, 1):
+        _sync_slot(state, slot, by_size, mean, inv_diag, const, inv_eig)
+    v, buf = np.empty(d), np.empty((d, d))
+    widened = 0
+    for _ in range(300):
+        i = int(rng.integers(n))
+        old = int(state.labels[i])
+        if state.counts[old] <= 2:
+            continue
+        _move_point(state, x[i], old, 1 - old, params, by_size, mean, inv_diag, const,
+                    inv_eig, v, buf, i)  # fmt: skip
+        for slot in (0, 1):
+            eig = np.linalg.eigvalsh(state.chol[slot] @ state.chol[slot].T)
+            assert 1.0 / inv_eig[slot, 0] >= eig[-1] * (1 - 1e-12)
+            assert 1.0 / inv_eig[slot, 1] <= eig[0] * (1 + 1e-12)
+            widened += np.isfinite(inv_eig[slot, 1])
+    assert widened > 100  # the lower bound stayed informative for a while
