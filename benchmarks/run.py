@@ -91,7 +91,7 @@ class Config:
 
     repeats: int = 3
     kernel_small: tuple = (2000, 2, 1000)  # N, D, sweeps per repeat
-    kernel_big: tuple = (100_000, 10, 3)
+    kernel_big: tuple = (100_000, 10, 10)
     paper: tuple = (2000, 2, 4000, 5)  # N, D, draws, sweeps per draw
     paper_repeats: int = 3
     reference_sweeps: int = 3
