@@ -12,6 +12,7 @@ import math
 from dataclasses import field
 from typing import ClassVar
 
+import numba
 import numpy as np
 import pymc as pm
 import pytensor
@@ -194,6 +195,8 @@ class PCRPGibbs(BlockedStep):
         # (centred data, sweep state, labels returned) of the last step, reused
         # when the next point carries those labels back unchanged.
         self._kept: tuple | None = None
+        # (argument key, compiled entry point) of advance, see _call_advance.
+        self._entry: tuple | None = None
 
     @staticmethod
     def competence(var, has_grad):
@@ -201,6 +204,12 @@ class PCRPGibbs(BlockedStep):
         if isinstance(getattr(var.owner, "op", None), PowerCRPRV):
             return Competence.IDEAL
         return Competence.INCOMPATIBLE
+
+    def __getstate__(self) -> dict:
+        """Pickle without the compiled entry point (rebuilt on the first step)."""
+        state = self.__dict__.copy()
+        state["_entry"] = None
+        return state
 
     def set_rng(self, rng) -> None:
         """Seed a new chain; its first step draws the initial partition."""
@@ -272,15 +281,20 @@ class PCRPGibbs(BlockedStep):
         """
         if point is None and self._alpha_is_random:
             raise ValueError("The alpha of this PowerCRP is random: pass the point to read it.")
-        raw_alpha, raw_power = (read(point) for read in self._prior_readers)
+        read_alpha, read_power = self._prior_readers
+        raw_alpha, raw_power = read_alpha(point), read_power(point)
         raw: tuple = ()
         if not self._alpha_is_random and self._data_readers is not None:
             # Fast path for every draw after the first: the very objects of last
             # time (constants, or pm.Data not replaced since) give the same arrays.
-            raw = (raw_alpha, raw_power, *(read() for read in self._data_readers))
+            raw = (raw_alpha, raw_power, *[read() for read in self._data_readers])
             last = self._cache_raw
-            if len(raw) == len(last) and all(a is b for a, b in zip(raw, last, strict=True)):
-                return self._cache
+            if len(raw) == len(last):
+                for a, b in zip(raw, last, strict=True):
+                    if a is not b:
+                        break
+                else:
+                    return self._cache
         self._cache_raw = ()
         arrays = self._build_arrays(float(raw_alpha), float(raw_power))
         self._cache_raw = raw
@@ -345,6 +359,34 @@ class PCRPGibbs(BlockedStep):
 
     # -- the step ---------------------------------------------------------
 
+    def _call_advance(self, args: tuple) -> float:
+        """Call :func:`~pymc_pcrp._kernels.chain.advance`, skipping numba's type dispatch.
+
+        ``pm.sample`` calls the step thousands of times with arguments of the
+        same types. numba's dispatcher types the ``numpy.random.Generator``
+        argument in Python on every call (several microseconds, a tenth of a
+        one-sweep draw at ``N = 2,000``), so the compiled overload is looked up
+        once and then called directly while the arguments that fix its types
+        are the same objects (data, parameters, tables) with the same label
+        dtypes. Any failure of the lookup falls back to the dispatcher.
+        """
+        _, xc, state, params, tables, *_, labels_out = args
+        key = (xc, params, tables, state.labels.dtype, labels_out.dtype)
+        cached = self._entry
+        if (
+            cached is not None
+            and all(a is b for a, b in zip(key[:3], cached[0][:3], strict=True))
+            and key[3:] == cached[0][3:]
+        ):
+            return cached[1](*args)
+        result = advance(*args)
+        try:
+            signature = tuple(numba.typeof(a) for a in args)
+            self._entry = (key, advance.overloads[signature].entry_point)
+        except (KeyError, AttributeError, TypeError, ValueError):
+            self._entry = None  # an optimisation only: the dispatcher always works
+        return result
+
     def step(self, point):
         """Run ``sweeps_per_draw`` sweeps and return the new point and stats."""
         xc, params, tables = self._arrays(point)
@@ -373,7 +415,7 @@ class PCRPGibbs(BlockedStep):
             state = init_state(xc, canonical_labels(current), params)
         counts = np.empty(4, dtype=np.int64)
         new_labels = np.empty(self._n, dtype=self._dtype)
-        log_density = advance(
+        args = (
             self.rng,
             xc,
             state,
@@ -385,6 +427,7 @@ class PCRPGibbs(BlockedStep):
             counts,
             new_labels,
         )
+        log_density = self._call_advance(args)
         self._kept = (xc, state, new_labels, age)
         new_point = dict(point)
         new_point[self._name] = new_labels
