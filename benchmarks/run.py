@@ -111,7 +111,7 @@ class Config:
     scale_time_cap: float = 600.0
     scaling_ns: tuple = (1000, 3162, 10_000, 31_623, 100_000)
     scaling_ds: tuple = (1, 2, 10)
-    scaling_updates: float = 2e5  # point-updates per timed measurement
+    scaling_updates: float = 1e6  # point-updates per timed measurement (>= 10 sweeps at 1e5)
     quick: bool = False
 
     @classmethod
@@ -428,6 +428,25 @@ def section_paper(cfg: Config, rep: Report, cache: dict) -> None:
         ">= 1.7x",
         ratio,
         status,
+    )
+    # The same sweeps stored 5 times less often: how much of the gap above is
+    # PyMC's per-draw cost in the main process (pipe, trace recording).
+    few = max(1, draws // 5)
+    one5, two5 = [], []
+    for r in range(cfg.paper_repeats):
+        one5.append(sample(model, draws=few, spd=spd * 5, z0=z, seed=200 + r)[1])
+        two5.append(sample(model, draws=few, spd=spd * 5, chains=2, cores=2, z0=z, seed=200 + r)[1])
+    speed5 = med([2 * o / t for o, t in zip(one5, two5, strict=True)])
+    rep.log(
+        f"  same sweeps as {few} draws x {spd * 5} sweeps: 1 chain {fmt_list(one5, '.2f')} s, "
+        f"2 chains {fmt_list(two5, '.2f')} s"
+    )
+    rep.row(
+        f"draws/s, 2 chains cores=2 / 1 chain, same sweeps as {few:,} draws x {spd * 5} sweeps",
+        f"{speed5:.2f}x (medians {2 * few / med(two5):.0f} / {few / med(one5):.0f} draws/s)",
+        "report (per-draw cost of pm.sample's parallel sampler)",
+        "-",
+        "reported",
     )
 
 

@@ -735,28 +735,36 @@ def gibbs_sweeps(
     ``log(1 + t) >= t / (1 + t)`` gives the upper bound
     ``c_k + e_k b_k u / (1 + b_k u)`` without a logarithm (for ``D > 2`` a
     lower bound on ``u`` from the Euclidean distance, see :func:`_sync_slot`,
-    first saves the triangular solve too). A cluster whose bound is more than
-    ``skip_nats`` below the larger of the own and new-cluster weights is
-    skipped: its weight is below ``exp(-skip_nats)`` of the top. The draw is
-    then made among the scored clusters from a uniform ``v`` rescaled to
-    ``v (S + bound)``, with ``S`` their total weight and ``bound`` the number
-    of skipped clusters times ``exp(-skip_nats)``; only when ``v`` falls in the
-    top fraction ``bound / (S + bound)`` (about ``2.5e-3`` per skipped cluster)
-    are the skipped clusters scored exactly and the draw completed by
-    :func:`_draw_with_skipped`. The chosen cluster has exactly the full
-    conditional distribution; ``skip_nats`` only trades work between the two
-    branches (tests set it low to exercise the rare branch).
+    first saves the triangular solve too). The reference is a lower bound on
+    the largest weight: the larger of the new cluster's log weight and a
+    logarithm-free lower bound on the own cluster's (:func:`loo_lower_bound`).
+    An option (another cluster, or the new one) whose upper bound is more than
+    ``skip_nats`` below the reference is skipped: its weight is below
+    ``exp(-skip_nats)`` of the top. The draw is then made among the scored
+    options from a uniform ``v`` rescaled to ``v (S + bound)``, with ``S``
+    their total weight and ``bound`` the number of skipped options times
+    ``exp(-skip_nats)``; only when ``v`` falls in the top fraction
+    ``bound / (S + bound)`` (about ``2.5e-3`` per skipped option) are the
+    skipped options scored exactly and the draw completed by
+    :func:`_draw_with_skipped`. When everything but the own cluster is
+    skipped, which for well separated clusters is most updates, the point stays with
+    probability ``1 / (1 + bound)`` without a single logarithm or
+    exponential. The chosen cluster has exactly the full conditional
+    distribution; ``skip_nats`` only trades work between the branches (tests
+    set it low to exercise the rare one).
 
     ``visit``, for tests, replaces the random order: each "sweep" then updates
     exactly the points ``visit`` in that order (one point makes one draw from
     its full conditional, which tests compare with
     :func:`conditional_log_weights`).
     """
-    # Performance note: this loop touches arrays only by indexing locals. Taking a
-    # view (``xc[i]``) or passing arrays to a helper costs numba atomic reference
-    # counting on every call, which measured about three times the arithmetic
-    # itself at D = 2; hence the inlined distances and the inlined draw. Helpers
-    # are called only on rare paths.
+    # Performance note: the common path of this loop touches arrays only by
+    # indexing locals. Taking a view (``xc[i]``) or passing arrays to a helper
+    # costs numba atomic reference counting on every call, which measured about
+    # three times the arithmetic itself at D = 2; hence the written-out distances
+    # and draw. Helpers that take arrays run only on the less common paths (a
+    # move, a draw that needs the skipped clusters, the own distance at D > 2
+    # when an option survives its bound); the scalar bound functions are free.
     n, d = xc.shape
     log_new, _, by_size = tables
     cap = state.counts.shape[0]
@@ -798,13 +806,11 @@ def gibbs_sweeps(
             old = labels[i]
             k = n_occupied[0]
             m = counts[old]
-            # 1. The own cluster, left out by the leave-one-out formulas. Its log
-            #    weight is A - log(shrink) / 2 + e log(1 + t); the logarithms are
-            #    taken only if needed, after the cheap lower bound
-            #    A - (shrink - 1) / 2 + e t (log(1 + s) <= s, and e < 0). For
-            #    D > 2 the triangular solve is put off too: an upper bound on the
-            #    distance u (from the Euclidean one) bounds shrink from below and
-            #    t from above, which gives the lower bound A + e t_hi.
+            # 1. The own cluster, left out by the leave-one-out formulas
+            #    (loo_log_weight). Only its cheap lower bound (loo_lower_bound)
+            #    is taken here; the logarithms wait until they are needed. For
+            #    D > 2 the triangular solve waits too: the bound then uses the
+            #    bracket of the distance from the Euclidean one (_sync_slot).
             low_own = -math.inf
             own_a = 0.0
             own_e = 0.0
