@@ -522,10 +522,10 @@ def shuffle_in_place(rng: np.random.Generator, perm: np.ndarray) -> None:
 
     Each index is drawn by Lemire's multiply-and-reject method from a 32-bit
     integer: the top 32 bits of one ``rng.random()`` (whose 53 bits are uniform,
-    so scaling by ``2**32`` is exact). ``rng.permutation`` does the same job but
-    allocates and costs about 45 ns per element in numba, a third of a whole
-    point update at ``D = 2``; this costs a few. Any starting order gives a
-    uniform permutation, so the sweep reshuffles the previous one.
+    so scaling by ``2**32`` is exact). ``rng.permutation`` does the same job
+    but allocates a new array and was a large share of a point update at
+    ``D = 2`` in numba. Any starting order gives a uniform permutation, so the
+    sweep reshuffles the previous one.
     """
     n = perm.shape[0]
     two32 = 4294967296.0

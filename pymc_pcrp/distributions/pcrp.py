@@ -141,9 +141,8 @@ class NumDistinct(Op):
     """Number of distinct values along the last axis of an integer tensor.
 
     ``n_clusters`` is recorded at every draw, so it is counted by a small numba
-    loop (about two microseconds for 2,000 labels) rather than by a PyTensor
-    scatter-add, which cost about a tenth of a millisecond per draw at
-    ``N = 2,000``: a large part of a one-sweep draw.
+    loop rather than by a PyTensor scatter-add, which was a large part of a
+    one-sweep draw at ``N = 2,000``.
     """
 
     __props__ = ()

@@ -364,8 +364,8 @@ class PCRPGibbs(BlockedStep):
 
         ``pm.sample`` calls the step thousands of times with arguments of the
         same types. numba's dispatcher types the ``numpy.random.Generator``
-        argument in Python on every call (several microseconds, a tenth of a
-        one-sweep draw at ``N = 2,000``), so the compiled overload is looked up
+        argument in Python on every call (several microseconds, a visible share
+        of a one-sweep draw at ``N = 2,000``), so the compiled overload is looked up
         once and then called directly while the arguments that fix its types
         are the same objects (data, parameters, tables) with the same label
         dtypes. Any failure of the lookup falls back to the dispatcher.
