@@ -503,7 +503,7 @@ def _forward_norm2(
     """``||L^{-1}(x_i - mean)||^2`` for the factor, mean and inverse diagonal of ``slot``.
 
     ``y`` is scratch space of length ``D``. :func:`gibbs_sweeps` inlines this in
-    its per-point loop (see the note there) and calls it only on its rare paths.
+    its per-point loop (see the note there) and calls it only on its less common paths.
     """
     acc = 0.0
     for a in range(xc.shape[1]):
