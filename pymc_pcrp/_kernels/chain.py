@@ -11,6 +11,7 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.splitmerge import split_merge_moves
 from pymc_pcrp._kernels.sweep import NIWParams, SweepState, gibbs_sweeps, log_joint
 
@@ -66,16 +67,7 @@ def advance(
             counts[1] += sa
             counts[2] += mp
             counts[3] += ma
-    # Canonical labels: slots renumbered in order of first appearance.
-    mapping = np.full(state.counts.shape[0], -1, dtype=np.int64)
-    next_label = 0
-    labels = state.labels
-    for i in range(labels.shape[0]):
-        slot = labels[i]
-        if mapping[slot] < 0:
-            mapping[slot] = next_label
-            next_label += 1
-        labels_out[i] = mapping[slot]
+    labels_out[:] = canonical_labels(state.labels)
     return log_joint(state, params, xc.shape[1])
 
 

@@ -817,7 +817,6 @@ def gibbs_sweeps(
             own_u = 0.0
             own_c = 0.0
             own_b = 0.0
-            shrink = 1.0
             exact_own = True
             if m > 1:
                 slot = old
