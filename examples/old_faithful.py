@@ -45,7 +45,7 @@ def main():
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     matplotlib.use("Agg")
-    x = pcrp.load_old_faithful()
+    x = pcrp.datasets.load_old_faithful()
     runs = {"CRP (r=1)": fit(x, 1.0, args.seed, args.draws, args.tune)}
     runs["pCRP (r=1.11)"] = fit(x, 1.11, args.seed, args.draws, args.tune)
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))

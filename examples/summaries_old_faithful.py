@@ -56,7 +56,7 @@ def k_table(idata):
 def old_faithful(out, seed):
     import matplotlib.pyplot as plt
 
-    x = pcrp.load_old_faithful()
+    x = pcrp.datasets.load_old_faithful()
     print(
         f"pcrp.fit(load_old_faithful(), power=1.11, draws=1000, tune=500, chains=2, "
         f"random_seed={seed})"
@@ -85,8 +85,8 @@ def old_faithful(out, seed):
     print(f"  VI and Binder estimates identical: {same}")
     print(
         f"  cross-check: expected VI of the Binder estimate "
-        f"{pcrp.expected_loss(binder.labels, idata):.4f}; expected Binder loss of the VI "
-        f"estimate {pcrp.expected_loss(vi.labels, idata, loss='binder'):.4f}"
+        f"{pcrp.posterior.expected_loss(binder.labels, idata):.4f}; expected Binder loss of the VI "
+        f"estimate {pcrp.posterior.expected_loss(vi.labels, idata, loss='binder'):.4f}"
     )
     small = [k for k in range(binder.n_clusters) if binder.sizes[k] < 5]
     for k in small:
@@ -101,7 +101,7 @@ def old_faithful(out, seed):
     print(f"  same seed, same VI labels: {np.array_equal(again.labels, vi.labels)}")
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), layout="constrained")
-    pcrp.plot_similarity(psm, labels=vi, ax=axes[0])
+    pcrp.plots.plot_similarity(psm, labels=vi, ax=axes[0])
     axes[0].set_title("Old Faithful: posterior similarity, sorted by the VI estimate")
     for k in range(vi.n_clusters):
         pts = x[vi.labels == k]
@@ -138,7 +138,7 @@ def speed(seed):
     )
     idata, t_fit = timed(pcrp.fit, x, power=1.11, draws=500, tune=200, chains=2, random_seed=seed)
     print(f"  fit: {t_fit:.1f} s; posterior of K: {k_table(idata)}")
-    draws = pcrp.label_draws(idata)
+    draws = pcrp.posterior.label_draws(idata)
     print(f"  label draws: shape {draws.shape}")
     for dtype in (np.float64, np.float32):
         psm, t = timed(pcrp.posterior_similarity, draws, dtype=dtype)

@@ -1,5 +1,20 @@
 """The powered Chinese restaurant process (pCRP) for PyMC.
 
+The top level holds the model and the verbs of a typical session::
+
+    import pymc_pcrp as pcrp
+
+    idata = pcrp.fit(x, power=1.1)           # or write the model with PowerCRP / NIWMixture
+    best = pcrp.point_estimate(idata)        # one partition summarising the posterior
+    new = pcrp.predict(idata, x_new, power=1.1)
+
+The toolkits live in named submodules, all imported with the package:
+:mod:`pymc_pcrp.posterior` (similarity, point estimate, prediction, replicated
+data), :mod:`pymc_pcrp.prior` (the prior on the number of clusters),
+:mod:`pymc_pcrp.model_selection` (choosing ``r``), :mod:`pymc_pcrp.metrics`
+(scores against known labels), :mod:`pymc_pcrp.plots`, :mod:`pymc_pcrp.datasets`
+and :mod:`pymc_pcrp.distributed` (chains on several machines).
+
 Importing the package registers :class:`PCRPGibbs` with ``pm.sample`` and makes
 PyMC's end-of-sampling convergence report use the number of clusters instead of
 individual labels.
@@ -7,53 +22,25 @@ individual labels.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from pymc_pcrp import _convergence
-from pymc_pcrp.datasets import load_digits_1to4, load_old_faithful, sim1, sim2
-from pymc_pcrp.density import DensityComponents, assign_to_clusters, predictive_density
-from pymc_pcrp.distributed import fit_parallel
+from pymc_pcrp import (
+    _convergence,
+    datasets,
+    distributed,
+    metrics,
+    model_selection,
+    plots,
+    posterior,
+    prior,
+)
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
-from pymc_pcrp.draws import label_draws, observed_points
 from pymc_pcrp.fitting import build_model, fit
-from pymc_pcrp.metrics import (
-    draw_metrics,
-    normalized_mutual_info,
-    posterior_summary,
-    variation_of_information,
-)
-from pymc_pcrp.plots import (
-    plot_cluster_sizes,
-    plot_clusters_2d,
-    plot_cv_curve,
-    plot_k_posterior,
-    plot_k_trace,
-    plot_predictive_density,
-)
-from pymc_pcrp.prediction import PredictResult, predict
-from pymc_pcrp.predictive import sample_posterior_predictive
-from pymc_pcrp.prior import (
-    alpha_for_prior_k,
-    crp_oracle_alpha,
-    plot_prior_num_clusters,
-    prior_mean_num_clusters,
-    prior_mode_num_clusters,
-    prior_num_clusters,
-    sequential_seating,
-)
-from pymc_pcrp.selection import (
-    CVResult,
-    cluster_loss,
-    cross_validate_power,
-    find_jump,
-    split_train_test,
-)
-from pymc_pcrp.step_methods import PCRPGibbs
-from pymc_pcrp.summaries import (
-    PointEstimate,
-    expected_loss,
-    plot_similarity,
+from pymc_pcrp.posterior import (
     point_estimate,
     posterior_similarity,
+    predict,
+    sample_posterior_predictive,
 )
+from pymc_pcrp.step_methods import PCRPGibbs
 
 try:
     __version__ = version("pymc-pcrp")
@@ -63,51 +50,22 @@ except PackageNotFoundError:  # running from a source tree that was not installe
 _convergence.install()
 
 __all__ = [
-    "CVResult",
-    "DensityComponents",
     "NIWMixture",
     "NIWPrior",
     "PCRPGibbs",
-    "PointEstimate",
     "PowerCRP",
-    "PredictResult",
     "__version__",
-    "alpha_for_prior_k",
-    "assign_to_clusters",
     "build_model",
-    "cluster_loss",
-    "cross_validate_power",
-    "crp_oracle_alpha",
-    "draw_metrics",
-    "expected_loss",
-    "find_jump",
+    "datasets",
+    "distributed",
     "fit",
-    "fit_parallel",
-    "label_draws",
-    "load_digits_1to4",
-    "load_old_faithful",
-    "normalized_mutual_info",
-    "observed_points",
-    "plot_cluster_sizes",
-    "plot_clusters_2d",
-    "plot_cv_curve",
-    "plot_k_posterior",
-    "plot_k_trace",
-    "plot_predictive_density",
-    "plot_prior_num_clusters",
-    "plot_similarity",
+    "metrics",
+    "model_selection",
+    "plots",
     "point_estimate",
+    "posterior",
     "posterior_similarity",
-    "posterior_summary",
     "predict",
-    "predictive_density",
-    "prior_mean_num_clusters",
-    "prior_mode_num_clusters",
-    "prior_num_clusters",
+    "prior",
     "sample_posterior_predictive",
-    "sequential_seating",
-    "sim1",
-    "sim2",
-    "split_train_test",
-    "variation_of_information",
 ]

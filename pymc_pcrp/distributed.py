@@ -1,7 +1,7 @@
 """Run chains as independent jobs, on local processes or on a Dask cluster.
 
 MCMC chains do not talk to each other, and neither do the grid points of
-:func:`~pymc_pcrp.cross_validate_power`. Both can therefore run as separate
+:func:`~pymc_pcrp.model_selection.cross_validate_power`. Both can therefore run as separate
 :mod:`joblib` jobs, and joblib hands jobs to whatever backend is active: its
 own worker processes (``loky``, the default), or the workers of a Dask cluster
 after ``joblib.parallel_config(backend="dask")`` with a
@@ -11,7 +11,7 @@ after ``joblib.parallel_config(backend="dask")`` with a
   chains are seeded exactly as ``pm.sample`` seeds them, so its result is the
   same as ``pymc_pcrp.fit(X, chains=chains, random_seed=random_seed)``, on any
   backend and for any number of workers.
-* :func:`~pymc_pcrp.cross_validate_power` with ``n_jobs=None`` already runs its
+* :func:`~pymc_pcrp.model_selection.cross_validate_power` with ``n_jobs=None`` already runs its
   grid points through ``joblib.Parallel``; inside
   ``joblib.parallel_config(backend="dask")`` they run on the cluster.
 
@@ -24,7 +24,7 @@ On the local machine, with two worker processes::
     import pymc_pcrp as pcrp
     from pymc_pcrp.distributed import fit_parallel
 
-    X = pcrp.load_old_faithful()
+    X = pcrp.datasets.load_old_faithful()
     with LocalCluster(n_workers=2, threads_per_worker=1) as cluster, Client(cluster):
         with joblib.parallel_config(backend="dask"):
             idata = fit_parallel(X, power=1.11, chains=4, random_seed=1)
@@ -151,7 +151,7 @@ def fit_parallel(
     --------
     >>> import joblib
     >>> import pymc_pcrp as pcrp
-    >>> X = pcrp.load_old_faithful()
+    >>> X = pcrp.datasets.load_old_faithful()
     >>> from pymc_pcrp.distributed import fit_parallel
     >>> with joblib.parallel_config(backend="loky", n_jobs=2):  # doctest: +SKIP
     ...     idata = fit_parallel(X, power=1.11, chains=4, random_seed=1)

@@ -108,7 +108,7 @@ def fit(
     Examples
     --------
     >>> import pymc_pcrp as pcrp
-    >>> idata = pcrp.fit(pcrp.load_old_faithful(), power=1.11, draws=200, tune=100,
+    >>> idata = pcrp.fit(pcrp.datasets.load_old_faithful(), power=1.11, draws=200, tune=100,
     ...                  chains=2, random_seed=1)  # doctest: +SKIP
     """
     model = build_model(X, power=power, alpha=alpha, prior=prior)

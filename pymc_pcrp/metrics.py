@@ -43,13 +43,13 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
-from pymc_pcrp.draws import label_draws
+from pymc_pcrp._idata import label_draws
 
 __all__ = [
     "ClusteringSummary",
+    "clustering_summary",
     "draw_metrics",
     "normalized_mutual_info",
-    "posterior_summary",
     "variation_of_information",
 ]
 
@@ -294,7 +294,7 @@ def draw_metrics(
     true_labels : array_like of shape (N,)
         The reference partition (any label values).
     var_name : str, optional
-        The label variable, see :func:`pymc_pcrp.label_draws`.
+        The label variable, see :func:`pymc_pcrp.posterior.label_draws`.
     base : float, default=2
         Logarithm base of VI (bits by default).
     average_method : {"arithmetic", "geometric", "max", "min"}, default="arithmetic"
@@ -391,7 +391,7 @@ class ClusteringSummary:
         )
 
 
-def posterior_summary(
+def clustering_summary(
     idata,
     true_labels,
     var_name: str | None = None,
@@ -415,7 +415,7 @@ def posterior_summary(
     true_labels : array_like of shape (N,)
         The reference partition.
     var_name : str, optional
-        The label variable, see :func:`pymc_pcrp.label_draws`.
+        The label variable, see :func:`pymc_pcrp.posterior.label_draws`.
     base : float, default=2
         Logarithm base of VI (bits by default, as the paper's numbers suggest).
     average_method : {"arithmetic", "geometric", "max", "min"}, default="arithmetic"
@@ -429,10 +429,10 @@ def posterior_summary(
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_pcrp.metrics import posterior_summary
+    >>> from pymc_pcrp.metrics import clustering_summary
     >>> truth = np.array([0, 0, 1, 1])
     >>> draws = np.array([[[0, 0, 1, 1], [0, 0, 1, 2], [0, 0, 1, 1], [0, 0, 0, 0]]])
-    >>> s = posterior_summary(draws, truth)  # 1 chain of 4 draws
+    >>> s = clustering_summary(draws, truth)  # 1 chain of 4 draws
     >>> s.k_mean, s.k_max, round(s.vi_mean, 6)  # VI: 0, 1/2 and 1 bit
     (2.0, 3, 0.375)
     """

@@ -18,23 +18,33 @@ only when a function is called.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import arviz as az
 import numpy as np
 
-from pymc_pcrp._validation import check_data
-from pymc_pcrp.density import _check_prior, predictive_density
+from pymc_pcrp._idata import label_draws, observed_points
+from pymc_pcrp._niw_numpy import check_prior, niw_posterior
+from pymc_pcrp._validation import check_data, check_positive_scalar
 from pymc_pcrp.distributions import NIWPrior
-from pymc_pcrp.draws import label_draws, observed_points
-from pymc_pcrp.predictive import niw_posterior
+from pymc_pcrp.posterior.predict import predictive_density
+from pymc_pcrp.posterior.similarity import (
+    PointEstimate,
+    _canonical,
+    _check_similarity,
+    _flat_draws,
+    _is_similarity,
+    point_estimate,
+    posterior_similarity,
+)
+from pymc_pcrp.prior import _check_n, prior_num_clusters
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from pymc_pcrp.selection import CVResult
+    from pymc_pcrp.model_selection import CVResult
 
 __all__ = [
     "plot_cluster_sizes",
@@ -43,6 +53,8 @@ __all__ = [
     "plot_k_posterior",
     "plot_k_trace",
     "plot_predictive_density",
+    "plot_prior_num_clusters",
+    "plot_similarity",
 ]
 
 _MARKERS = ("x", "o", "*", "s", "^", "D", "v", "P")
@@ -204,7 +216,7 @@ def plot_predictive_density(
 ) -> Figure:
     """Posterior predictive density over a histogram of 1-D data (the paper's Fig. 4).
 
-    The solid line is :func:`~pymc_pcrp.predictive_density` averaged over the
+    The solid line is :func:`~pymc_pcrp.posterior.predictive_density` averaged over the
     draws. The dashed lines are the weighted components ``w_k t_k(x)`` of the
     occupied clusters of the representative draw that
     ``predictive_density(..., components=True)`` picks (the modal number of
@@ -218,7 +230,7 @@ def plot_predictive_density(
     X : array_like, shape (N,) or (N, 1), optional
         Data of the histogram; defaults to the observed data in ``idata``.
     power, alpha, prior, max_draws
-        As in :func:`~pymc_pcrp.predictive_density`.
+        As in :func:`~pymc_pcrp.posterior.predictive_density`.
     grid : array_like, shape (G,), optional
         Defaults to ``n_grid`` points spanning the data and 10% of its range
         on either side.
@@ -279,7 +291,7 @@ def plot_cv_curve(cv_result: CVResult, *, ax: Axes | None = None, show_k: bool =
     Parameters
     ----------
     cv_result : CVResult
-        Output of :func:`~pymc_pcrp.cross_validate_power`.
+        Output of :func:`~pymc_pcrp.model_selection.cross_validate_power`.
     ax : matplotlib.axes.Axes, optional
     show_k : bool, default=False
         Also draw the posterior mean number of clusters on a second y axis.
@@ -367,7 +379,7 @@ def plot_clusters_2d(
         raise ValueError(f"plot_clusters_2d needs 2-D data, got D = {x.shape[1]}.")
     z = _label_vector(labels, "labels", x.shape[0])
     if prior is not None:
-        prior = _check_prior(prior, x, 2)
+        prior = check_prior(prior, x, 2)
     ax = _new_axes(ax)
     values, counts = np.unique(z, return_counts=True)
     for rank, k in enumerate(values[np.argsort(-counts, kind="stable")]):
@@ -428,4 +440,146 @@ def plot_cluster_sizes(
     ax.set_ylabel("Size")
     ax.set_xticks(np.arange(1, max(c.size for c in sizes.values()) + 1))
     ax.legend(fontsize="small")
+    return ax.figure
+
+
+def plot_similarity(
+    psm_or_idata,
+    labels=None,
+    *,
+    ax: Axes | None = None,
+    var_name: str | None = None,
+    random_seed=0,
+    cmap: str = "viridis",
+) -> Figure:
+    """Plot the posterior similarity matrix with the points grouped by cluster.
+
+    Parameters
+    ----------
+    psm_or_idata : numpy.ndarray of float, arviz.InferenceData or array_like of int
+        A similarity matrix from :func:`posterior_similarity`, or anything it
+        accepts (the matrix is then computed).
+    labels : array_like of int or PointEstimate, optional
+        Clustering used to order the rows and columns. Defaults to
+        :func:`point_estimate` with ``loss="vi"`` when draws are given, or with
+        ``loss="binder"`` when only a similarity matrix is given (the VI needs
+        the draws).
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw in; a new figure is made if omitted.
+    var_name : str, optional
+        Name of the label variable; only for InferenceData input.
+    random_seed : int, numpy.random.Generator or None, default=0
+        Passed to :func:`point_estimate` when ``labels`` is omitted.
+    cmap : str, default="viridis"
+        Colour map of the image.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes. Its image is the ``(N, N)`` matrix with
+        clusters in decreasing order of size and, within a cluster, points in
+        decreasing order of mean similarity to the rest of the cluster; white
+        lines mark the cluster boundaries.
+    """
+    import matplotlib.pyplot as plt
+
+    if _is_similarity(psm_or_idata):
+        psm = _check_similarity(psm_or_idata)
+        source = psm
+        default_loss = "binder"
+    else:
+        draws = _flat_draws(psm_or_idata, var_name)
+        psm = posterior_similarity(draws)
+        source = draws
+        default_loss = "vi"
+    n = psm.shape[0]
+    if labels is None:
+        labels = point_estimate(source, loss=default_loss, random_seed=random_seed).labels
+    elif isinstance(labels, PointEstimate):
+        labels = labels.labels
+    labels = np.asarray(labels)
+    if labels.shape != (n,) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(
+            f"Argument 'labels' must be {n} integer labels, but got dtype {labels.dtype} and "
+            f"shape {labels.shape}."
+        )
+    labels = _canonical(labels)
+    sizes = np.bincount(labels)
+    cohesion = np.zeros(n)
+    for k in range(sizes.shape[0]):
+        members = np.flatnonzero(labels == k)
+        cohesion[members] = psm[np.ix_(members, members)].mean(axis=1)
+    # Clusters by decreasing size (ties by label), then points by decreasing cohesion.
+    cluster_rank = np.empty_like(sizes)
+    cluster_rank[np.lexsort((np.arange(sizes.shape[0]), -sizes))] = np.arange(sizes.shape[0])
+    order = np.lexsort((np.arange(n), -cohesion, cluster_rank[labels]))
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5.5, 4.5))
+    else:
+        fig = ax.figure
+    image = ax.imshow(
+        psm[np.ix_(order, order)], cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest"
+    )
+    for edge in np.cumsum(np.sort(sizes)[::-1])[:-1]:
+        ax.axhline(edge - 0.5, color="white", lw=0.8)
+        ax.axvline(edge - 0.5, color="white", lw=0.8)
+    fig.colorbar(image, ax=ax, label="posterior co-clustering probability")
+    ax.set(
+        title=f"Posterior similarity, {sizes.shape[0]} clusters",
+        xlabel="point (sorted)",
+        ylabel="point (sorted)",
+    )
+    return fig
+
+
+def plot_prior_num_clusters(
+    n: int, alpha: float, powers: float | Iterable[float], ax: Axes | None = None
+) -> Figure:
+    """Plot the exact prior on the number of clusters for one or several powers.
+
+    Parameters
+    ----------
+    n : int
+        Number of items, ``n >= 1``.
+    alpha : float
+        Concentration, ``alpha > 0``.
+    powers : float or iterable of float
+        One line is drawn per power ``r``.
+    ax : matplotlib.axes.Axes, optional
+        Axes to draw on; a new figure is created by default.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding the axes; ``K`` is on the horizontal axis.
+
+    Notes
+    -----
+    Requires matplotlib, which is not a dependency of the library.
+    """
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "plot_prior_num_clusters needs matplotlib; install it with `pip install matplotlib`."
+        ) from err
+    n = _check_n(n)
+    alpha = check_positive_scalar(alpha, "alpha")
+    powers = [check_positive_scalar(r, "powers") for r in np.atleast_1d(powers)]
+    if not powers:
+        raise ValueError("Argument 'powers' must hold at least one power.")
+    pmfs = [prior_num_clusters(n, alpha, r) for r in powers]
+    # Show K up to where every curve has dropped below 1e-4 of its largest value.
+    k_hi = max(int(np.flatnonzero(p >= 1e-4 * p.max()).max()) for p in pmfs)
+    k_hi = max(k_hi, 2)
+    if ax is None:
+        _, ax = plt.subplots()
+    k = np.arange(1, k_hi + 1)
+    for r, p in zip(powers, pmfs, strict=True):
+        ax.plot(k, p[1 : k_hi + 1], marker="o", markersize=3, label=f"r = {r:g}")
+    ax.set_xlabel("number of clusters K")
+    ax.set_ylabel("prior probability P(K)")
+    ax.set_title(f"pCRP prior on K (N = {n}, alpha = {alpha:g})")
+    ax.legend()
     return ax.figure

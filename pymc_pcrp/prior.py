@@ -19,10 +19,10 @@ numbers of the first kind and ``E[K] = sum_{i=1}^n alpha / (alpha + i - 1)``.
 This module computes that distribution and its mean and mode
 (:func:`prior_num_clusters`, :func:`prior_mean_num_clusters`,
 :func:`prior_mode_num_clusters`), inverts them to choose ``alpha``
-(:func:`alpha_for_prior_k`, and the paper's :func:`crp_oracle_alpha`), plots it
-(:func:`plot_prior_num_clusters`), and offers the paper's sequential seating
-process (:func:`sequential_seating`), which is a *different* distribution when
-``r != 1``.
+(:func:`alpha_for_prior_k`, and the paper's :func:`crp_oracle_alpha`), and offers
+the paper's sequential seating process (:func:`sequential_seating`), which is a
+*different* distribution when ``r != 1``.
+:func:`pymc_pcrp.plots.plot_prior_num_clusters` draws the distribution.
 
 The generalised Stirling numbers do not depend on ``alpha``; they are computed
 once per ``(n, r)`` and cached, so repeated calls with other values of ``alpha``
@@ -36,9 +36,6 @@ from __future__ import annotations
 
 import math
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
-
 import numba
 import numpy as np
 import scipy.optimize
@@ -47,14 +44,9 @@ from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._validation import check_positive_scalar
 from pymc_pcrp.distributions._normaliser import log_prior_weights, prior_k_moments
 
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
-
 __all__ = [
     "alpha_for_prior_k",
     "crp_oracle_alpha",
-    "plot_prior_num_clusters",
     "prior_mean_num_clusters",
     "prior_mode_num_clusters",
     "prior_num_clusters",
@@ -453,55 +445,3 @@ def sequential_seating(
         count = int(size)
     draws = _sequential_seating(rng, n, alpha, power, count)
     return draws[0] if size is None else draws
-
-
-def plot_prior_num_clusters(
-    n: int, alpha: float, powers: float | Iterable[float], ax: Axes | None = None
-) -> Figure:
-    """Plot the exact prior on the number of clusters for one or several powers.
-
-    Parameters
-    ----------
-    n : int
-        Number of items, ``n >= 1``.
-    alpha : float
-        Concentration, ``alpha > 0``.
-    powers : float or iterable of float
-        One line is drawn per power ``r``.
-    ax : matplotlib.axes.Axes, optional
-        Axes to draw on; a new figure is created by default.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure holding the axes; ``K`` is on the horizontal axis.
-
-    Notes
-    -----
-    Requires matplotlib, which is not a dependency of the library.
-    """
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "plot_prior_num_clusters needs matplotlib; install it with `pip install matplotlib`."
-        ) from err
-    n = _check_n(n)
-    alpha = check_positive_scalar(alpha, "alpha")
-    powers = [check_positive_scalar(r, "powers") for r in np.atleast_1d(powers)]
-    if not powers:
-        raise ValueError("Argument 'powers' must hold at least one power.")
-    pmfs = [prior_num_clusters(n, alpha, r) for r in powers]
-    # Show K up to where every curve has dropped below 1e-4 of its largest value.
-    k_hi = max(int(np.flatnonzero(p >= 1e-4 * p.max()).max()) for p in pmfs)
-    k_hi = max(k_hi, 2)
-    if ax is None:
-        _, ax = plt.subplots()
-    k = np.arange(1, k_hi + 1)
-    for r, p in zip(powers, pmfs, strict=True):
-        ax.plot(k, p[1 : k_hi + 1], marker="o", markersize=3, label=f"r = {r:g}")
-    ax.set_xlabel("number of clusters K")
-    ax.set_ylabel("prior probability P(K)")
-    ax.set_title(f"pCRP prior on K (N = {n}, alpha = {alpha:g})")
-    ax.legend()
-    return ax.figure

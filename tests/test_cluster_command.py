@@ -6,8 +6,8 @@ import arviz as az
 import numpy as np
 import pytest
 
-from pymc_pcrp import cluster_command
-from pymc_pcrp.cluster_command import add_cluster_parser, run_cluster
+from pymc_pcrp.cli import cluster as cluster_command
+from pymc_pcrp.cli.cluster import add_cluster_parser, run_cluster
 
 SEED = sum(ord(c) for c in "test_cluster_command")
 
@@ -357,7 +357,7 @@ def test_help_documents_every_option(capsys):
 
 
 def test_header_detection_and_column_selection(tmp_path):
-    load = cluster_command._load_data
+    load = cluster_command.load_data
     path = tmp_path / "t.csv"
     path.write_text("a,b,c\n1,2,3\n4,5,7\n")
     data = load(_args(path, "--out", "o"))
@@ -377,5 +377,5 @@ def test_header_detection_and_column_selection(tmp_path):
     tsv.write_text("p\tq\n1\t2\n3\t5\n")
     assert load(_args(tsv, "--out", "o")).names == ["p", "q"]
     path.write_text("x,y\n1,2\n2,3\n")  # --header no turns the first line into data
-    with pytest.raises(cluster_command._InputError, match=r"line 1 .*'x' is not a number"):
+    with pytest.raises(cluster_command.InputError, match=r"line 1 .*'x' is not a number"):
         load(_args(path, "--out", "o", "--header", "no"))

@@ -54,7 +54,7 @@ def test_one_draw_1d_equals_a_hand_computation():
     prior = pcrp.NIWPrior(mu0=[0.5], kappa0=0.3, nu0=2.5, psi0=[[1.7]])
     grid = np.linspace(-8, 9, 57)
     idata = _idata(labels[None, None], x)
-    dens, parts = pcrp.predictive_density(
+    dens, parts = pcrp.posterior.predictive_density(
         idata, grid, power=1.4, alpha=0.7, prior=prior, components=True
     )
     weights, expected = _t_components(x, labels, grid, prior, 1.4, 0.7)
@@ -65,7 +65,8 @@ def test_one_draw_1d_equals_a_hand_computation():
     assert (parts.chain, parts.draw) == (0, 0)
     # a (G, 1) grid is the same as a (G,) grid
     np.testing.assert_allclose(
-        pcrp.predictive_density(idata, grid[:, None], power=1.4, alpha=0.7, prior=prior), dens
+        pcrp.posterior.predictive_density(idata, grid[:, None], power=1.4, alpha=0.7, prior=prior),
+        dens,
     )
 
 
@@ -75,11 +76,13 @@ def test_one_draw_2d_equals_a_hand_computation():
     labels = np.r_[np.full(9, 1), np.full(5, 0)]
     prior = pcrp.NIWPrior.from_data(x, kappa0=0.2)
     points = rng.normal(2, 3, (40, 2))
-    dens = pcrp.predictive_density(_idata(labels[None, None], x), points, power=1.2, alpha=1.5)
+    dens = pcrp.posterior.predictive_density(
+        _idata(labels[None, None], x), points, power=1.2, alpha=1.5
+    )
     _, expected = _t_components(x, labels, points, prior, 1.2, 1.5)
     with pytest.raises(AssertionError):  # the default prior is from_data with kappa0=0.01
         np.testing.assert_allclose(dens, expected.sum(axis=0), rtol=1e-6)
-    dens = pcrp.predictive_density(
+    dens = pcrp.posterior.predictive_density(
         _idata(labels[None, None], x), points, power=1.2, alpha=1.5, prior=prior
     )
     np.testing.assert_allclose(dens, expected.sum(axis=0), rtol=1e-10)
@@ -102,10 +105,10 @@ def test_averages_over_draws_and_max_draws_thins_evenly():
         for d in range(2)
     ]
     idata = _idata(draws, x)
-    dens = pcrp.predictive_density(idata, points, power=1.3, alpha=1.0)
+    dens = pcrp.posterior.predictive_density(idata, points, power=1.3, alpha=1.0)
     np.testing.assert_allclose(dens, np.mean(singles, axis=0), rtol=1e-10)
     # two of four draws, evenly spaced over the concatenated chains: flat indices 0 and 3
-    thin = pcrp.predictive_density(idata, points, power=1.3, alpha=1.0, max_draws=2)
+    thin = pcrp.posterior.predictive_density(idata, points, power=1.3, alpha=1.0, max_draws=2)
     np.testing.assert_allclose(thin, (singles[0] + singles[3]) / 2, rtol=1e-10)
 
 
@@ -119,13 +122,13 @@ def test_components_come_from_the_best_draw_with_the_modal_k():
     )
     # K per draw: 2 3 2 / 1 2 2 -> mode 2; the highest log joint among K=2 draws is (1, 1)
     log_joint = [[5.0, 99.0, 1.0], [50.0, 7.0, 2.0]]
-    _, parts = pcrp.predictive_density(
+    _, parts = pcrp.posterior.predictive_density(
         _idata(draws, x, log_joint), np.linspace(-3, 3, 11), power=1.1, alpha=1.0, components=True
     )
     assert (parts.chain, parts.draw) == (1, 1)
     np.testing.assert_array_equal(parts.sizes, [4, 2])
     # without a log joint, the last draw with the modal K
-    _, parts = pcrp.predictive_density(
+    _, parts = pcrp.posterior.predictive_density(
         _idata(draws, x), np.linspace(-3, 3, 11), power=1.1, alpha=1.0, components=True
     )
     assert (parts.chain, parts.draw) == (1, 2)
@@ -149,11 +152,13 @@ def test_fitted_1d_density_integrates_to_one():
             np.linspace(-5000, -40, 5000), np.linspace(-40, 40, 8001), np.linspace(40, 5000, 5000)
         ]
     )
-    dens, parts = pcrp.predictive_density(idata, grid, power=1.2, alpha=1.0, components=True)
+    dens, parts = pcrp.posterior.predictive_density(
+        idata, grid, power=1.2, alpha=1.0, components=True
+    )
     assert abs(np.trapezoid(dens, grid) - 1.0) < 1e-3
     assert abs(np.trapezoid(parts.densities.sum(axis=0), grid) - 1.0) < 1e-3
     # the mass is where the data are: the two modes beat the valley between them
-    at = pcrp.predictive_density(idata, [-3.0, 0.0, 3.0], power=1.2, alpha=1.0)
+    at = pcrp.posterior.predictive_density(idata, [-3.0, 0.0, 3.0], power=1.2, alpha=1.0)
     assert at[1] < 0.2 * min(at[0], at[2])
 
 
@@ -165,11 +170,11 @@ def test_assign_to_clusters_maximises_the_prediction_rule():
     new = rng.uniform(-2, 5, (200, 2))
     _, comps = _t_components(x, labels, new, prior, 2.0, 1.0)  # rows: label 2, label 7, new
     expected = np.where(comps[0] > comps[1], 2, 7)
-    got = pcrp.assign_to_clusters(x, labels, new, power=2.0, prior=prior)
+    got = pcrp.model_selection._assign_to_clusters(x, labels, new, power=2.0, prior=prior)
     np.testing.assert_array_equal(got, expected)
     assert set(got) == {2, 7}
     # a larger power moves points from the small cluster to the large one
-    more = pcrp.assign_to_clusters(x, labels, new, power=4.0, prior=prior)
+    more = pcrp.model_selection._assign_to_clusters(x, labels, new, power=4.0, prior=prior)
     assert np.sum(more == 2) < np.sum(got == 2)
     assert np.all(more[got == 7] == 7)
 
@@ -180,10 +185,13 @@ def test_assign_to_clusters_can_open_a_new_cluster():
     prior = pcrp.NIWPrior(mu0=[0.5], kappa0=0.01, nu0=3.0, psi0=[[0.1]])
     new = np.array([0.02, 1.05, 40.0])
     np.testing.assert_array_equal(
-        pcrp.assign_to_clusters(x, labels, new, power=1.0, prior=prior, allow_new=True), [0, 1, -1]
+        pcrp.model_selection._assign_to_clusters(
+            x, labels, new, power=1.0, prior=prior, allow_new=True
+        ),
+        [0, 1, -1],
     )
     np.testing.assert_array_equal(
-        pcrp.assign_to_clusters(x, labels, new, power=1.0, prior=prior), [0, 1, 1]
+        pcrp.model_selection._assign_to_clusters(x, labels, new, power=1.0, prior=prior), [0, 1, 1]
     )
 
 
@@ -191,14 +199,14 @@ def test_bad_arguments():
     x = np.random.default_rng(0).normal(size=(8, 2))
     idata = _idata(np.zeros((1, 2, 8)), x)
     with pytest.raises(ValueError, match=r"grid.*\(G, 2\)"):
-        pcrp.predictive_density(idata, np.zeros(5), power=1.0, alpha=1.0)
+        pcrp.posterior.predictive_density(idata, np.zeros(5), power=1.0, alpha=1.0)
     with pytest.raises(ValueError, match="D = 1 dimensions"):
-        pcrp.predictive_density(
+        pcrp.posterior.predictive_density(
             idata, np.zeros((5, 2)), power=1.0, alpha=1.0, prior=pcrp.NIWPrior.from_data(x[:, 0])
         )
     with pytest.raises(ValueError, match="power"):
-        pcrp.predictive_density(idata, np.zeros((5, 2)), power=0.0, alpha=1.0)
+        pcrp.posterior.predictive_density(idata, np.zeros((5, 2)), power=0.0, alpha=1.0)
     with pytest.raises(ValueError, match="labels"):
-        pcrp.assign_to_clusters(x, np.zeros(7, int), x, power=1.0)
+        pcrp.model_selection._assign_to_clusters(x, np.zeros(7, int), x, power=1.0)
     with pytest.raises(ValueError, match="features"):
-        pcrp.assign_to_clusters(x, np.zeros(8, int), x[:, :1], power=1.0)
+        pcrp.model_selection._assign_to_clusters(x, np.zeros(8, int), x[:, :1], power=1.0)

@@ -19,7 +19,7 @@ SMALL = {"power": 1.1, "draws": 15, "tune": 5, "progressbar": False}
 
 @pytest.fixture(scope="module")
 def data():
-    return pcrp.load_old_faithful(standardize=True)[:40]
+    return pcrp.datasets.load_old_faithful(standardize=True)[:40]
 
 
 def assert_same_draws(a, b):
@@ -143,11 +143,11 @@ def _cv(train, test, **kwargs):
     with warnings.catch_warnings():
         # Whether this tiny run finds a jump does not matter here.
         warnings.filterwarnings("ignore", "The held-out loss never rose", UserWarning)
-        return pcrp.cross_validate_power(train, test, **kwargs)
+        return pcrp.model_selection.cross_validate_power(train, test, **kwargs)
 
 
 def test_cross_validation_on_dask_equals_sequential(data, dask_client):
-    train, test = pcrp.split_train_test(data, 30, seed=SEED)
+    train, test = pcrp.model_selection.split_train_test(data, 30, seed=SEED)
     kwargs = {"powers": [1.0, 1.5, 3.0], "draws": 10, "tune": 5, "random_seed": SEED}
     sequential = _cv(train, test, n_jobs=1, **kwargs)
     with joblib.parallel_config(backend="dask"):

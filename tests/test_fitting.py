@@ -15,9 +15,9 @@ def small_idata():
 
 def test_fit_returns_labels_data_and_stats(small_idata):
     x, idata = small_idata
-    z = pcrp.label_draws(idata)
+    z = pcrp.posterior.label_draws(idata)
     assert z.shape == (2, 60, 60)
-    np.testing.assert_array_equal(pcrp.observed_points(idata), x)
+    np.testing.assert_array_equal(pcrp.posterior.observed_points(idata), x)
     k = idata.posterior["n_clusters"].values
     np.testing.assert_array_equal(k, z.max(axis=-1) + 1)
     assert "log_joint" in idata.sample_stats
@@ -30,7 +30,9 @@ def test_fit_returns_labels_data_and_stats(small_idata):
 def test_fit_is_reproducible(small_idata):
     x, idata = small_idata
     again = pcrp.fit(x, power=1.2, draws=60, tune=40, chains=2, random_seed=3)
-    np.testing.assert_array_equal(pcrp.label_draws(idata), pcrp.label_draws(again))
+    np.testing.assert_array_equal(
+        pcrp.posterior.label_draws(idata), pcrp.posterior.label_draws(again)
+    )
 
 
 def test_build_model_dims_and_validation():
@@ -50,10 +52,10 @@ def test_build_model_dims_and_validation():
 def test_label_draws_errors(small_idata):
     _, idata = small_idata
     with pytest.raises(ValueError, match="var_name"):
-        pcrp.label_draws(idata, "nope")
+        pcrp.posterior.label_draws(idata, "nope")
     with pytest.raises(ValueError, match="not a label vector"):
-        pcrp.label_draws(idata, "n_clusters")
+        pcrp.posterior.label_draws(idata, "n_clusters")
     bare = idata.copy()
     del bare.posterior["z"]
     with pytest.raises(ValueError, match="var_names"):
-        pcrp.label_draws(bare)
+        pcrp.posterior.label_draws(bare)

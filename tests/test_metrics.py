@@ -13,9 +13,9 @@ import pymc_pcrp.metrics as metrics_module
 
 from pymc_pcrp.metrics import (
     ClusteringSummary,
+    clustering_summary,
     draw_metrics,
     normalized_mutual_info,
-    posterior_summary,
     variation_of_information,
 )
 
@@ -219,7 +219,7 @@ def test_posterior_summary_known_answers():
     assert counts == {"exact": 9, "lumped": 1, "split": 5, "singletons": 1}
     draws, expect = _known_posterior(PATTERN)
     idata = az.from_dict(posterior={"z": draws})
-    s = posterior_summary(idata, TRUTH)
+    s = clustering_summary(idata, TRUTH)
     assert isinstance(s, ClusteringSummary)
     n = 16
     assert s.n_draws == n
@@ -244,12 +244,12 @@ def test_posterior_summary_known_answers():
         ess = float(az.ess(expect[key], method="mean"))
         assert mcse == pytest.approx(expect[key].std(ddof=1) / math.sqrt(ess), rel=1e-10)
     # The same from the bare label array.
-    assert posterior_summary(draws, TRUTH) == s
+    assert clustering_summary(draws, TRUTH) == s
 
 
 def test_ground_truth_row():
     draws = np.broadcast_to(TRUTH, (2, 10, 4))
-    s = posterior_summary(draws, ["x", "x", "y", "y"])
+    s = clustering_summary(draws, ["x", "x", "y", "y"])
     assert (s.nmi_mean, s.vi_mean, s.k_mean, s.k_max) == (1.0, 0.0, 2.0, 2)
     assert (s.nmi_se, s.vi_se, s.k_se) == (0.0, 0.0, 0.0)
     assert (s.nmi_mcse, s.vi_mcse, s.k_mcse) == (0.0, 0.0, 0.0)
@@ -262,16 +262,16 @@ def test_mcse_exceeds_naive_se_for_sticky_chains():
     names = list(KNOWN)
     pattern = [[names[j] for j in np.repeat(rng.integers(0, 4, size=4), 25)] for _ in range(2)]
     draws, _ = _known_posterior(pattern)
-    s = posterior_summary(az.from_dict(posterior={"z": draws}), TRUTH)
+    s = clustering_summary(az.from_dict(posterior={"z": draws}), TRUTH)
     assert s.k_mcse > 2 * s.k_se
     assert s.vi_mcse > 2 * s.vi_se
 
 
 def test_summary_formats_and_options():
     draws, _ = _known_posterior(PATTERN)
-    s = posterior_summary(draws, TRUTH, base=math.e, average_method="max")
+    s = clustering_summary(draws, TRUTH, base=math.e, average_method="max")
     assert s.vi_base == math.e
-    assert s.vi_mean == pytest.approx(posterior_summary(draws, TRUTH).vi_mean * math.log(2))
+    assert s.vi_mean == pytest.approx(clustering_summary(draws, TRUTH).vi_mean * math.log(2))
     d = s.as_dict()
     assert list(d)[:3] == ["nmi_mean", "nmi_se", "nmi_mcse"]
     assert d["k_max"] == 4
@@ -287,13 +287,13 @@ def test_posterior_summary_reads_named_label_variable():
     draws, _ = _known_posterior(PATTERN)
     idata = az.from_dict(posterior={"labels": draws, "other": draws + 1})
     with pytest.raises(ValueError, match="several label vectors"):
-        posterior_summary(idata, TRUTH)
-    assert posterior_summary(idata, TRUTH, "labels") == posterior_summary(draws, TRUTH)
+        clustering_summary(idata, TRUTH)
+    assert clustering_summary(idata, TRUTH, "labels") == clustering_summary(draws, TRUTH)
 
 
 def test_mcse_is_nan_with_fewer_than_four_draws_per_chain():
     draws, _ = _known_posterior([["exact", "split", "lumped"], ["split", "split", "exact"]])
-    s = posterior_summary(draws, TRUTH)
+    s = clustering_summary(draws, TRUTH)
     assert s.n_draws == 6
     assert s.k_mean == pytest.approx((2 + 3 + 1 + 3 + 3 + 2) / 6)
     assert math.isnan(s.k_mcse) and math.isnan(s.nmi_mcse) and math.isnan(s.vi_mcse)

@@ -42,7 +42,7 @@ def _random_label_draws(rng, chains, draws, n, k_max):
 def test_plot_k_trace_one_line_per_chain():
     rng = np.random.default_rng(SEED)
     labels = _random_label_draws(rng, 3, 25, 12, 5)
-    fig = pcrp.plot_k_trace(_idata(labels))
+    fig = pcrp.plots.plot_k_trace(_idata(labels))
     assert isinstance(fig, Figure)
     (ax,) = fig.axes
     assert len(ax.lines) == 3
@@ -50,7 +50,7 @@ def test_plot_k_trace_one_line_per_chain():
     for c, line in enumerate(ax.lines):
         np.testing.assert_array_equal(line.get_ydata(), expected_k[c])
     # without n_clusters in the posterior, K is counted from the labels
-    fig = pcrp.plot_k_trace(_idata(labels, n_clusters=False))
+    fig = pcrp.plots.plot_k_trace(_idata(labels, n_clusters=False))
     np.testing.assert_array_equal(fig.axes[0].lines[1].get_ydata(), expected_k[1])
 
 
@@ -60,19 +60,19 @@ def test_plot_k_trace_one_panel_per_method():
         "CRP": _idata(_random_label_draws(rng, 2, 10, 8, 6)),
         "pCRP": _idata(_random_label_draws(rng, 4, 10, 8, 3)),
     }
-    fig = pcrp.plot_k_trace(methods)
+    fig = pcrp.plots.plot_k_trace(methods)
     assert [ax.get_title() for ax in fig.axes] == ["CRP", "pCRP"]
     assert [len(ax.lines) for ax in fig.axes] == [2, 4]
     _, axes = plt.subplots(1, 2)
-    assert pcrp.plot_k_trace(methods, ax=axes) is axes[0].figure
+    assert pcrp.plots.plot_k_trace(methods, ax=axes) is axes[0].figure
     with pytest.raises(ValueError, match="2 Axes"):
-        pcrp.plot_k_trace(methods, ax=axes[0])
+        pcrp.plots.plot_k_trace(methods, ax=axes[0])
 
 
 def test_plot_k_posterior_one_marked_line_per_method():
     k_a = np.array([[2, 3, 3, 3, 4, 3]])
     k_b = np.array([[1, 1, 2, 5]])
-    fig = pcrp.plot_k_posterior({"a": k_a, "b": _idata(np.zeros((1, 4, 3)))})
+    fig = pcrp.plots.plot_k_posterior({"a": k_a, "b": _idata(np.zeros((1, 4, 3)))})
     ax = fig.axes[0]
     assert len(ax.lines) == 2
     np.testing.assert_array_equal(ax.lines[0].get_xdata(), [2, 3, 4])
@@ -80,7 +80,7 @@ def test_plot_k_posterior_one_marked_line_per_method():
     np.testing.assert_allclose(ax.lines[1].get_ydata(), [1.0])
     assert [line.get_marker() for line in ax.lines] == ["x", "o"]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"]
-    fig = pcrp.plot_k_posterior({"b": k_b})
+    fig = pcrp.plots.plot_k_posterior({"b": k_b})
     np.testing.assert_allclose(fig.axes[0].lines[0].get_ydata(), [0.5, 0.25, 0.25])
 
 
@@ -89,22 +89,22 @@ def test_plot_predictive_density_draws_density_and_components():
     x = np.r_[rng.normal(-4, 1, 20), rng.normal(0, 1, 15), rng.normal(5, 1, 10)]
     labels = np.r_[np.zeros(20), np.ones(15), np.full(10, 2)].astype(int)
     idata = _idata(np.broadcast_to(labels, (1, 3, 45)).copy(), x)
-    fig = pcrp.plot_predictive_density(idata, power=1.2, alpha=1.0, bins=12)
+    fig = pcrp.plots.plot_predictive_density(idata, power=1.2, alpha=1.0, bins=12)
     ax = fig.axes[0]
     assert len(ax.lines) == 4  # the density and three dashed components
     assert [line.get_linestyle() for line in ax.lines] == ["-", "--", "--", "--"]
     assert sum(isinstance(p, Rectangle) for p in ax.patches) == 12
     grid = ax.lines[0].get_xdata()
-    expected = pcrp.predictive_density(idata, grid, power=1.2, alpha=1.0)
+    expected = pcrp.posterior.predictive_density(idata, grid, power=1.2, alpha=1.0)
     np.testing.assert_allclose(ax.lines[0].get_ydata(), expected)
     # components are drawn by decreasing size and sum to less than the density
     peaks = [grid[np.argmax(line.get_ydata())] for line in ax.lines[1:]]
     assert peaks[0] < -2 and abs(peaks[1]) < 2 and peaks[2] > 3
     assert np.all(sum(line.get_ydata() for line in ax.lines[1:]) < expected)
-    fig = pcrp.plot_predictive_density(idata, power=1.2, alpha=1.0, show_components=False)
+    fig = pcrp.plots.plot_predictive_density(idata, power=1.2, alpha=1.0, show_components=False)
     assert len(fig.axes[0].lines) == 1
     with pytest.raises(ValueError, match="1-D"):
-        pcrp.plot_predictive_density(
+        pcrp.plots.plot_predictive_density(
             _idata(np.zeros((1, 2, 5)), rng.normal(size=(5, 2))), power=1.0, alpha=1.0
         )
 
@@ -112,7 +112,7 @@ def test_plot_predictive_density_draws_density_and_components():
 def test_plot_cv_curve_marks_the_chosen_power():
     powers = np.array([1.0, 1.2, 1.4, 1.6])
     loss = np.array([20.0, 19.0, 19.2, 30.0])
-    result = pcrp.CVResult(
+    result = pcrp.model_selection.CVResult(
         powers=powers,
         loss=loss,
         loss_se=np.full(4, 0.2),
@@ -122,14 +122,14 @@ def test_plot_cv_curve_marks_the_chosen_power():
         jump_index=3,
         jump_tol=0.1,
     )
-    fig = pcrp.plot_cv_curve(result)
+    fig = pcrp.plots.plot_cv_curve(result)
     ax = fig.axes[0]
     curve, marker = ax.lines[0], ax.lines[-1]
     np.testing.assert_array_equal(curve.get_xdata(), powers)
     np.testing.assert_array_equal(curve.get_ydata(), loss)
     np.testing.assert_array_equal(marker.get_xdata(), [1.4, 1.4])
     assert "1.4" in marker.get_label()
-    assert len(pcrp.plot_cv_curve(result, show_k=True).axes) == 2
+    assert len(pcrp.plots.plot_cv_curve(result, show_k=True).axes) == 2
 
 
 def test_plot_clusters_2d_one_ellipse_per_cluster():
@@ -137,7 +137,7 @@ def test_plot_clusters_2d_one_ellipse_per_cluster():
     x = np.r_[rng.normal(0, 1, (30, 2)), rng.normal(6, 0.5, (12, 2)), [[20.0, 20.0]]]
     labels = np.r_[np.full(30, 4), np.full(12, 1), [9]]
     prior = pcrp.NIWPrior.from_data(x)
-    fig = pcrp.plot_clusters_2d(x, labels, prior=prior)
+    fig = pcrp.plots.plot_clusters_2d(x, labels, prior=prior)
     ax = fig.axes[0]
     ellipses = [p for p in ax.patches if isinstance(p, Ellipse)]
     assert len(ax.collections) == 3 and len(ellipses) == 3
@@ -146,14 +146,14 @@ def test_plot_clusters_2d_one_ellipse_per_cluster():
     np.testing.assert_allclose(ellipses[0].center, x[:30].mean(axis=0), atol=0.05)
     # sample covariances: the singleton gets no ellipse, and a 2-sd ellipse of a
     # cluster with covariance diag(4, 1) has axes 8 and 4
-    fig = pcrp.plot_clusters_2d(x, labels)
+    fig = pcrp.plots.plot_clusters_2d(x, labels)
     assert sum(isinstance(p, Ellipse) for p in fig.axes[0].patches) == 2
     wide = rng.normal(size=(4000, 2)) * [2.0, 1.0]
-    fig = pcrp.plot_clusters_2d(wide, np.zeros(4000, int))
+    fig = pcrp.plots.plot_clusters_2d(wide, np.zeros(4000, int))
     (ellipse,) = fig.axes[0].patches
     assert sorted([ellipse.width, ellipse.height]) == pytest.approx([4.0, 8.0], rel=0.05)
     with pytest.raises(ValueError, match="2-D"):
-        pcrp.plot_clusters_2d(rng.normal(size=(5, 3)), np.zeros(5, int))
+        pcrp.plots.plot_clusters_2d(rng.normal(size=(5, 3)), np.zeros(5, int))
 
 
 def test_plot_cluster_sizes_one_bar_per_cluster():
@@ -161,7 +161,7 @@ def test_plot_cluster_sizes_one_bar_per_cluster():
         "CRP": np.r_[np.zeros(50), np.ones(30), np.full(3, 2), [3]].astype(int),
         "pCRP": np.r_[np.zeros(52), np.ones(32)].astype(int),
     }
-    fig = pcrp.plot_cluster_sizes(results)
+    fig = pcrp.plots.plot_cluster_sizes(results)
     bars = [p for p in fig.axes[0].patches if isinstance(p, Rectangle)]
     assert len(bars) == 6
     assert [b.get_height() for b in bars] == [50, 30, 3, 1, 52, 32]
@@ -170,4 +170,4 @@ def test_plot_cluster_sizes_one_bar_per_cluster():
         "pCRP (K=2)",
     ]
     with pytest.raises(ValueError, match="non-empty"):
-        pcrp.plot_cluster_sizes({})
+        pcrp.plots.plot_cluster_sizes({})

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from pymc_pcrp import reproduce
+from pymc_pcrp.cli import reproduce
 from pymc_pcrp.prior import crp_oracle_alpha
 
 K_TRUE = {"Sim 1": 3, "Sim 2": 2, "Digits 1-4": 4, "Old Faithful": 2}

@@ -11,11 +11,11 @@ from enumeration import set_partitions
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp import summaries
-from pymc_pcrp.summaries import (
+from pymc_pcrp.plots import plot_similarity
+from pymc_pcrp.posterior import similarity as summaries
+from pymc_pcrp.posterior.similarity import (
     PointEstimate,
     expected_loss,
-    plot_similarity,
     point_estimate,
     posterior_similarity,
 )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import arviz as az
 import numpy as np
 
-__all__ = ["label_draws", "observed_points"]
+__all__ = ["draw_indices", "label_draws", "observed_points"]
 
 
 def label_draws(idata: az.InferenceData, var_name: str | None = None) -> np.ndarray:
@@ -94,3 +94,13 @@ def observed_points(idata: az.InferenceData, var_name: str | None = None) -> np.
         raise ValueError(f"Argument 'var_name': '{var_name}' is not in idata.observed_data.")
     x = np.asarray(obs[var_name].values, dtype=np.float64)
     return x[:, None] if x.ndim == 1 else x
+
+
+def draw_indices(n_chains: int, n_draws: int, max_draws: int | None) -> np.ndarray:
+    """Flat indices into ``(chain, draw)`` of the draws to use, evenly spaced."""
+    total = n_chains * n_draws
+    if max_draws is None or max_draws >= total:
+        return np.arange(total)
+    if int(max_draws) != max_draws or max_draws < 1:
+        raise ValueError(f"Argument 'max_draws' must be a positive integer, got {max_draws}.")
+    return np.unique(np.linspace(0, total - 1, int(max_draws)).round().astype(np.int64))

@@ -3,7 +3,7 @@ r"""Cluster membership probabilities of new points, expressed in the clusters of
 A posterior over partitions has no fixed set of clusters: each draw numbers and
 shapes its clusters its own way. To say which cluster a new point belongs to,
 this module reports probabilities for the clusters of one summary partition
-``c`` of the training data (by default the :func:`~pymc_pcrp.summaries.point_estimate`
+``c`` of the training data (by default the :func:`~pymc_pcrp.posterior.similarity.point_estimate`
 minimising the expected variation of information), plus a "new cluster"
 option.
 
@@ -18,7 +18,7 @@ points, the pCRP prediction rule puts a new point ``x`` in occupied cluster
 
 where ``t_k`` is the NIW posterior predictive (a multivariate Student-t) of the
 points of cluster ``k`` and ``t_0`` the prior predictive. These are the same
-terms :func:`pymc_pcrp.predictive_density` mixes.
+terms :func:`pymc_pcrp.posterior.predictive_density` mixes.
 
 **From draw clusters to point-estimate clusters.** If ``x`` joins draw-cluster
 ``k``, it shares a cluster with every training point in ``k``. Pick one of
@@ -51,13 +51,13 @@ import numpy as np
 
 from scipy.special import logsumexp
 
+from pymc_pcrp._idata import draw_indices, label_draws, observed_points
+from pymc_pcrp._niw_numpy import PartitionPredictor, check_prior, prediction_weights
 from pymc_pcrp._validation import check_data, check_positive_scalar
-from pymc_pcrp.density import _check_prior, _draw_indices, _PartitionPredictor
 from pymc_pcrp.distributions import NIWPrior
-from pymc_pcrp.draws import label_draws, observed_points
-from pymc_pcrp.summaries import PointEstimate, point_estimate
+from pymc_pcrp.posterior.similarity import PointEstimate, point_estimate
 
-__all__ = ["PredictResult", "predict"]
+__all__ = ["DensityComponents", "PredictResult", "predict", "predictive_density"]
 
 # Seed of the point-estimate search when predict() has to compute the point estimate itself.
 _POINT_ESTIMATE_SEED = 0
@@ -81,7 +81,7 @@ class PredictResult:
     cluster_labels : numpy.ndarray of int64, shape (C,)
         The training-partition label that each of the first ``C`` columns
         stands for, in increasing order (``0, 1, ..., C - 1`` for a
-        :class:`~pymc_pcrp.summaries.PointEstimate`).
+        :class:`~pymc_pcrp.posterior.similarity.PointEstimate`).
     training_labels : numpy.ndarray of int64, shape (N,)
         The training partition the probabilities refer to.
     n_draws : int
@@ -98,6 +98,31 @@ class PredictResult:
     def new_cluster(self) -> np.ndarray:
         """Probability of a new cluster per point, the last column of ``probabilities``."""
         return self.probabilities[:, -1]
+
+
+@dataclass(frozen=True)
+class DensityComponents:
+    """The weighted mixture components of one representative posterior draw.
+
+    Attributes
+    ----------
+    densities : numpy.ndarray, shape (K + 1, G)
+        ``weights[k] * t_k(grid)``: row ``k < K`` is occupied cluster ``k`` of the
+        representative partition, the last row is the new-cluster term. The rows
+        sum to that draw's predictive density.
+    weights : numpy.ndarray, shape (K + 1,)
+        The pCRP prediction-rule probabilities, in the same order; they sum to 1.
+    sizes : numpy.ndarray, shape (K,)
+        Cluster sizes ``n_k`` of the representative partition.
+    chain, draw : int
+        Position of the representative draw in the posterior.
+    """
+
+    densities: np.ndarray
+    weights: np.ndarray
+    sizes: np.ndarray
+    chain: int
+    draw: int
 
 
 def _training_partition(point, idata: az.InferenceData, n: int) -> np.ndarray:
@@ -190,8 +215,8 @@ def predict(
     Examples
     --------
     >>> import numpy as np, pymc_pcrp as pcrp
-    >>> from pymc_pcrp.prediction import predict
-    >>> x = pcrp.load_old_faithful()
+    >>> from pymc_pcrp.posterior.predict import predict
+    >>> x = pcrp.datasets.load_old_faithful()
     >>> idata = pcrp.fit(x, power=1.11, draws=200, tune=200, chains=2,
     ...                  random_seed=1)  # doctest: +SKIP
     >>> result = predict(idata, [[2.0, 55.0], [4.5, 80.0]], power=1.11)  # doctest: +SKIP
@@ -208,14 +233,14 @@ def predict(
             f"The label draws cover {draws.shape[-1]} points but idata.observed_data holds {n}."
         )
     x_new = _check_new_points(X_new, dim)
-    prior = _check_prior(prior, x, dim)
+    prior = check_prior(prior, x, dim)
     training = _training_partition(point, idata, n)
     cluster_labels, training_index = np.unique(training, return_inverse=True)
     n_point_clusters = cluster_labels.size
 
-    predictor = _PartitionPredictor(x, prior)
+    predictor = PartitionPredictor(x, prior)
     flat = draws.reshape(-1, n)
-    chosen = _draw_indices(draws.shape[0], draws.shape[1], max_draws)
+    chosen = draw_indices(draws.shape[0], draws.shape[1], max_draws)
     total = np.zeros((x_new.shape[0], n_point_clusters + 1))
     for index in chosen:
         z = flat[index]
@@ -246,3 +271,139 @@ def predict(
         training_labels=training,
         n_draws=int(chosen.size),
     )
+
+
+def _check_grid(grid, dim: int) -> np.ndarray:
+    arr = np.asarray(grid, dtype=np.float64)
+    if arr.ndim == 1 and dim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2 or arr.shape[1] != dim or arr.shape[0] == 0:
+        expected = "(G,) or (G, 1)" if dim == 1 else f"(G, {dim})"
+        raise ValueError(
+            f"Argument 'grid' must have shape {expected} for D = {dim} data, "
+            f"but got shape {np.shape(grid)}."
+        )
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("Argument 'grid' contains NaN or infinite values.")
+    return arr
+
+
+def _representative_draw(idata: az.InferenceData, labels: np.ndarray) -> tuple[int, int]:
+    """Among draws with the modal number of clusters, the one with the highest log joint.
+
+    Without a ``log_joint`` sample statistic the last such draw is used.
+    """
+    n_chains, n_draws = labels.shape[:2]
+    flat = labels.reshape(n_chains * n_draws, -1)
+    k = np.array([np.unique(row).size for row in flat])
+    values, counts = np.unique(k, return_counts=True)
+    candidates = np.flatnonzero(k == values[np.argmax(counts)])
+    if "sample_stats" in idata.groups() and "log_joint" in idata.sample_stats:
+        log_joint = np.asarray(idata.sample_stats["log_joint"].values, dtype=np.float64).reshape(-1)
+        best = candidates[np.argmax(log_joint[candidates])]
+    else:
+        best = candidates[-1]
+    return divmod(int(best), n_draws)
+
+
+def predictive_density(
+    idata: az.InferenceData,
+    grid,
+    *,
+    power: float,
+    alpha: float,
+    prior: NIWPrior | None = None,
+    max_draws: int | None = None,
+    components: bool = False,
+) -> np.ndarray | tuple[np.ndarray, DensityComponents]:
+    """Posterior predictive density of one new point, evaluated on a grid.
+
+    For each posterior draw of the partition, the pCRP prediction rule gives a
+    mixture of Student-t densities: cluster ``k`` with weight
+    ``n_k^r / (sum_j n_j^r + alpha)`` and the NIW prior predictive (a new
+    cluster) with weight ``alpha / (sum_j n_j^r + alpha)``. The result is the
+    average of these mixtures over the draws.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        Output of :func:`pymc_pcrp.fit` (or ``pm.sample`` on a model with one
+        pCRP label vector and one observed :class:`~pymc_pcrp.NIWMixture`).
+    grid : array_like, shape (G,) for 1-D data or (G, D)
+        Where to evaluate the density.
+    power, alpha : float
+        The ``r`` and ``alpha`` the posterior was sampled with. They are not
+        stored in ``idata``, so they must be given.
+    prior : NIWPrior, optional
+        The NIW prior the posterior was sampled with. It is not stored in
+        ``idata`` either; the default, ``NIWPrior.from_data`` of the observed
+        data, is what :func:`pymc_pcrp.fit` uses when it is called without a
+        prior. Pass the prior explicitly whenever sampling used another one.
+    max_draws : int, optional
+        Use at most this many draws, evenly spaced through the chains
+        (concatenated); all draws by default.
+    components : bool, default=False
+        Also return the weighted components of one representative draw (see
+        Returns).
+
+    Returns
+    -------
+    density : numpy.ndarray, shape (G,)
+        The posterior predictive density at each grid point.
+    components : DensityComponents
+        Only if ``components=True``. The representative draw is, among the
+        draws whose number of clusters equals the posterior mode of ``K``, the
+        one with the highest ``sample_stats.log_joint`` (the last such draw if
+        that statistic is absent); all draws are considered, whatever
+        ``max_draws``. This mirrors the paper's Figure 4, which shows the
+        density with the components of a partition with the modal number of
+        clusters. The components are those of a single partition, so they sum
+        to that draw's density, not to the averaged ``density``.
+
+    Examples
+    --------
+    >>> import numpy as np, pymc_pcrp as pcrp
+    >>> x = np.r_[np.random.default_rng(0).normal(-3, 1, 50),
+    ...           np.random.default_rng(1).normal(3, 1, 50)]
+    >>> idata = pcrp.fit(x, power=1.2, draws=100, tune=100, chains=1,
+    ...                  random_seed=0)  # doctest: +SKIP
+    >>> dens = pcrp.posterior.predictive_density(idata, np.linspace(-8, 8, 200), power=1.2,
+    ...                                alpha=1.0)  # doctest: +SKIP
+    """
+    power = check_positive_scalar(power, "power")
+    alpha = check_positive_scalar(alpha, "alpha")
+    x = observed_points(idata)
+    labels = label_draws(idata)
+    if labels.shape[-1] != x.shape[0]:
+        raise ValueError(
+            f"The label draws cover {labels.shape[-1]} points but idata.observed_data holds "
+            f"{x.shape[0]}."
+        )
+    dim = x.shape[1]
+    prior = check_prior(prior, x, dim)
+    points = _check_grid(grid, dim)
+    predictor = PartitionPredictor(x, prior)
+
+    n_chains, n_draws = labels.shape[:2]
+    flat = labels.reshape(n_chains * n_draws, -1)
+    chosen = draw_indices(n_chains, n_draws, max_draws)
+    density = np.zeros(points.shape[0])
+    for index in chosen:
+        pred = predictor(flat[index])
+        weights = prediction_weights(pred.sizes, power, alpha)
+        density += weights @ np.exp(pred.logpdf(points))
+    density /= chosen.size
+    if not components:
+        return density
+
+    chain, draw = _representative_draw(idata, labels)
+    pred = predictor(labels[chain, draw])
+    weights = prediction_weights(pred.sizes, power, alpha)
+    parts = DensityComponents(
+        densities=weights[:, None] * np.exp(pred.logpdf(points)),
+        weights=weights,
+        sizes=pred.sizes.astype(np.int64),
+        chain=chain,
+        draw=draw,
+    )
+    return density, parts

@@ -6,10 +6,11 @@
   expected variation of information (Wade & Ghahramani, 2018) or Binder's loss,
   by a randomised greedy search in the spirit of SALSO (Dahl, Johnson & Müller,
   2022); :func:`expected_loss` scores any clustering with the same losses.
-* :func:`plot_similarity` shows the PSM with points grouped by a clustering.
+* :func:`~pymc_pcrp.plots.plot_similarity` shows the PSM with points grouped by a
+  clustering.
 
 All of them accept either an :class:`arviz.InferenceData` (the labels are read
-with :func:`~pymc_pcrp.label_draws`) or an integer array of label draws whose
+with :func:`~pymc_pcrp._idata.label_draws`) or an integer array of label draws whose
 last axis runs over the ``N`` points. Label values are arbitrary: only which
 points share a value matters.
 
@@ -30,24 +31,18 @@ from __future__ import annotations
 import numbers
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import arviz as az
 import numpy as np
 
 from scipy.linalg import blas
 
-from pymc_pcrp._kernels import salso
-from pymc_pcrp.draws import label_draws
-
-if TYPE_CHECKING:
-    from matplotlib.axes import Axes
-    from matplotlib.figure import Figure
+from pymc_pcrp._idata import label_draws
+from pymc_pcrp.posterior import _salso as salso
 
 __all__ = [
     "PointEstimate",
     "expected_loss",
-    "plot_similarity",
     "point_estimate",
     "posterior_similarity",
 ]
@@ -73,7 +68,7 @@ def _flat_draws(idata_or_draws, var_name: str | None) -> np.ndarray:
         if not np.issubdtype(draws.dtype, np.integer):
             raise ValueError(
                 "Label draws must be an integer array whose last axis runs over the points, "
-                f"but got dtype {draws.dtype}. Pass pymc_pcrp.label_draws(idata) or the "
+                f"but got dtype {draws.dtype}. Pass pymc_pcrp.posterior.label_draws(idata) or the "
                 "InferenceData itself."
             )
     if draws.ndim == 0 or draws.shape[-1] == 0 or draws.size == 0:
@@ -156,7 +151,7 @@ def posterior_similarity(
         (for example ``(chain, draw, N)``); every leading index is one draw.
     var_name : str, optional
         Name of the label variable in ``idata.posterior``; see
-        :func:`~pymc_pcrp.label_draws`. Only for InferenceData input.
+        :func:`~pymc_pcrp.posterior.label_draws`. Only for InferenceData input.
     dtype : {numpy.float64, numpy.float32}, default=numpy.float64
         Dtype of the result. ``float32`` halves the memory; its entries are then
         within about ``6e-8`` of the exact fraction.
@@ -559,93 +554,3 @@ def expected_loss(
     obj = _VIObjective(*salso.dense_labels(draws), int(c.max()) + 1)
     obj.reset(c)
     return float(obj.loss())
-
-
-def plot_similarity(
-    psm_or_idata,
-    labels=None,
-    *,
-    ax: Axes | None = None,
-    var_name: str | None = None,
-    random_seed=0,
-    cmap: str = "viridis",
-) -> Figure:
-    """Plot the posterior similarity matrix with the points grouped by cluster.
-
-    Parameters
-    ----------
-    psm_or_idata : numpy.ndarray of float, arviz.InferenceData or array_like of int
-        A similarity matrix from :func:`posterior_similarity`, or anything it
-        accepts (the matrix is then computed).
-    labels : array_like of int or PointEstimate, optional
-        Clustering used to order the rows and columns. Defaults to
-        :func:`point_estimate` with ``loss="vi"`` when draws are given, or with
-        ``loss="binder"`` when only a similarity matrix is given (the VI needs
-        the draws).
-    ax : matplotlib.axes.Axes, optional
-        Axes to draw in; a new figure is made if omitted.
-    var_name : str, optional
-        Name of the label variable; only for InferenceData input.
-    random_seed : int, numpy.random.Generator or None, default=0
-        Passed to :func:`point_estimate` when ``labels`` is omitted.
-    cmap : str, default="viridis"
-        Colour map of the image.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure holding the axes. Its image is the ``(N, N)`` matrix with
-        clusters in decreasing order of size and, within a cluster, points in
-        decreasing order of mean similarity to the rest of the cluster; white
-        lines mark the cluster boundaries.
-    """
-    import matplotlib.pyplot as plt
-
-    if _is_similarity(psm_or_idata):
-        psm = _check_similarity(psm_or_idata)
-        source = psm
-        default_loss = "binder"
-    else:
-        draws = _flat_draws(psm_or_idata, var_name)
-        psm = posterior_similarity(draws)
-        source = draws
-        default_loss = "vi"
-    n = psm.shape[0]
-    if labels is None:
-        labels = point_estimate(source, loss=default_loss, random_seed=random_seed).labels
-    elif isinstance(labels, PointEstimate):
-        labels = labels.labels
-    labels = np.asarray(labels)
-    if labels.shape != (n,) or not np.issubdtype(labels.dtype, np.integer):
-        raise ValueError(
-            f"Argument 'labels' must be {n} integer labels, but got dtype {labels.dtype} and "
-            f"shape {labels.shape}."
-        )
-    labels = _canonical(labels)
-    sizes = np.bincount(labels)
-    cohesion = np.zeros(n)
-    for k in range(sizes.shape[0]):
-        members = np.flatnonzero(labels == k)
-        cohesion[members] = psm[np.ix_(members, members)].mean(axis=1)
-    # Clusters by decreasing size (ties by label), then points by decreasing cohesion.
-    cluster_rank = np.empty_like(sizes)
-    cluster_rank[np.lexsort((np.arange(sizes.shape[0]), -sizes))] = np.arange(sizes.shape[0])
-    order = np.lexsort((np.arange(n), -cohesion, cluster_rank[labels]))
-
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(5.5, 4.5))
-    else:
-        fig = ax.figure
-    image = ax.imshow(
-        psm[np.ix_(order, order)], cmap=cmap, vmin=0.0, vmax=1.0, interpolation="nearest"
-    )
-    for edge in np.cumsum(np.sort(sizes)[::-1])[:-1]:
-        ax.axhline(edge - 0.5, color="white", lw=0.8)
-        ax.axvline(edge - 0.5, color="white", lw=0.8)
-    fig.colorbar(image, ax=ax, label="posterior co-clustering probability")
-    ax.set(
-        title=f"Posterior similarity, {sizes.shape[0]} clusters",
-        xlabel="point (sorted)",
-        ylabel="point (sorted)",
-    )
-    return fig

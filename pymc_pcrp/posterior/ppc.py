@@ -16,25 +16,10 @@ import pymc as pm
 from pymc.util import RandomState
 from scipy import stats
 
+from pymc_pcrp._niw_numpy import niw_posterior
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 
-__all__ = ["niw_posterior", "sample_posterior_predictive"]
-
-
-def niw_posterior(
-    x: np.ndarray, mu0: np.ndarray, kappa0: float, nu0: float, psi0: np.ndarray
-) -> tuple[np.ndarray, float, float, np.ndarray]:
-    """NIW posterior ``(mu_n, kappa_n, nu_n, psi_n)`` after the points ``x`` of shape ``(n, D)``."""
-    n = x.shape[0]
-    kappa_n, nu_n = kappa0 + n, nu0 + n
-    if n == 0:
-        return mu0.copy(), kappa_n, nu_n, psi0.copy()
-    xbar = x.mean(axis=0)
-    centred = x - xbar
-    diff = xbar - mu0
-    psi_n = psi0 + centred.T @ centred + (kappa0 * n / kappa_n) * np.outer(diff, diff)
-    mu_n = (kappa0 * mu0 + n * xbar) / kappa_n
-    return mu_n, kappa_n, nu_n, psi_n
+__all__ = ["sample_posterior_predictive"]
 
 
 def sample_posterior_predictive(

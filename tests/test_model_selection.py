@@ -29,49 +29,51 @@ def test_cluster_loss_matches_a_direct_computation():
     for k in np.unique(labels):
         members = x[labels == k]
         expected += np.sqrt(np.sum((members - members.mean(axis=0)) ** 2))
-    assert pcrp.cluster_loss(x, labels) == pytest.approx(expected, rel=1e-12)
+    assert pcrp.model_selection.cluster_loss(x, labels) == pytest.approx(expected, rel=1e-12)
     # 1-D input and a single cluster
     v = rng.normal(size=15)
-    assert pcrp.cluster_loss(v, np.zeros(15, int)) == pytest.approx(
+    assert pcrp.model_selection.cluster_loss(v, np.zeros(15, int)) == pytest.approx(
         np.sqrt(np.sum((v - v.mean()) ** 2))
     )
     # the square root charges for splitting a cluster without moving its mean
     halves = np.r_[np.zeros(20, int), np.ones(20, int)]
     same_mean = np.r_[x[:20], -x[:20]]
-    assert pcrp.cluster_loss(same_mean, halves) > pcrp.cluster_loss(same_mean, np.zeros(40, int))
+    assert pcrp.model_selection.cluster_loss(same_mean, halves) > pcrp.model_selection.cluster_loss(
+        same_mean, np.zeros(40, int)
+    )
     with pytest.raises(ValueError, match="labels"):
-        pcrp.cluster_loss(x, labels[:-1])
+        pcrp.model_selection.cluster_loss(x, labels[:-1])
 
 
 def test_find_jump_takes_the_point_before_the_first_large_rise():
     r = np.array([1.0, 1.1, 1.2, 1.3, 1.4, 1.5])
     # small wiggles (< 10%), then a 50% rise at 1.4, then a larger one later
     loss = np.array([15.5, 15.0, 15.6, 14.9, 22.0, 40.0])
-    assert pcrp.find_jump(r, loss) == (1.3, 4)
+    assert pcrp.model_selection.find_jump(r, loss) == (1.3, 4)
     # a stricter tolerance reads the 4% wiggle at 1.2 as the jump
-    assert pcrp.find_jump(r, loss, jump_tol=0.03) == (1.1, 2)
+    assert pcrp.model_selection.find_jump(r, loss, jump_tol=0.03) == (1.1, 2)
     # decreases never count; no jump means the largest r and no index
-    assert pcrp.find_jump(r, loss[::-1]) == (1.5, None)
+    assert pcrp.model_selection.find_jump(r, loss[::-1]) == (1.5, None)
     with pytest.raises(ValueError, match="increasing"):
-        pcrp.find_jump(r[::-1], loss)
+        pcrp.model_selection.find_jump(r[::-1], loss)
     with pytest.raises(ValueError, match="same length"):
-        pcrp.find_jump(r, loss[:-1])
+        pcrp.model_selection.find_jump(r, loss[:-1])
 
 
 def test_split_train_test():
     x = np.arange(30, dtype=float).reshape(15, 2)
-    train, test = pcrp.split_train_test(x, 10, seed=3)
+    train, test = pcrp.model_selection.split_train_test(x, 10, seed=3)
     assert train.shape == (10, 2) and test.shape == (5, 2)
     np.testing.assert_array_equal(np.sort(np.r_[train, test][:, 0]), x[:, 0])
-    again, _ = pcrp.split_train_test(x, 10, seed=3)
+    again, _ = pcrp.model_selection.split_train_test(x, 10, seed=3)
     np.testing.assert_array_equal(train, again)
-    other, _ = pcrp.split_train_test(x, 10, seed=4)
+    other, _ = pcrp.model_selection.split_train_test(x, 10, seed=4)
     assert not np.array_equal(train, other)
-    v_train, v_test = pcrp.split_train_test(x[:, 0], 4, seed=0)
+    v_train, v_test = pcrp.model_selection.split_train_test(x[:, 0], 4, seed=0)
     assert v_train.shape == (4,) and v_test.shape == (11,)
     for bad in (0, 15, 2.5):
         with pytest.raises(ValueError, match="n_train"):
-            pcrp.split_train_test(x, bad)
+            pcrp.model_selection.split_train_test(x, bad)
 
 
 def test_loss_curve_jumps_where_the_two_clusters_merge():
@@ -91,12 +93,12 @@ def test_loss_curve_jumps_where_the_two_clusters_merge():
     assert 1.4 < r_star < 1.7  # measured 1.52 for this data set
 
     powers = np.round(np.arange(1.0, 3.01, 0.2), 1)
-    res = pcrp.cross_validate_power(
+    res = pcrp.model_selection.cross_validate_power(
         x_train, x_test, powers, draws=100, tune=100, chains=2, random_seed=1
     )
     # measured (random_seed=1): 19.02 18.69 | 32.95 25.82 25.82 25.82 25.82 32.95 32.95 ...
-    true_loss = pcrp.cluster_loss(x_test, y_test)  # 18.69
-    one_loss = pcrp.cluster_loss(x_test, np.zeros(len(x_test), int))  # 32.95
+    true_loss = pcrp.model_selection.cluster_loss(x_test, y_test)  # 18.69
+    one_loss = pcrp.model_selection.cluster_loss(x_test, np.zeros(len(x_test), int))  # 32.95
     np.testing.assert_array_equal(res.powers, powers)
     assert res.loss_draws.shape == (powers.size, 2, 100)
     chosen = int(np.flatnonzero(res.powers == res.chosen_power)[0])
@@ -116,13 +118,19 @@ def test_loss_curve_jumps_where_the_two_clusters_merge():
 def test_results_do_not_depend_on_n_jobs_or_grid_order():
     x_train, _, x_test, _ = _two_blobs(n_per=40, seed=11)
     kwargs = {"draws": 20, "tune": 20, "random_seed": SEED}
-    serial = pcrp.cross_validate_power(x_train, x_test, [1.0, 1.5, 3.0], n_jobs=1, **kwargs)
-    parallel = pcrp.cross_validate_power(x_train, x_test, [3.0, 1.0, 1.5], n_jobs=2, **kwargs)
+    serial = pcrp.model_selection.cross_validate_power(
+        x_train, x_test, [1.0, 1.5, 3.0], n_jobs=1, **kwargs
+    )
+    parallel = pcrp.model_selection.cross_validate_power(
+        x_train, x_test, [3.0, 1.0, 1.5], n_jobs=2, **kwargs
+    )
     np.testing.assert_array_equal(serial.powers, parallel.powers)
     np.testing.assert_array_equal(serial.loss_draws, parallel.loss_draws)
     np.testing.assert_array_equal(serial.mean_k, parallel.mean_k)
     assert serial.chosen_power == parallel.chosen_power
-    other = pcrp.cross_validate_power(x_train, x_test, [1.0, 1.5, 3.0], draws=20, tune=20)
+    other = pcrp.model_selection.cross_validate_power(
+        x_train, x_test, [1.0, 1.5, 3.0], draws=20, tune=20
+    )
     assert not np.array_equal(serial.loss_draws, other.loss_draws)
 
 
@@ -130,7 +138,7 @@ def test_warns_when_the_curve_never_jumps():
     rng = np.random.default_rng(SEED)
     x = rng.normal(size=(60, 2))  # one cluster: nothing to merge
     with pytest.warns(UserWarning, match="never rose"):
-        res = pcrp.cross_validate_power(
+        res = pcrp.model_selection.cross_validate_power(
             x[:40], x[40:], [2.0, 3.0], draws=20, tune=30, random_seed=SEED
         )
     assert res.chosen_power == 3.0 and res.jump_index is None
@@ -139,12 +147,12 @@ def test_warns_when_the_curve_never_jumps():
 def test_bad_arguments():
     x = np.random.default_rng(0).normal(size=(20, 2))
     with pytest.raises(ValueError, match="at least two"):
-        pcrp.cross_validate_power(x, x, [1.2])
+        pcrp.model_selection.cross_validate_power(x, x, [1.2])
     with pytest.raises(ValueError, match="repeated"):
-        pcrp.cross_validate_power(x, x, [1.2, 1.2])
+        pcrp.model_selection.cross_validate_power(x, x, [1.2, 1.2])
     with pytest.raises(ValueError, match="powers"):
-        pcrp.cross_validate_power(x, x, [0.0, 1.2])
+        pcrp.model_selection.cross_validate_power(x, x, [0.0, 1.2])
     with pytest.raises(ValueError, match="features"):
-        pcrp.cross_validate_power(x, x[:, :1], [1.0, 1.2])
+        pcrp.model_selection.cross_validate_power(x, x[:, :1], [1.0, 1.2])
     with pytest.raises(ValueError, match="must not set"):
-        pcrp.cross_validate_power(x, x, [1.0, 1.2], fit_kwargs={"power": 2.0})
+        pcrp.model_selection.cross_validate_power(x, x, [1.0, 1.2], fit_kwargs={"power": 2.0})

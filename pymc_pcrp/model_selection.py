@@ -9,7 +9,7 @@ them as follows.
 training partition, each held-out point joins the existing training cluster
 that maximises ``n_k^r t_k(x)``, its pCRP prediction-rule probability (``t_k``
 the cluster's NIW Student-t posterior predictive); see
-:func:`pymc_pcrp.assign_to_clusters`. A new cluster is not an option: a point
+:func:`_assign_to_clusters`. A new cluster is not an option: a point
 alone in its cluster contributes zero loss, so allowing new clusters would
 reward exactly the spurious singletons that ``r`` is meant to suppress. Each
 held-out point is assigned on its own (the held-out points do not join the
@@ -45,20 +45,19 @@ step method offers them, moves that split and merge whole clusters.
 
 from __future__ import annotations
 
-import logging
 import warnings
 
 from collections.abc import Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import arviz as az
 import numpy as np
 
+from pymc_pcrp._idata import label_draws
+from pymc_pcrp._logging import quiet_loggers
+from pymc_pcrp._niw_numpy import PartitionPredictor, assign, check_prior
 from pymc_pcrp._validation import check_data, check_positive_scalar
-from pymc_pcrp.density import _assign, _check_prior, _PartitionPredictor
 from pymc_pcrp.distributions import NIWPrior
-from pymc_pcrp.draws import label_draws
 from pymc_pcrp.fitting import fit
 
 __all__ = [
@@ -157,6 +156,68 @@ def cluster_loss(X, labels) -> float:
     return _cluster_loss(x, z)
 
 
+def _assign_to_clusters(
+    X_train,
+    labels,
+    X_new,
+    *,
+    power: float,
+    prior: NIWPrior | None = None,
+    alpha: float = 1.0,
+    allow_new: bool = False,
+) -> np.ndarray:
+    """Give each new point the training cluster it most probably joins.
+
+    Under the pCRP prediction rule, a new point ``x`` joins occupied cluster
+    ``k`` of the training partition with probability proportional to
+    ``n_k^r t_k(x)`` (``t_k`` the cluster's Student-t posterior predictive).
+    Each new point is assigned on its own, to the cluster maximising this
+    quantity; new points do not join the partition, so the order of
+    ``X_new`` does not matter.
+
+    Parameters
+    ----------
+    X_train : array_like, shape (N, D) or (N,)
+        The clustered data.
+    labels : array_like of int, shape (N,)
+        A partition of ``X_train`` (any integer labels).
+    X_new : array_like, shape (M, D) or (M,)
+        The points to assign.
+    power : float
+        The pCRP power ``r``.
+    prior : NIWPrior, optional
+        Defaults to ``NIWPrior.from_data(X_train)``, the default of
+        :func:`pymc_pcrp.fit`.
+    alpha : float, default=1.0
+        Concentration; it matters only when ``allow_new=True``.
+    allow_new : bool, default=False
+        If true, a point whose new-cluster term ``alpha t_0(x)`` exceeds every
+        ``n_k^r t_k(x)`` gets the label ``-1``.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (M,)
+        Labels taken from ``labels`` (or ``-1``).
+    """
+    x = check_data(X_train, "X_train")
+    x_new = check_data(X_new, "X_new")
+    if x_new.shape[1] != x.shape[1]:
+        raise ValueError(
+            f"Argument 'X_new' has D = {x_new.shape[1]} features but 'X_train' has "
+            f"D = {x.shape[1]}."
+        )
+    z = np.asarray(labels)
+    if z.shape != (x.shape[0],) or not np.issubdtype(z.dtype, np.integer):
+        raise ValueError(
+            f"Argument 'labels' must be an integer vector of length {x.shape[0]}, got dtype "
+            f"{z.dtype} and shape {z.shape}."
+        )
+    power = check_positive_scalar(power, "power")
+    alpha = check_positive_scalar(alpha, "alpha")
+    prior = check_prior(prior, x, x.shape[1])
+    return assign(PartitionPredictor(x, prior), z, x_new, power, alpha, allow_new)
+
+
 def _cluster_loss(x: np.ndarray, labels: np.ndarray) -> float:
     _, inverse = np.unique(labels, return_inverse=True)
     counts = np.bincount(inverse)
@@ -210,18 +271,6 @@ def find_jump(powers, loss, jump_tol: float = 0.1) -> tuple[float, int | None]:
     return float(r[index - 1]), index
 
 
-@contextmanager
-def _quiet_pymc():
-    """Silence PyMC's per-run log lines and short-chain warnings (the grid fits many models)."""
-    logger = logging.getLogger("pymc")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
 def _score_power(
     x_train: np.ndarray,
     x_test: np.ndarray,
@@ -232,7 +281,7 @@ def _score_power(
     seed: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Fit at one ``r`` and return the held-out loss and ``K`` of every kept draw."""
-    with _quiet_pymc():
+    with quiet_loggers("pymc", runtime_warnings=False):
         idata = fit(
             x_train,
             power=power,
@@ -244,13 +293,13 @@ def _score_power(
             **fit_kwargs,
         )
     labels = label_draws(idata)
-    predictor = _PartitionPredictor(x_train, prior)
+    predictor = PartitionPredictor(x_train, prior)
     losses = np.empty(labels.shape[:2])
     n_clusters = np.empty(labels.shape[:2], dtype=np.int64)
     for c in range(labels.shape[0]):
         for d in range(labels.shape[1]):
             z = labels[c, d]
-            assigned = _assign(predictor, z, x_test, power, alpha, allow_new=False)
+            assigned = assign(predictor, z, x_test, power, alpha, allow_new=False)
             losses[c, d] = _cluster_loss(x_test, assigned)
             n_clusters[c, d] = np.unique(z).size
     return losses, n_clusters
@@ -348,7 +397,7 @@ def cross_validate_power(
         check_positive_scalar(value, "powers")
     alpha = check_positive_scalar(alpha, "alpha")
     jump_tol = check_positive_scalar(jump_tol, "jump_tol")
-    prior = _check_prior(prior, x_train, x_train.shape[1])
+    prior = check_prior(prior, x_train, x_train.shape[1])
     extra = dict(fit_kwargs or {})
     own = {"power", "alpha", "prior", "random_seed", "draws", "tune", "chains", "sweeps_per_draw"}
     clash = own & extra.keys()

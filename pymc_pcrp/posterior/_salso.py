@@ -1,6 +1,6 @@
 """Kernels for posterior summaries of a partition: co-clustering counts and greedy search.
 
-Everything here works on plain arrays; :mod:`pymc_pcrp.summaries` validates the
+Everything here works on plain arrays; :mod:`pymc_pcrp.posterior.similarity` validates the
 input and drives the search.
 
 Label draws arrive as an ``(S, N)`` integer array with arbitrary label values;

@@ -1,0 +1,348 @@
+"""``python -m pymc_pcrp cluster``: cluster the rows of a CSV or ``.npy`` file, write a report.
+
+The command reads a data file, optionally chooses the power ``r`` by
+cross-validation, samples the pCRP mixture posterior with
+:func:`pymc_pcrp.fit`, summarises it with the expected-VI point estimate, and
+writes the results into one output directory.
+
+**Choosing r** (``--power auto``). The rows are split at random into a training
+part (``--cv-fraction`` of them) and a held-out part with
+:func:`~pymc_pcrp.model_selection.split_train_test`;
+:func:`~pymc_pcrp.model_selection.cross_validate_power` fits the training part at
+every ``r`` of ``--cv-grid`` and picks the ``r`` just
+before the held-out loss jumps. The split only serves the choice of ``r``: the
+final posterior is then sampled on *all* rows with the chosen ``r``, as in the
+paper, where cross-validation tunes ``r`` and the reported clustering uses the
+whole data set. The cross-validation fits use the NIW prior
+``NIWPrior.from_data`` of the training part, the final fit that of all rows.
+
+**Seeds.** The seeds of the split, of the cross-validation and of the final fit
+are spawned from ``--seed`` with :class:`numpy.random.SeedSequence`. The final
+fit therefore does not depend on whether ``r`` was given or chosen: ``--power
+auto --seed S`` that chooses ``r = R`` samples the same posterior as ``--power
+R --seed S``. Without ``--seed`` a seed is drawn and written into the summary.
+
+**Outputs** (in ``--out DIR``): ``labels.csv`` (``row,label``: the 0-based
+data-row index, header excluded, and its point-estimate cluster),
+``idata.nc`` (the posterior, readable with :func:`arviz.from_netcdf`; the
+settings are in the attributes of its posterior group), ``summary.md`` and PNG
+figures.
+
+**No half-written output.** Everything is written into a fresh temporary
+directory next to ``DIR`` (in the same parent, named
+``.DIR.incomplete-XXXXXXXX``) that is renamed to ``DIR`` only after every file
+has been written. On an error the temporary directory is removed; if the
+process is killed, what remains carries ``incomplete`` in its name, and ``DIR``
+itself never appears half-filled. An existing non-empty ``DIR`` is replaced
+only with ``--overwrite`` and only if it looks like an earlier output of this
+command (it holds a ``summary.md``).
+
+**Errors.** Problems with the input (missing or unreadable file, unknown
+column, non-numeric, empty, NaN or infinite cells, fewer than two rows, a
+constant column, an output directory in the way) and invalid options are
+reported on stderr as one message naming the problem, with exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+import warnings
+
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+
+from pymc_pcrp.cli.cluster_options import MAX_SIMILARITY_ROWS, add_cluster_parser
+from pymc_pcrp.cli.cluster_report import summary
+from pymc_pcrp.cli.io import (
+    ClusterData,
+    InputError,
+    check_output,
+    load_data,
+    make_temporary_dir,
+    publish,
+    save_figure,
+    write_labels,
+)
+from pymc_pcrp.distributions import NIWPrior
+from pymc_pcrp.fitting import fit
+from pymc_pcrp.model_selection import CVResult, cross_validate_power, split_train_test
+from pymc_pcrp.posterior import PointEstimate, point_estimate
+
+__all__ = ["add_cluster_parser", "run_cluster"]
+
+_PROG = "pymc_pcrp cluster"
+
+
+def _marginal_prior(prior: NIWPrior, keep: int) -> NIWPrior | None:
+    """Return the NIW prior of the first ``keep`` coordinates (its exact marginal), if valid."""
+    drop = prior.dim - keep
+    try:
+        return NIWPrior(
+            mu0=prior.mu0[:keep],
+            kappa0=prior.kappa0,
+            nu0=prior.nu0 - drop,
+            psi0=prior.psi0[:keep, :keep],
+        )
+    except ValueError:
+        return None
+
+
+def _write_figures(
+    tmp: Path,
+    idata: az.InferenceData,
+    x: np.ndarray,
+    names: list[str],
+    estimate: PointEstimate,
+    prior: NIWPrior,
+    power: float,
+    alpha: float,
+    cv: CVResult | None,
+) -> list[str]:
+    from pymc_pcrp.plots import (
+        plot_clusters_2d,
+        plot_cv_curve,
+        plot_k_posterior,
+        plot_k_trace,
+        plot_predictive_density,
+        plot_similarity,
+    )
+
+    written = ["k_trace.png", "k_posterior.png"]
+    save_figure(tmp / "k_trace.png", lambda ax: plot_k_trace(idata, ax=ax), (7.0, 3.5))
+    save_figure(
+        tmp / "k_posterior.png",
+        lambda ax: plot_k_posterior({f"pCRP (r = {power:g})": idata}, ax=ax),
+    )
+    if x.shape[1] == 1:
+
+        def density(ax):
+            plot_predictive_density(idata, power=power, alpha=alpha, prior=prior, ax=ax)
+            ax.set_xlabel(names[0])
+
+        save_figure(tmp / "density_1d.png", density)
+        written.append("density_1d.png")
+    else:
+        plane_prior = prior if x.shape[1] == 2 else _marginal_prior(prior, 2)
+
+        def clusters(ax):
+            plot_clusters_2d(x[:, :2], estimate, prior=plane_prior, ax=ax)
+            ax.set(
+                xlabel=names[0],
+                ylabel=names[1],
+                title=f"Point estimate: {estimate.n_clusters} cluster(s)",
+            )
+
+        save_figure(tmp / "clusters_2d.png", clusters, (6.0, 5.0))
+        written.append("clusters_2d.png")
+    if x.shape[0] <= MAX_SIMILARITY_ROWS:
+        save_figure(
+            tmp / "similarity.png", lambda ax: plot_similarity(idata, estimate, ax=ax), (6.0, 5.0)
+        )
+        written.append("similarity.png")
+    if cv is not None:
+        save_figure(tmp / "cv_curve.png", lambda ax: plot_cv_curve(cv, ax=ax, show_k=True))
+        written.append("cv_curve.png")
+    return written
+
+
+def _error(message: str) -> int:
+    print(f"{_PROG}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _seed_int(seq: np.random.SeedSequence) -> int:
+    return int(seq.generate_state(1, dtype=np.uint32)[0])
+
+
+def _check_inputs(args: argparse.Namespace) -> tuple[ClusterData, Path, int]:
+    """Read the data and check the output path before any work; raise InputError if invalid."""
+    data = load_data(args)
+    out = Path(args.out)
+    check_output(out, args.overwrite, Path(args.data))
+    n = data.x.shape[0]
+    n_train = 0
+    if args.power == "auto":
+        n_train = min(max(round(args.cv_fraction * n), 2), n - 1)
+        if n < 4:
+            raise InputError(
+                f"--power auto needs at least 4 rows (2 to train, 1 to hold out), got {n}; "
+                "give --power R"
+            )
+    return data, out, n_train
+
+
+def _choose_power(
+    args: argparse.Namespace,
+    x: np.ndarray,
+    n_train: int,
+    split_seq: np.random.SeedSequence,
+    cv_seq: np.random.SeedSequence,
+) -> tuple[float, tuple[CVResult, tuple[int, int], list[str]] | None]:
+    """Return ``r`` (given, or chosen by cross-validation) and the cross-validation record."""
+    if args.power != "auto":
+        return float(args.power), None
+    train, test = split_train_test(x, n_train, seed=_seed_int(split_seq))
+    cv_sizes = (train.shape[0], test.shape[0])
+    grid = args.cv_grid
+    print(
+        f"Choosing r by cross-validation over {grid.size} values "
+        f"({grid[0]:g} to {grid[-1]:g}) on {cv_sizes[0]} training / {cv_sizes[1]} "
+        "held-out rows ...",
+        flush=True,
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        cv = cross_validate_power(
+            train,
+            test,
+            grid,
+            alpha=args.alpha,
+            draws=args.cv_draws,
+            tune=args.cv_tune,
+            chains=args.cv_chains,
+            sweeps_per_draw=args.sweeps_per_draw,
+            random_seed=_seed_int(cv_seq),
+            n_jobs=args.n_jobs,
+            jump_tol=args.cv_jump_tol,
+            fit_kwargs={
+                "init": args.init,
+                "pcrp_gibbs": {"split_merge": args.split_merge},
+            },
+        )
+    cv_warnings = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    for message in cv_warnings:
+        print(f"{_PROG}: warning: {message}", file=sys.stderr)
+    print(f"Chosen r = {cv.chosen_power:g}", flush=True)
+    return cv.chosen_power, (cv, cv_sizes, cv_warnings)
+
+
+def _sample(
+    args: argparse.Namespace,
+    x: np.ndarray,
+    power: float,
+    prior: NIWPrior,
+    fit_seq: np.random.SeedSequence,
+) -> az.InferenceData:
+    progress = args.progress
+    if progress is None:
+        progress = bool(getattr(sys.stdout, "isatty", lambda: False)())
+    print(
+        f"Sampling the pCRP posterior of {x.shape[0]} rows (r = {power:g}, "
+        f"alpha = {args.alpha:g}) ...",
+        flush=True,
+    )
+    return fit(
+        x,
+        power=power,
+        alpha=args.alpha,
+        prior=prior,
+        draws=args.draws,
+        tune=args.tune,
+        chains=args.chains,
+        cores=args.cores,
+        sweeps_per_draw=args.sweeps_per_draw,
+        init=args.init,
+        pcrp_gibbs={"split_merge": args.split_merge},
+        random_seed=_seed_int(fit_seq),
+        progressbar=progress,
+        compute_convergence_checks=args.chains > 1,
+    )
+
+
+def _record_settings(idata, args, data: ClusterData, power, cv_info, scaling, seed) -> None:
+    """Write the run's settings into the attributes of the posterior group."""
+    idata.posterior.attrs.update(
+        pcrp_power=power,
+        pcrp_alpha=args.alpha,
+        pcrp_power_choice="cross-validation" if cv_info is not None else "given",
+        pcrp_data_file=str(args.data),
+        pcrp_columns=", ".join(data.names),
+        pcrp_standardized=int(args.standardize),
+        pcrp_prior="NIWPrior.from_data of observed_data",
+        pcrp_seed=seed,
+    )
+    if scaling is not None:
+        idata.posterior.attrs.update(
+            pcrp_standardize_mean=scaling[0].tolist(), pcrp_standardize_sd=scaling[1].tolist()
+        )
+
+
+def run_cluster(args: argparse.Namespace) -> int:
+    """Run ``python -m pymc_pcrp cluster`` with parsed arguments.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        As produced by the parser of :func:`add_cluster_parser`.
+
+    Returns
+    -------
+    int
+        ``0`` on success, ``2`` when the input or the options are invalid (a
+        message has then been printed to stderr and no output directory is
+        left behind).
+
+    Notes
+    -----
+    See the module docstring for how ``r`` is chosen, how the seeds are derived
+    and how the output directory is protected from half-written results.
+    Unexpected failures (for example inside the sampler) also remove the
+    temporary directory, then propagate.
+    """
+    start = time.perf_counter()
+    try:
+        data, out, n_train = _check_inputs(args)
+    except InputError as err:
+        return _error(str(err))
+
+    x = data.x
+    scaling = None
+    if args.standardize:
+        mean, sd = x.mean(axis=0), x.std(axis=0, ddof=1)
+        x = (x - mean) / sd
+        scaling = (mean, sd)
+    seed = args.seed if args.seed is not None else _seed_int(np.random.SeedSequence())
+    split_seq, cv_seq, fit_seq, estimate_seq = np.random.SeedSequence(seed).spawn(4)
+
+    try:
+        tmp = make_temporary_dir(out)
+    except OSError as err:
+        return _error(f"cannot create the output directory '{out}': {err.strerror or err}")
+
+    try:
+        power, cv_info = _choose_power(args, x, n_train, split_seq, cv_seq)
+        prior = NIWPrior.from_data(x)
+        idata = _sample(args, x, power, prior, fit_seq)
+        estimate = point_estimate(idata, loss="vi", random_seed=_seed_int(estimate_seq))
+        _record_settings(idata, args, data, power, cv_info, scaling, seed)
+        write_labels(tmp / "labels.csv", estimate.labels)
+        az.to_netcdf(idata, str(tmp / "idata.nc"))
+        cv = None if cv_info is None else cv_info[0]
+        files = _write_figures(tmp, idata, x, data.names, estimate, prior, power, args.alpha, cv)
+        text = summary(
+            args=args,
+            data=data,
+            scaling=scaling,
+            power=power,
+            seed=seed,
+            idata=idata,
+            estimate=estimate,
+            cv_info=cv_info,
+            files=files,
+            seconds=time.perf_counter() - start,
+        )
+        (tmp / "summary.md").write_text(text, encoding="utf-8")
+        publish(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    print(
+        f"{estimate.n_clusters} cluster(s) in the point estimate; results written to '{out}'",
+        flush=True,
+    )
+    return 0

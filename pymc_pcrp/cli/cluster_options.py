@@ -1,0 +1,328 @@
+"""The options of ``python -m pymc_pcrp cluster``: their parsers, groups and help text."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+
+_DEFAULT_GRID = "1.0:1.5:0.05"
+# Above this many rows the N x N similarity matrix (and its figure) is skipped.
+MAX_SIMILARITY_ROWS = 3000
+
+
+def _checked_float(text: str, not_a_number: str, valid, out_of_range: str) -> float:
+    """``float(text)``, or an argparse error: ``not_a_number`` or ``out_of_range``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{not_a_number}, got {text!r}") from None
+    if not valid(value):
+        raise argparse.ArgumentTypeError(f"{out_of_range}, got {text!r}")
+    return value
+
+
+def _is_positive(value: float) -> bool:
+    return math.isfinite(value) and value > 0
+
+
+def _power_option(text: str) -> str | float:
+    if text.strip().lower() == "auto":
+        return "auto"
+    return _checked_float(
+        text,
+        "expected 'auto' or a number > 0",
+        _is_positive,
+        "the power must be a finite number > 0",
+    )
+
+
+def _positive_float(text: str) -> float:
+    return _checked_float(
+        text, "expected a number > 0", _is_positive, "expected a finite number > 0"
+    )
+
+
+def _fraction(text: str) -> float:
+    return _checked_float(
+        text,
+        "expected a number in (0, 1)",
+        lambda value: 0.0 < value < 1.0,
+        "expected a number strictly between 0 and 1",
+    )
+
+
+def _int_at_least(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {minimum}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {minimum}"
+    return parse
+
+
+def _n_jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-zero integer, got {text!r}") from None
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a non-zero integer (-1 = all cores), got 0")
+    return value
+
+
+def _grid_option(text: str) -> np.ndarray:
+    """Parse ``START:STOP:STEP`` (both ends included) or a comma-separated list of powers."""
+    text = text.strip()
+    try:
+        if ":" in text:
+            parts = [float(p) for p in text.split(":")]
+            if len(parts) != 3:
+                raise ValueError
+            start, stop, step = parts
+            if step <= 0 or stop < start:
+                raise argparse.ArgumentTypeError(
+                    f"in START:STOP:STEP the step must be > 0 and STOP >= START, got {text!r}"
+                )
+            count = math.floor((stop - start) / step + 1e-9) + 1
+            grid = np.round(start + step * np.arange(count), 10)
+        else:
+            grid = np.array([float(p) for p in text.split(",") if p.strip()])
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected START:STOP:STEP (e.g. {_DEFAULT_GRID}) or a comma-separated list of "
+            f"powers (e.g. 1.0,1.1,1.25), got {text!r}"
+        ) from None
+    if grid.size < 2 or np.unique(grid).size != grid.size:
+        raise argparse.ArgumentTypeError(
+            f"the grid needs at least two distinct powers, got {text!r}"
+        )
+    if not np.all(np.isfinite(grid)) or np.any(grid <= 0):
+        raise argparse.ArgumentTypeError(f"every power of the grid must be > 0, got {text!r}")
+    return np.sort(grid)
+
+
+_EPILOG = f"""\
+outputs (written into DIR):
+  labels.csv        row,label: 0-based data-row index (header excluded) and its cluster in
+                    the point estimate minimising the posterior expected variation of
+                    information (clusters numbered 0, 1, ... by first appearance)
+  idata.nc          the posterior (arviz.from_netcdf); settings in its posterior attributes
+  summary.md        data, settings, chosen r and CV table (auto), posterior of K, R-hat and
+                    ESS of n_clusters and log_joint, point-estimate cluster sizes, and the
+                    command line
+  k_trace.png       number of clusters per draw and chain
+  k_posterior.png   posterior probability of each number of clusters
+  clusters_2d.png   point estimate on the two columns (D = 2) or the first two (D > 2)
+  density_1d.png    posterior predictive density (D = 1, instead of clusters_2d.png)
+  similarity.png    posterior co-clustering matrix (skipped above {MAX_SIMILARITY_ROWS} rows)
+  cv_curve.png      held-out loss against r (--power auto only)
+
+power auto: the rows are split at random into a training part (--cv-fraction) and a
+  held-out part; r is chosen on the grid by the jump of the held-out loss
+  (pymc_pcrp.model_selection.cross_validate_power); then ALL rows are clustered
+  with the chosen r.
+
+data: a .npy file (1-D or 2-D numeric array) or a delimited text file (comma, or tab for
+  .tsv/.tab; see --delimiter). With --header auto the first non-empty line is a header
+  when none of its cells is a number. Every selected cell must be a finite number.
+
+output safety: results are written into a temporary directory beside DIR and renamed to
+  DIR at the end, so DIR never holds a half-written result; on error nothing is left.
+
+exit status: 0 on success, 2 on invalid options or input (message on stderr).
+
+example:
+  python -m pymc_pcrp cluster data.csv --columns x,y --standardize --power auto --out res
+"""
+
+
+def add_cluster_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the ``cluster`` subcommand to an argparse subparsers object.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        The object returned by :meth:`argparse.ArgumentParser.add_subparsers`.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The subcommand's parser; after parsing, pass the namespace to
+        :func:`run_cluster`.
+    """
+    parser = subparsers.add_parser(
+        "cluster",
+        help="cluster the rows of a CSV or .npy file with the pCRP mixture and write a report",
+        description=(
+            "Cluster the rows of DATA with the powered Chinese restaurant process (pCRP)\n"
+            "mixture (NIW components, collapsed Gibbs sampling), summarise the posterior by\n"
+            "the clustering minimising the expected variation of information, and write\n"
+            "labels, the posterior, a summary and figures into DIR."
+        ),
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("data", metavar="DATA", help="a .csv/.tsv/.txt file or a .npy file")
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="output directory (required; see below)"
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace DIR if it already holds the output of an earlier run",
+    )
+    _add_model_and_data_options(parser)
+    _add_sampling_options(parser)
+    _add_cv_options(parser)
+    return parser
+
+
+def _add_model_and_data_options(parser: argparse.ArgumentParser) -> None:
+    model = parser.add_argument_group("model")
+    model.add_argument(
+        "--power",
+        type=_power_option,
+        default="auto",
+        metavar="auto|R",
+        help="pCRP power r > 0 (1 = CRP), or 'auto' to choose it by cross-validation "
+        "(default: auto)",
+    )
+    model.add_argument(
+        "--alpha", type=_positive_float, default=1.0, help="concentration > 0 (default: 1)"
+    )
+    data = parser.add_argument_group("data")
+    data.add_argument(
+        "--columns",
+        metavar="COLS",
+        help="comma-separated columns to cluster, by header name or 0-based index, e.g. "
+        "'x,y' or '0,2' (a header name wins over an index); default: all columns",
+    )
+    data.add_argument(
+        "--standardize",
+        action="store_true",
+        help="rescale each selected column to mean 0 and standard deviation 1 before "
+        "clustering (idata.nc and the figures then hold the rescaled data)",
+    )
+    data.add_argument(
+        "--header",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="whether the first line of a text file is a header (default: auto)",
+    )
+    data.add_argument(
+        "--delimiter",
+        default=None,
+        help="field delimiter of a text file (default: tab for .tsv/.tab, comma otherwise)",
+    )
+
+
+def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
+    sampling = parser.add_argument_group("sampling")
+    sampling.add_argument(
+        "--draws", type=_int_at_least(1), default=1000, help="kept draws per chain (default: 1000)"
+    )
+    sampling.add_argument(
+        "--tune",
+        type=_int_at_least(0),
+        default=1000,
+        help="burn-in draws per chain, discarded (default: 1000)",
+    )
+    sampling.add_argument(
+        "--chains", type=_int_at_least(1), default=4, help="number of chains (default: 4)"
+    )
+    sampling.add_argument(
+        "--cores",
+        type=_int_at_least(1),
+        default=1,
+        help="processes running the chains in parallel (default: 1)",
+    )
+    sampling.add_argument(
+        "--sweeps-per-draw",
+        type=_int_at_least(1),
+        default=1,
+        help="Gibbs sweeps between kept draws (default: 1)",
+    )
+    sampling.add_argument(
+        "--split-merge",
+        type=_int_at_least(0),
+        default=0,
+        metavar="M",
+        help="split-merge proposals after every Gibbs sweep (see pymc_pcrp.PCRPGibbs); 1 frees "
+        "chains stuck in a merged or split state at a few times the cost per sweep "
+        "(default: 0, the paper's Gibbs sampler alone)",
+    )
+    sampling.add_argument(
+        "--init",
+        choices=("random", "prior", "one", "singletons"),
+        default="random",
+        help="initial partition of each chain, for the final and the cross-validation fits "
+        "(see pymc_pcrp.PCRPGibbs; default: random)",
+    )
+    sampling.add_argument(
+        "--seed",
+        type=_int_at_least(0),
+        default=None,
+        help="random seed making the whole run reproducible (default: drawn at random and "
+        "written into summary.md)",
+    )
+    sampling.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show a progress bar while sampling (default: only when stdout is a terminal)",
+    )
+
+
+def _add_cv_options(parser: argparse.ArgumentParser) -> None:
+    cv = parser.add_argument_group("cross-validation (--power auto)")
+    cv.add_argument(
+        "--cv-grid",
+        type=_grid_option,
+        default=_DEFAULT_GRID,
+        metavar="GRID",
+        help=f"powers to try: START:STOP:STEP, both ends included, or a comma-separated list "
+        f"(default: {_DEFAULT_GRID})",
+    )
+    cv.add_argument(
+        "--cv-fraction",
+        type=_fraction,
+        default=0.5,
+        help="fraction of the rows used for training; the rest is held out (default: 0.5)",
+    )
+    cv.add_argument(
+        "--cv-draws",
+        type=_int_at_least(1),
+        default=500,
+        help="kept draws per chain of each cross-validation fit (default: 500)",
+    )
+    cv.add_argument(
+        "--cv-tune",
+        type=_int_at_least(0),
+        default=500,
+        help="burn-in draws of each cross-validation fit (default: 500)",
+    )
+    cv.add_argument(
+        "--cv-chains",
+        type=_int_at_least(1),
+        default=2,
+        help="chains of each cross-validation fit (default: 2)",
+    )
+    cv.add_argument(
+        "--cv-jump-tol",
+        type=_positive_float,
+        default=0.1,
+        help="relative rise of the held-out loss that counts as the jump (default: 0.1)",
+    )
+    cv.add_argument(
+        "--n-jobs",
+        type=_n_jobs,
+        default=1,
+        help="grid points fitted in parallel (joblib; -1 = all cores; default: 1)",
+    )

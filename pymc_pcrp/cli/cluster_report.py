@@ -1,0 +1,200 @@
+"""``summary.md`` of the ``cluster`` command: data, settings, posterior of K, diagnostics."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from pathlib import Path
+
+import arviz as az
+import numpy as np
+
+from pymc_pcrp._logging import quiet_loggers
+from pymc_pcrp.cli.io import ClusterData
+from pymc_pcrp.model_selection import CVResult
+from pymc_pcrp.posterior import PointEstimate
+
+
+def _fmt(value: float, digits: int = 2) -> str:
+    return "n/a" if not np.isfinite(value) else f"{value:.{digits}f}"
+
+
+def _markdown_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _invoked_command() -> str:
+    """Return the process command line, spelling the module entry point ``python -m pymc_pcrp``."""
+    program = Path(sys.argv[0]).name if sys.argv else ""
+    if program == "__main__.py" and Path(sys.argv[0]).parent.name == "pymc_pcrp":
+        return shlex.join(["python", "-m", "pymc_pcrp", *sys.argv[1:]])
+    return shlex.join(sys.argv)
+
+
+def _full_command(args: argparse.Namespace, seed: int, power_text: str) -> str:
+    """Return a command line that reproduces this run, with every option spelled out."""
+    parts = ["python", "-m", "pymc_pcrp", "cluster", str(args.data), "--out", str(args.out)]
+    parts += ["--power", power_text, "--alpha", repr(args.alpha)]
+    if args.columns:
+        parts += ["--columns", args.columns]
+    if args.standardize:
+        parts.append("--standardize")
+    parts += ["--header", args.header]
+    if args.delimiter is not None:
+        parts += ["--delimiter", args.delimiter]
+    parts += ["--draws", str(args.draws), "--tune", str(args.tune), "--chains", str(args.chains)]
+    parts += ["--cores", str(args.cores), "--sweeps-per-draw", str(args.sweeps_per_draw)]
+    parts += ["--init", args.init, "--split-merge", str(args.split_merge)]
+    parts += ["--seed", str(seed)]
+    if power_text == "auto":
+        grid = ",".join(f"{r:g}" for r in args.cv_grid)
+        parts += ["--cv-grid", grid, "--cv-fraction", repr(args.cv_fraction)]
+        parts += ["--cv-draws", str(args.cv_draws), "--cv-tune", str(args.cv_tune)]
+        parts += ["--cv-chains", str(args.cv_chains), "--cv-jump-tol", repr(args.cv_jump_tol)]
+        parts += ["--n-jobs", str(args.n_jobs)]
+    return shlex.join(parts)
+
+
+def _data_section(args, data: ClusterData, scaling) -> list[str]:
+    n, d = data.x.shape
+    lines = ["## Data", ""]
+    lines.append(f"- file: `{args.data}` ({'with' if data.has_header else 'no'} header row)")
+    lines.append(f"- N = {n} rows, D = {d} column(s): {', '.join(f'`{c}`' for c in data.names)}")
+    if scaling is None:
+        lines.append("- columns used as they are (no standardisation)")
+    else:
+        mean, sd = scaling
+        lines.append(
+            "- standardised to mean 0 and sd 1 (sd with ddof=1); means "
+            + ", ".join(f"{v:.6g}" for v in mean)
+            + "; sds "
+            + ", ".join(f"{v:.6g}" for v in sd)
+        )
+    return lines
+
+
+def _model_section(args, power: float, seed: int, chosen: bool) -> list[str]:
+    lines = ["", "## Model and sampler", ""]
+    how = "chosen by cross-validation" if chosen else "given"
+    lines.append(f"- power r = {power:g} ({how}); alpha = {args.alpha:g}")
+    lines.append("- NIW prior: `NIWPrior.from_data` of the clustered data (defaults)")
+    lines.append(
+        f"- {args.chains} chain(s) x {args.draws} draws after {args.tune} burn-in draws, "
+        f"{args.sweeps_per_draw} Gibbs sweep(s) per draw, {args.split_merge} split-merge "
+        f"proposal(s) per sweep, initial partition '{args.init}'; "
+        f"seed {seed}"
+    )
+    return lines
+
+
+def _cv_section(args, n: int, cv: CVResult, cv_sizes, cv_warnings: list[str]) -> list[str]:
+    lines = ["", "## Cross-validation of r", ""]
+    lines.append(
+        f"Random split: {cv_sizes[0]} training rows, {cv_sizes[1]} held-out rows. Each r was "
+        f"fitted on the training rows ({args.cv_chains} chain(s) x {args.cv_draws} draws "
+        f"after {args.cv_tune}); the held-out loss is averaged over draws. The chosen r is "
+        f"the last before the loss first rises by more than {cv.jump_tol:.0%}. All {n} rows "
+        "were then clustered with it."
+    )
+    lines.append("")
+    rows = []
+    for i, r in enumerate(cv.powers):
+        mark = "chosen" if r == cv.chosen_power else ("jump" if i == cv.jump_index else "")
+        rows.append(
+            [f"{r:g}", f"{cv.loss[i]:.4g}", f"{cv.loss_se[i]:.2g}", f"{cv.mean_k[i]:.2f}", mark]
+        )
+    lines += _markdown_table(["r", "held-out loss", "MC s.e.", "mean K (training)", ""], rows)
+    lines += [f"\n> Warning: {message}" for message in cv_warnings]
+    return lines
+
+
+def _k_section(idata: az.InferenceData) -> list[str]:
+    k = np.asarray(idata.posterior["n_clusters"].values)
+    values = np.arange(int(k.min()), int(k.max()) + 1)
+    lines = ["", "## Posterior of the number of clusters K", ""]
+    header = ["K", "all chains"]
+    per_chain = k.shape[0] > 1
+    if per_chain:
+        header += [f"chain {c}" for c in range(k.shape[0])]
+    rows = []
+    for value in values:
+        row = [str(value), f"{np.mean(k == value):.3f}"]
+        if per_chain:
+            row += [f"{np.mean(k[c] == value):.3f}" for c in range(k.shape[0])]
+        rows.append(row)
+    return lines + _markdown_table(header, rows)
+
+
+def _convergence_section(idata: az.InferenceData, chains: int) -> list[str]:
+    lines = ["", "## Convergence", ""]
+    # One chain or a constant K: R-hat and MCSE are undefined.
+    with quiet_loggers("arviz"):
+        post = az.summary(idata, var_names=["n_clusters"], kind="all")
+        stats = az.summary(idata, group="sample_stats", var_names=["log_joint"], kind="all")
+    rows = []
+    for name, s in (("n_clusters", post.loc["n_clusters"]), ("log_joint", stats.loc["log_joint"])):
+        rows.append(
+            [
+                name,
+                _fmt(s["mean"]),
+                _fmt(s["sd"]),
+                _fmt(s["r_hat"]),
+                _fmt(s["ess_bulk"], 0),
+                _fmt(s["ess_tail"], 0),
+            ]
+        )
+    lines += _markdown_table(["quantity", "mean", "sd", "R-hat", "bulk ESS", "tail ESS"], rows)
+    if chains == 1:
+        lines.append("\nR-hat needs at least two chains.")
+    return lines
+
+
+def _point_estimate_section(estimate: PointEstimate) -> list[str]:
+    sizes = np.sort(estimate.sizes)[::-1]
+    return [
+        "",
+        "## Point estimate",
+        "",
+        f"The clustering minimising the posterior expected variation of information has "
+        f"{estimate.n_clusters} cluster(s) (expected VI {estimate.expected_loss:.3f} bits, "
+        f"from {estimate.n_draws} draws). Sizes, largest first: "
+        + ", ".join(str(s) for s in sizes)
+        + ". Labels per row are in `labels.csv`.",
+    ]
+
+
+def summary(
+    *,
+    args: argparse.Namespace,
+    data: ClusterData,
+    scaling: tuple[np.ndarray, np.ndarray] | None,
+    power: float,
+    seed: int,
+    idata: az.InferenceData,
+    estimate: PointEstimate,
+    cv_info: tuple[CVResult, tuple[int, int], list[str]] | None,
+    files: list[str],
+    seconds: float,
+) -> str:
+    """Return the text of ``summary.md``."""
+    lines = ["# pCRP clustering", ""]
+    lines += _data_section(args, data, scaling)
+    lines += _model_section(args, power, seed, chosen=cv_info is not None)
+    if cv_info is not None:
+        lines += _cv_section(args, data.x.shape[0], *cv_info)
+    lines += _k_section(idata)
+    lines += _convergence_section(idata, args.chains)
+    lines += _point_estimate_section(estimate)
+    lines += ["", "## Files", ""]
+    lines += [f"- `{name}`" for name in ["labels.csv", "idata.nc", "summary.md", *files]]
+    power_text = "auto" if cv_info is not None else repr(power)
+    lines += ["", "## Command", ""]
+    lines += ["As invoked:", "", "```", _invoked_command(), "```", ""]
+    lines += ["With every setting spelled out (reproduces this run):", ""]
+    lines += ["```", _full_command(args, seed, power_text), "```", ""]
+    lines.append(f"Run time: {seconds:.1f} s.")
+    return "\n".join(lines) + "\n"

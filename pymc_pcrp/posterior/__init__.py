@@ -1,0 +1,43 @@
+"""Everything done with a posterior after sampling.
+
+=====================================  ===============================================
+:mod:`~pymc_pcrp.posterior.similarity`  co-clustering probabilities, a point estimate
+                                       of the partition and its expected loss
+:mod:`~pymc_pcrp.posterior.predict`    new points: their cluster (:func:`predict`) and
+                                       their predictive density
+:mod:`~pymc_pcrp.posterior.ppc`        replicated data (posterior predictive draws)
+=====================================  ===============================================
+
+Every name below is importable from ``pymc_pcrp.posterior``; the most used ones
+(:func:`point_estimate`, :func:`posterior_similarity`, :func:`predict`,
+:func:`sample_posterior_predictive`) also from ``pymc_pcrp``.
+"""
+
+from pymc_pcrp._idata import label_draws, observed_points
+from pymc_pcrp.posterior.ppc import sample_posterior_predictive
+from pymc_pcrp.posterior.predict import (
+    DensityComponents,
+    PredictResult,
+    predict,
+    predictive_density,
+)
+from pymc_pcrp.posterior.similarity import (
+    PointEstimate,
+    expected_loss,
+    point_estimate,
+    posterior_similarity,
+)
+
+__all__ = [
+    "DensityComponents",
+    "PointEstimate",
+    "PredictResult",
+    "expected_loss",
+    "label_draws",
+    "observed_points",
+    "point_estimate",
+    "posterior_similarity",
+    "predict",
+    "predictive_density",
+    "sample_posterior_predictive",
+]
