@@ -23,7 +23,7 @@ def label_draws(idata: az.InferenceData, var_name: str | None = None) -> np.ndar
         Output of ``pm.sample`` (or :func:`pymc_pcrp.fit`).
     var_name : str, optional
         Name of the label variable. If omitted, the posterior must hold exactly
-        one integer variable with a trailing point dimension besides the
+        one integer variable with a trailing dimension over the points besides the
         cluster counts; ``"z"`` is tried first.
 
     Raises
@@ -49,7 +49,7 @@ def label_draws(idata: az.InferenceData, var_name: str | None = None) -> np.ndar
         elif not candidates:
             raise ValueError(
                 "idata.posterior holds no label vector (an integer variable with dims "
-                "(chain, draw, point)). Was it dropped with pm.sample(var_names=...)? Keep the "
+                "(chain, draw, N)). Was it dropped with pm.sample(var_names=...)? Keep the "
                 "labels to use this function."
             )
         else:

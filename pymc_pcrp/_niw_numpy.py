@@ -29,20 +29,44 @@ __all__ = [
 ]
 
 
+def _update(
+    counts: np.ndarray,
+    sums: np.ndarray,
+    outer: np.ndarray,
+    mu0: np.ndarray,
+    kappa0: float,
+    nu0: float,
+    psi0: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Apply the conjugate NIW update to several clusters at once, from sums centred on ``mu0``.
+
+    ``counts`` (K,), ``sums`` (K, D) and ``outer`` (K, D, D) hold, per cluster, the
+    number of points, ``sum (x - mu0)`` and ``sum (x - mu0)(x - mu0)^T``. Returns
+    ``(mu_n, kappa_n, nu_n, psi_n)`` stacked over the clusters. With ``s`` the sum,
+    ``Psi0 + S + (kappa0 n / kappa_n)(xbar - mu0)(xbar - mu0)^T`` (``S`` the scatter
+    about the cluster mean) equals ``Psi0 + sum (x - mu0)(x - mu0)^T - s s^T / kappa_n``.
+    """
+    kappa = kappa0 + counts
+    nu = nu0 + counts
+    psi = psi0 + outer - sums[:, :, None] * sums[:, None, :] / kappa[:, None, None]
+    return mu0 + sums / kappa[:, None], kappa, nu, psi
+
+
 def niw_posterior(
     x: np.ndarray, mu0: np.ndarray, kappa0: float, nu0: float, psi0: np.ndarray
 ) -> tuple[np.ndarray, float, float, np.ndarray]:
     """NIW posterior ``(mu_n, kappa_n, nu_n, psi_n)`` after the points ``x`` of shape ``(n, D)``."""
-    n = x.shape[0]
-    kappa_n, nu_n = kappa0 + n, nu0 + n
-    if n == 0:
-        return mu0.copy(), kappa_n, nu_n, psi0.copy()
-    xbar = x.mean(axis=0)
-    centred = x - xbar
-    diff = xbar - mu0
-    psi_n = psi0 + centred.T @ centred + (kappa0 * n / kappa_n) * np.outer(diff, diff)
-    mu_n = (kappa0 * mu0 + n * xbar) / kappa_n
-    return mu_n, kappa_n, nu_n, psi_n
+    xc = x - mu0
+    mu_n, kappa_n, nu_n, psi_n = _update(
+        np.array([x.shape[0]], dtype=np.float64),
+        xc.sum(axis=0)[None],
+        (xc.T @ xc)[None],
+        mu0,
+        kappa0,
+        nu0,
+        psi0,
+    )
+    return mu_n[0], float(kappa_n[0]), float(nu_n[0]), psi_n[0]
 
 
 @dataclass(frozen=True)
@@ -92,18 +116,21 @@ class PartitionPredictor:
         counts = one_hot.sum(axis=1)
         sums = one_hot @ self.xc  # (K, D), centred on mu0
         outer = (one_hot @ self.outer).reshape(k, d, d)
-        kappa = np.append(prior.kappa0 + counts, prior.kappa0)
-        nu = np.append(prior.nu0 + counts, prior.nu0)
-        sums = np.vstack([sums, np.zeros(d)])
-        outer = np.concatenate([outer, np.zeros((1, d, d))])
-        # Psi_n = Psi0 + S + (kappa0 n / kappa_n)(xbar - mu0)(xbar - mu0)^T, written with
-        # the sums of (x - mu0): Psi0 + sum (x - mu0)(x - mu0)^T - s s^T / kappa_n.
-        psi = prior.psi0 + outer - sums[:, :, None] * sums[:, None, :] / kappa[:, None, None]
+        # The clusters, then an empty cluster: its update is the prior itself.
+        loc, kappa, nu, psi = _update(
+            np.append(counts, 0.0),
+            np.vstack([sums, np.zeros(d)]),
+            np.concatenate([outer, np.zeros((1, d, d))]),
+            prior.mu0,
+            prior.kappa0,
+            prior.nu0,
+            prior.psi0,
+        )
         df = nu - d + 1.0
         scale = psi * ((kappa + 1.0) / (kappa * df))[:, None, None]
         return Predictives(
             sizes=counts,
-            loc=prior.mu0 + sums / kappa[:, None],
+            loc=loc,
             chol=np.linalg.cholesky(scale),
             df=df,
         )

@@ -44,8 +44,8 @@ def build_model(
     Returns
     -------
     pymc.Model
-        With coords ``point`` (``0..N-1``) and ``feature`` (``0..D-1``); the labels
-        are ``z`` (dims ``point``), the data ``x`` (dims ``point, feature``) and
+        With coords ``obs_id`` (``0..N-1``) and ``feature`` (``0..D-1``); the labels
+        are ``z`` (dims ``obs_id``), the data ``x`` (dims ``obs_id, feature``) and
         the number of clusters ``n_clusters``.
     """
     x = check_data(X, "X")
@@ -58,10 +58,10 @@ def build_model(
             f"Argument 'prior' must be a pymc_pcrp.NIWPrior or None, got {type(prior).__name__}."
         )
     n, d = x.shape
-    coords = {"point": np.arange(n), "feature": np.arange(d)}
+    coords = {"obs_id": np.arange(n), "feature": np.arange(d)}
     with pm.Model(coords=coords) as model:
-        z = PowerCRP("z", alpha=alpha, power=power, n=n, dims="point")
-        NIWMixture("x", z=z, prior=prior, observed=x, dims=("point", "feature"))
+        z = PowerCRP("z", alpha=alpha, power=power, n=n, dims="obs_id")
+        NIWMixture("x", z=z, prior=prior, observed=x, dims=("obs_id", "feature"))
     return model
 
 

@@ -156,6 +156,18 @@ def cluster_loss(X, labels) -> float:
     return _cluster_loss(x, z)
 
 
+def _check_train_and_other(X_train, X_other, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Both data sets as checked float arrays; they must have the same features."""
+    x_train = check_data(X_train, "X_train")
+    x_other = check_data(X_other, name)
+    if x_other.shape[1] != x_train.shape[1]:
+        raise ValueError(
+            f"Argument '{name}' has D = {x_other.shape[1]} features but 'X_train' has "
+            f"D = {x_train.shape[1]}."
+        )
+    return x_train, x_other
+
+
 def _assign_to_clusters(
     X_train,
     labels,
@@ -199,13 +211,7 @@ def _assign_to_clusters(
     numpy.ndarray of int64, shape (M,)
         Labels taken from ``labels`` (or ``-1``).
     """
-    x = check_data(X_train, "X_train")
-    x_new = check_data(X_new, "X_new")
-    if x_new.shape[1] != x.shape[1]:
-        raise ValueError(
-            f"Argument 'X_new' has D = {x_new.shape[1]} features but 'X_train' has "
-            f"D = {x.shape[1]}."
-        )
+    x, x_new = _check_train_and_other(X_train, X_new, "X_new")
     z = np.asarray(labels)
     if z.shape != (x.shape[0],) or not np.issubdtype(z.dtype, np.integer):
         raise ValueError(
@@ -380,13 +386,7 @@ def cross_validate_power(
         If the loss never jumps over the grid: the largest ``r`` is returned and
         the grid should probably extend further.
     """
-    x_train = check_data(X_train, "X_train")
-    x_test = check_data(X_test, "X_test")
-    if x_test.shape[1] != x_train.shape[1]:
-        raise ValueError(
-            f"Argument 'X_test' has D = {x_test.shape[1]} features but 'X_train' has "
-            f"D = {x_train.shape[1]}."
-        )
+    x_train, x_test = _check_train_and_other(X_train, X_test, "X_test")
     grid = np.asarray(powers, dtype=np.float64)
     if grid.ndim != 1 or grid.size < 2:
         raise ValueError(f"Argument 'powers' must hold at least two values, got {powers!r}.")

@@ -62,6 +62,11 @@ def _check_n(n, name: str = "n") -> int:
     return int(arr)
 
 
+def _check_args(n, alpha, power) -> tuple[int, float, float]:
+    """Return ``n``, ``alpha`` and ``power`` checked: an integer ``n >= 1``, positive scalars."""
+    return _check_n(n), check_positive_scalar(alpha, "alpha"), check_positive_scalar(power, "power")
+
+
 def _pmf(n: int, alpha: float, power: float) -> np.ndarray:
     """Prior on ``K`` for ``k = 0..k_max`` (certified truncation), normalised in linear space.
 
@@ -115,9 +120,7 @@ def prior_num_clusters(n: int, alpha: float, power: float, k_max: int | None = N
     >>> np.round(prior_num_clusters(3, 1.0, 1.0), 4)  # CRP: 2/6, 3/6, 1/6
     array([0.    , 0.3333, 0.5   , 0.1667])
     """
-    n = _check_n(n)
-    alpha = check_positive_scalar(alpha, "alpha")
-    power = check_positive_scalar(power, "power")
+    n, alpha, power = _check_args(n, alpha, power)
     length = n + 1
     if k_max is not None:
         if int(k_max) != k_max or k_max < 0:
@@ -148,9 +151,7 @@ def prior_mean_num_clusters(n: int, alpha: float, power: float) -> float:
         The mean; for ``power = 1`` it equals
         ``sum_{i=1}^n alpha / (alpha + i - 1)``.
     """
-    n = _check_n(n)
-    alpha = check_positive_scalar(alpha, "alpha")
-    power = check_positive_scalar(power, "power")
+    n, alpha, power = _check_args(n, alpha, power)
     return prior_k_moments(n, alpha, power)[0]
 
 
@@ -172,9 +173,7 @@ def prior_mode_num_clusters(n: int, alpha: float, power: float) -> int:
         ``argmax_k P(K = k)`` (the smallest such ``k`` on a tie). For ``power > 1``
         the prior on ``K`` can be bimodal; this is the higher mode.
     """
-    n = _check_n(n)
-    alpha = check_positive_scalar(alpha, "alpha")
-    power = check_positive_scalar(power, "power")
+    n, alpha, power = _check_args(n, alpha, power)
     return int(np.argmax(log_prior_weights(n, alpha, power)))
 
 
@@ -435,9 +434,7 @@ def sequential_seating(
     (8,)
     """
     rng = np.random.default_rng(rng)
-    n = _check_n(n)
-    alpha = check_positive_scalar(alpha, "alpha")
-    power = check_positive_scalar(power, "power")
+    n, alpha, power = _check_args(n, alpha, power)
     count = 1
     if size is not None:
         if int(size) != size or size < 0:

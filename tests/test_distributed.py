@@ -83,7 +83,7 @@ def test_fit_parallel_equals_fit(data):
     reference = pcrp.fit(data, chains=3, random_seed=SEED, **SMALL)
     got = fit_parallel(data, chains=3, random_seed=SEED, n_jobs=1, **SMALL)
     assert_same_draws(got, reference)
-    assert got.posterior["z"].dims == ("chain", "draw", "point")
+    assert got.posterior["z"].dims == ("chain", "draw", "obs_id")
     # Joining leaves one total sampling time, not az.concat's per-chain lists.
     assert got.posterior.attrs["sampling_time"] > 0
     assert not any(key.startswith(("combined_", "previous_")) for key in got.posterior.attrs)

@@ -37,8 +37,8 @@ def test_fit_is_reproducible(small_idata):
 
 def test_build_model_dims_and_validation():
     model = pcrp.build_model(np.arange(10.0), power=1.5)
-    assert model.named_vars_to_dims["z"] == ("point",)
-    assert model.named_vars_to_dims["x"] == ("point", "feature")
+    assert model.named_vars_to_dims["z"] == ("obs_id",)
+    assert model.named_vars_to_dims["x"] == ("obs_id", "feature")
     with pytest.raises(ValueError, match="'X'"):
         pcrp.build_model(np.array([1.0, np.nan]))
     with pytest.raises(ValueError, match="'power'"):

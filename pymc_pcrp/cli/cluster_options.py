@@ -67,6 +67,11 @@ def _int_at_least(minimum: int):
     return parse
 
 
+def _int_option(group, flag: str, minimum: int, default, help_text: str, **extra) -> None:
+    """Add an integer option that must be at least ``minimum``."""
+    group.add_argument(flag, type=_int_at_least(minimum), default=default, help=help_text, **extra)
+
+
 def _n_jobs(text: str) -> int:
     try:
         value = int(text)
@@ -225,38 +230,20 @@ def _add_model_and_data_options(parser: argparse.ArgumentParser) -> None:
 
 def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
     sampling = parser.add_argument_group("sampling")
-    sampling.add_argument(
-        "--draws", type=_int_at_least(1), default=1000, help="kept draws per chain (default: 1000)"
-    )
-    sampling.add_argument(
-        "--tune",
-        type=_int_at_least(0),
-        default=1000,
-        help="burn-in draws per chain, discarded (default: 1000)",
-    )
-    sampling.add_argument(
-        "--chains", type=_int_at_least(1), default=4, help="number of chains (default: 4)"
-    )
-    sampling.add_argument(
-        "--cores",
-        type=_int_at_least(1),
-        default=1,
-        help="processes running the chains in parallel (default: 1)",
-    )
-    sampling.add_argument(
-        "--sweeps-per-draw",
-        type=_int_at_least(1),
-        default=1,
-        help="Gibbs sweeps between kept draws (default: 1)",
-    )
-    sampling.add_argument(
+    _int_option(sampling, "--draws", 1, 1000, "kept draws per chain (default: 1000)")
+    _int_option(sampling, "--tune", 0, 1000, "burn-in draws per chain, discarded (default: 1000)")
+    _int_option(sampling, "--chains", 1, 4, "number of chains (default: 4)")
+    _int_option(sampling, "--cores", 1, 1, "processes running the chains in parallel (default: 1)")
+    _int_option(sampling, "--sweeps-per-draw", 1, 1, "Gibbs sweeps between kept draws (default: 1)")
+    _int_option(
+        sampling,
         "--split-merge",
-        type=_int_at_least(0),
-        default=0,
-        metavar="M",
-        help="split-merge proposals after every Gibbs sweep (see pymc_pcrp.PCRPGibbs); 1 frees "
+        0,
+        0,
+        "split-merge proposals after every Gibbs sweep (see pymc_pcrp.PCRPGibbs); 1 frees "
         "chains stuck in a merged or split state at a few times the cost per sweep "
         "(default: 0, the paper's Gibbs sampler alone)",
+        metavar="M",
     )
     sampling.add_argument(
         "--init",
@@ -265,11 +252,12 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
         help="initial partition of each chain, for the final and the cross-validation fits "
         "(see pymc_pcrp.PCRPGibbs; default: random)",
     )
-    sampling.add_argument(
+    _int_option(
+        sampling,
         "--seed",
-        type=_int_at_least(0),
-        default=None,
-        help="random seed making the whole run reproducible (default: drawn at random and "
+        0,
+        None,
+        "random seed making the whole run reproducible (default: drawn at random and "
         "written into summary.md)",
     )
     sampling.add_argument(
@@ -296,24 +284,13 @@ def _add_cv_options(parser: argparse.ArgumentParser) -> None:
         default=0.5,
         help="fraction of the rows used for training; the rest is held out (default: 0.5)",
     )
-    cv.add_argument(
-        "--cv-draws",
-        type=_int_at_least(1),
-        default=500,
-        help="kept draws per chain of each cross-validation fit (default: 500)",
+    _int_option(
+        cv, "--cv-draws", 1, 500, "kept draws per chain of each cross-validation fit (default: 500)"
     )
-    cv.add_argument(
-        "--cv-tune",
-        type=_int_at_least(0),
-        default=500,
-        help="burn-in draws of each cross-validation fit (default: 500)",
+    _int_option(
+        cv, "--cv-tune", 0, 500, "burn-in draws of each cross-validation fit (default: 500)"
     )
-    cv.add_argument(
-        "--cv-chains",
-        type=_int_at_least(1),
-        default=2,
-        help="chains of each cross-validation fit (default: 2)",
-    )
+    _int_option(cv, "--cv-chains", 1, 2, "chains of each cross-validation fit (default: 2)")
     cv.add_argument(
         "--cv-jump-tol",
         type=_positive_float,
