@@ -379,6 +379,34 @@ class DigitsData(NamedTuple):
     source: str
 
 
+def _digit_images(source, split: str) -> tuple[np.ndarray, np.ndarray, float, str]:
+    """Return the images, their digit labels, the largest pixel value and the source name."""
+    if source is None:
+        images, digits = _read_sklearn_digits()
+        return images, digits, 16.0, "sklearn-8x8"
+    folder = Path(source)
+    if not folder.is_dir():
+        raise ValueError(f"Argument 'source': '{folder}' is not a folder.")
+    images, digits = _read_mnist(folder, split)
+    return images, digits, 255.0, f"mnist-{split}"
+
+
+def _standardised_embedding(pixels: np.ndarray, n_neighbors) -> np.ndarray:
+    """2-D spectral embedding of the images, each coordinate scaled to mean 0 and sd 1."""
+    from sklearn.manifold import SpectralEmbedding
+
+    embedding = SpectralEmbedding(
+        n_components=2,
+        affinity="nearest_neighbors",
+        n_neighbors=n_neighbors,
+        random_state=0,
+    ).fit_transform(pixels)
+    sd = embedding.std(axis=0)
+    sd[sd == 0] = 1.0
+    X = np.ascontiguousarray((embedding - embedding.mean(axis=0)) / sd, dtype=np.float64)
+    return X
+
+
 def load_digits_1to4(
     n: int,
     seed: int | np.random.Generator | None = 0,
@@ -464,17 +492,7 @@ def load_digits_1to4(
         raise ValueError(f"Argument 'split' must be 'train' or 'test', but got {split!r}.")
     if n_neighbors is not None:
         n_neighbors = _check_n(n_neighbors, "n_neighbors")
-    if source is None:
-        images, digits = _read_sklearn_digits()
-        max_value = 16.0
-        source_name = "sklearn-8x8"
-    else:
-        folder = Path(source)
-        if not folder.is_dir():
-            raise ValueError(f"Argument 'source': '{folder}' is not a folder.")
-        images, digits = _read_mnist(folder, split)
-        max_value = 255.0
-        source_name = f"mnist-{split}"
+    images, digits, max_value, source_name = _digit_images(source, split)
 
     candidates = np.flatnonzero((digits >= 1) & (digits <= 4))
     if exclude is not None:
@@ -495,15 +513,5 @@ def load_digits_1to4(
     rng = np.random.default_rng(seed)
     indices = np.sort(rng.choice(candidates, size=n, replace=replace)).astype(np.int64)
 
-    from sklearn.manifold import SpectralEmbedding
-
-    embedding = SpectralEmbedding(
-        n_components=2,
-        affinity="nearest_neighbors",
-        n_neighbors=n_neighbors,
-        random_state=0,
-    ).fit_transform(images[indices].astype(np.float64) / max_value)
-    sd = embedding.std(axis=0)
-    sd[sd == 0] = 1.0
-    X = np.ascontiguousarray((embedding - embedding.mean(axis=0)) / sd, dtype=np.float64)
+    X = _standardised_embedding(images[indices].astype(np.float64) / max_value, n_neighbors)
     return DigitsData(X=X, labels=digits[indices], indices=indices, source=source_name)

@@ -150,6 +150,34 @@ def _check_new_points(X_new, dim: int) -> np.ndarray:
     return x_new
 
 
+def _draw_terms(
+    predictor: PartitionPredictor,
+    z: np.ndarray,
+    x_new: np.ndarray,
+    training_index: np.ndarray,
+    power: float,
+    alpha: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return the prediction rule of one draw and its overlap with the training partition.
+
+    Returns ``p_s(k | x)`` of shape ``(K + 1, M)`` (the draw's clusters in the order
+    of ``np.unique(z)``, then a new cluster) and the fractions ``|k ∩ c| / |k|`` of
+    shape ``(K, C)``, whose rows sum to 1.
+    """
+    n_point_clusters = int(training_index.max()) + 1
+    _, draw_index = np.unique(z, return_inverse=True)
+    pred = predictor(z)
+    log_score = pred.logpdf(x_new)  # (K + 1, M)
+    log_score[:-1] += power * np.log(pred.sizes)[:, None]
+    log_score[-1] += np.log(alpha)
+    rule = np.exp(log_score - logsumexp(log_score, axis=0, keepdims=True))
+    k = pred.sizes.size
+    overlap = np.bincount(
+        draw_index * n_point_clusters + training_index, minlength=k * n_point_clusters
+    ).reshape(k, n_point_clusters)
+    return rule, overlap / pred.sizes[:, None]
+
+
 def predict(
     idata: az.InferenceData,
     X_new,
@@ -243,18 +271,7 @@ def predict(
     chosen = draw_indices(draws.shape[0], draws.shape[1], max_draws)
     total = np.zeros((x_new.shape[0], n_point_clusters + 1))
     for index in chosen:
-        z = flat[index]
-        _, draw_index = np.unique(z, return_inverse=True)
-        pred = predictor(z)  # clusters in the order of np.unique(z), then the prior predictive
-        log_score = pred.logpdf(x_new)  # (K + 1, M)
-        log_score[:-1] += power * np.log(pred.sizes)[:, None]
-        log_score[-1] += np.log(alpha)
-        rule = np.exp(log_score - logsumexp(log_score, axis=0, keepdims=True))  # p_s(k | x)
-        k = pred.sizes.size
-        overlap = np.bincount(
-            draw_index * n_point_clusters + training_index, minlength=k * n_point_clusters
-        ).reshape(k, n_point_clusters)
-        overlap = overlap / pred.sizes[:, None]  # |k ∩ c| / |k|; rows sum to 1
+        rule, overlap = _draw_terms(predictor, flat[index], x_new, training_index, power, alpha)
         total[:, :-1] += rule[:-1].T @ overlap
         total[:, -1] += rule[-1]
     probabilities = total / chosen.size

@@ -350,6 +350,34 @@ def _max_clusters(max_clusters: int | None, default: int, n: int) -> int:
     return min(_check_int(max_clusters, "max_clusters", 1), n)
 
 
+def _objective(idata_or_draws, loss: str, a: float, var_name, max_draws, max_clusters):
+    """Return the search objective for the input, the number of points and of draws used."""
+    if _is_similarity(idata_or_draws):
+        if loss != "binder":
+            raise ValueError(
+                "A similarity matrix determines only Binder's loss; pass the label draws "
+                "(or the InferenceData) for loss='vi'."
+            )
+        if var_name is not None:
+            raise ValueError("Argument 'var_name' applies only to InferenceData input.")
+        psm = _check_similarity(idata_or_draws)
+        n = psm.shape[0]
+        n_draws = 0
+        kcap = _max_clusters(max_clusters, n, n)
+        obj = _BinderObjective(psm, a, kcap)
+    else:
+        draws = _thin(_flat_draws(idata_or_draws, var_name), max_draws)
+        n_draws, n = draws.shape
+        dense, n_blocks = salso.dense_labels(draws)
+        kcap = _max_clusters(max_clusters, int(n_blocks.max()), n)
+        if loss == "vi":
+            obj = _VIObjective(dense, n_blocks, kcap)
+        else:
+            obj = _BinderObjective(_coclustering(dense, n_blocks, np.float64), a, kcap)
+
+    return obj, n, n_draws
+
+
 def point_estimate(
     idata_or_draws,
     *,
@@ -455,29 +483,7 @@ def point_estimate(
     if max_draws is not None:
         max_draws = _check_int(max_draws, "max_draws", 1)
 
-    if _is_similarity(idata_or_draws):
-        if loss != "binder":
-            raise ValueError(
-                "A similarity matrix determines only Binder's loss; pass the label draws "
-                "(or the InferenceData) for loss='vi'."
-            )
-        if var_name is not None:
-            raise ValueError("Argument 'var_name' applies only to InferenceData input.")
-        psm = _check_similarity(idata_or_draws)
-        n = psm.shape[0]
-        n_draws = 0
-        kcap = _max_clusters(max_clusters, n, n)
-        obj = _BinderObjective(psm, a, kcap)
-    else:
-        draws = _thin(_flat_draws(idata_or_draws, var_name), max_draws)
-        n_draws, n = draws.shape
-        dense, n_blocks = salso.dense_labels(draws)
-        kcap = _max_clusters(max_clusters, int(n_blocks.max()), n)
-        if loss == "vi":
-            obj = _VIObjective(dense, n_blocks, kcap)
-        else:
-            obj = _BinderObjective(_coclustering(dense, n_blocks, np.float64), a, kcap)
-
+    obj, n, n_draws = _objective(idata_or_draws, loss, a, var_name, max_draws, max_clusters)
     runs = np.random.default_rng(random_seed).spawn(n_runs)
     run_losses = np.empty(n_runs, dtype=np.float64)
     best_c = None
