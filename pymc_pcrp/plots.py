@@ -7,6 +7,8 @@
 :func:`plot_cv_curve`            cross-validation loss against ``r`` (Fig. 2)
 :func:`plot_clusters_2d`         2-D clusters with covariance ellipses (Fig. 6)
 :func:`plot_cluster_sizes`       cluster sizes of several clusterings (Fig. 7)
+:func:`plot_similarity`          posterior similarity matrix, grouped by cluster
+:func:`plot_prior_num_clusters`  the exact prior on the number of clusters
 ===============================  ===================================================
 
 Every function draws into ``ax`` if given (a new figure otherwise) and returns
@@ -28,7 +30,7 @@ from pymc_pcrp._idata import label_draws, observed_points
 from pymc_pcrp._niw_numpy import check_prior, niw_posterior
 from pymc_pcrp._validation import check_data, check_positive_scalar
 from pymc_pcrp.distributions import NIWPrior
-from pymc_pcrp.posterior.predict import predictive_density
+from pymc_pcrp.posterior.prediction import predictive_density
 from pymc_pcrp.posterior.similarity import (
     PointEstimate,
     _canonical,

@@ -1,4 +1,4 @@
-"""Cluster membership probabilities of new points (pymc_pcrp.posterior.predict.predict)."""
+"""Cluster membership probabilities of new points (pymc_pcrp.posterior.prediction.predict)."""
 
 import arviz as az
 import numpy as np
@@ -9,7 +9,7 @@ from reference import niw_posterior as reference_posterior
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp.posterior.predict import PredictResult, predict
+from pymc_pcrp.posterior.prediction import PredictResult, predict
 
 SEED = sum(ord(c) for c in "test_prediction")
 

@@ -1,12 +1,10 @@
 """Everything done with a posterior after sampling.
 
-=====================================  ===============================================
-:mod:`~pymc_pcrp.posterior.similarity`  co-clustering probabilities, a point estimate
-                                       of the partition and its expected loss
-:mod:`~pymc_pcrp.posterior.predict`    new points: their cluster (:func:`predict`) and
-                                       their predictive density
-:mod:`~pymc_pcrp.posterior.ppc`        replicated data (posterior predictive draws)
-=====================================  ===============================================
+* :mod:`~pymc_pcrp.posterior.similarity`: co-clustering probabilities, a point
+  estimate of the partition and its expected loss;
+* :mod:`~pymc_pcrp.posterior.prediction`: new points, their cluster
+  (:func:`predict`) and their predictive density;
+* :mod:`~pymc_pcrp.posterior.ppc`: replicated data (posterior predictive draws).
 
 Every name below is importable from ``pymc_pcrp.posterior``; the most used ones
 (:func:`point_estimate`, :func:`posterior_similarity`, :func:`predict`,
@@ -15,7 +13,7 @@ Every name below is importable from ``pymc_pcrp.posterior``; the most used ones
 
 from pymc_pcrp._idata import label_draws, observed_points
 from pymc_pcrp.posterior.ppc import sample_posterior_predictive
-from pymc_pcrp.posterior.predict import (
+from pymc_pcrp.posterior.prediction import (
     DensityComponents,
     PredictResult,
     predict,

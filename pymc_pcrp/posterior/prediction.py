@@ -243,7 +243,7 @@ def predict(
     Examples
     --------
     >>> import numpy as np, pymc_pcrp as pcrp
-    >>> from pymc_pcrp.posterior.predict import predict
+    >>> from pymc_pcrp.posterior.prediction import predict
     >>> x = pcrp.datasets.load_old_faithful()
     >>> idata = pcrp.fit(x, power=1.11, draws=200, tune=200, chains=2,
     ...                  random_seed=1)  # doctest: +SKIP
