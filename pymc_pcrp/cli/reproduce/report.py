@@ -291,6 +291,14 @@ def _claims(result: ReproductionResult) -> list[str]:
     return lines
 
 
+def _table_start(title_index: int | None, header: str) -> list[str]:
+    """Return a section title (or a blank line) and the header and rule of a Markdown table."""
+    rule = "|---" * (header.count("|") - 1) + "|"
+    if title_index is None:
+        return ["", header, rule]
+    return ["", "## " + TABLE_TITLES[title_index], "", header, rule]
+
+
 def _header(result: ReproductionResult, digits_text: str) -> list[str]:
     """Return the opening lines: command, machine, code, protocol, prior and seeds."""
     p = result.protocol
@@ -332,12 +340,11 @@ def _header(result: ReproductionResult, digits_text: str) -> list[str]:
 
 def _settings_section(result: ReproductionResult) -> list[str]:
     """Sizes, true K, oracle alpha, r and CV data: the paper's and ours; data seeds."""
-    lines = ["", "## " + TABLE_TITLES[0], ""]
-    lines += [
+    lines = _table_start(
+        0,
         "| Data | N paper | N ours | K true | oracle alpha paper | oracle alpha ours | "
         "r paper | r ours | CV data paper | CV data ours |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    )
     for name, settings in PAPER_SETTINGS.items():
         sizes = sorted({r.n for r in result.runs if r.dataset == name})
         alphas = [result.run(name, n, "CRP-Oracle").alpha for n in sizes]
@@ -414,11 +421,12 @@ def _faithful_section(result: ReproductionResult) -> list[str]:
         "The paper gives no table for Old Faithful; it reports the number of components "
         "per method, read from its Fig. 7. Ours: the components of the point estimate, the "
         "posterior of K, and NMI/VI against the manual clustering.",
-        "",
+    ]
+    lines += _table_start(
+        None,
         "| Method | components paper | components ours (point estimate sizes) | K ours | "
         "K_max ours | P(K = 2) | NMI ours | VI ours |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    )
     (n_faithful,) = sorted({r.n for r in result.runs if r.dataset == "Old Faithful"})
     for method in METHODS:
         run = result.run("Old Faithful", n_faithful, method)
@@ -439,11 +447,10 @@ def _faithful_section(result: ReproductionResult) -> list[str]:
 
 def _k_probability_section(result: ReproductionResult) -> list[str]:
     """Return the posterior probabilities of K quoted in the paper's text."""
-    lines = ["", "## " + TABLE_TITLES[5], ""]
-    lines += [
+    lines = _table_start(
+        5,
         "| Data | Method | K | N | paper | ours |",
-        "|---|---|---|---|---|---|",
-    ]
+    )
     for (name, method, k), values in PAPER_K_PROBABILITIES.items():
         sizes = sorted({r.n for r in result.runs if r.dataset == name})
         for n, paper_value, paper_n in zip(sizes, values, (300, 2000), strict=False):
@@ -457,12 +464,11 @@ def _k_probability_section(result: ReproductionResult) -> list[str]:
 
 def _diagnostics_section(result: ReproductionResult) -> list[str]:
     """R-hat and ESS of K, seeds and run time of every fit."""
-    lines = ["", "## " + TABLE_TITLES[7], ""]
-    lines += [
+    lines = _table_start(
+        7,
         "| Data | N | Method | alpha | r | seed | R-hat(K) | bulk ESS(K) | tail ESS(K) | "
         "point estimate K | seconds |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+    )
     for run in result.runs:
         lines.append(
             f"| {run.dataset} | {run.n} | {run.method} | {run.alpha:.3f} | {run.power:g} | "
