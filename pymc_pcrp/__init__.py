@@ -6,12 +6,13 @@ The top level holds the model and the verbs of a typical session::
 
     idata = pcrp.fit(x, power=1.1)           # or write the model with PowerCRP / NIWMixture
     best = pcrp.point_estimate(idata)        # one partition summarising the posterior
-    new = pcrp.predict(idata, x_new, power=1.1)
+    new = pcrp.predict(idata, x_new)         # r, alpha and the prior are stored in idata
 
 The toolkits live in named submodules, all imported with the package:
 :mod:`pymc_pcrp.posterior` (similarity, point estimate, prediction, replicated
 data), :mod:`pymc_pcrp.prior` (the prior on the number of clusters),
-:mod:`pymc_pcrp.model_selection` (choosing ``r``), :mod:`pymc_pcrp.metrics`
+:mod:`pymc_pcrp.model_selection` (choosing ``r``), :mod:`pymc_pcrp.diagnostics`
+(convergence of the chains), :mod:`pymc_pcrp.metrics`
 (scores against known labels), :mod:`pymc_pcrp.plots`, :mod:`pymc_pcrp.datasets`
 and :mod:`pymc_pcrp.distributed` (chains on several machines).
 
@@ -25,6 +26,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pymc_pcrp import (
     _convergence,
     datasets,
+    diagnostics,
     distributed,
     metrics,
     model_selection,
@@ -32,6 +34,7 @@ from pymc_pcrp import (
     posterior,
     prior,
 )
+from pymc_pcrp.diagnostics import ConvergenceWarning, check_convergence
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 from pymc_pcrp.fitting import build_model, fit
 from pymc_pcrp.posterior import (
@@ -50,13 +53,16 @@ except PackageNotFoundError:  # running from a source tree that was not installe
 _convergence.install()
 
 __all__ = [
+    "ConvergenceWarning",
     "NIWMixture",
     "NIWPrior",
     "PCRPGibbs",
     "PowerCRP",
     "__version__",
     "build_model",
+    "check_convergence",
     "datasets",
+    "diagnostics",
     "distributed",
     "fit",
     "metrics",

@@ -1,9 +1,12 @@
-"""Reading label draws and observed data back out of an ``InferenceData``.
+"""Reading label draws, observed data and model parameters back out of an ``InferenceData``.
 
 Every posterior summary in the package (metrics, similarity matrices, point
 estimates, predictions) starts from the same two arrays: the label draws of a
 :class:`~pymc_pcrp.PowerCRP` variable and the data it clusters. This module is
-the one place that finds them.
+the one place that finds them. It also writes and reads the fixed parameters
+that :func:`pymc_pcrp.fit` stores in the ``constant_data`` group (``power``,
+``alpha`` and the NIW prior ``mu0``, ``kappa0``, ``nu0``, ``psi0``), so that
+predictions need nothing but the InferenceData.
 """
 
 from __future__ import annotations
@@ -11,7 +14,14 @@ from __future__ import annotations
 import arviz as az
 import numpy as np
 
-__all__ = ["draw_indices", "label_draws", "observed_points"]
+__all__ = [
+    "draw_indices",
+    "label_draws",
+    "observed_points",
+    "resolve_model_parameters",
+    "store_model_parameters",
+    "stored_model_parameters",
+]
 
 
 def label_draws(idata: az.InferenceData, var_name: str | None = None) -> np.ndarray:
@@ -104,3 +114,120 @@ def draw_indices(n_chains: int, n_draws: int, max_draws: int | None) -> np.ndarr
     if int(max_draws) != max_draws or max_draws < 1:
         raise ValueError(f"Argument 'max_draws' must be a positive integer, got {max_draws}.")
     return np.unique(np.linspace(0, total - 1, int(max_draws)).round().astype(np.int64))
+
+
+# --- The model's fixed parameters, stored by fit() in the constant_data group ---------------
+
+#: Names of the constant_data variables written by :func:`store_model_parameters`.
+PARAMETER_NAMES = ("power", "alpha", "mu0", "kappa0", "nu0", "psi0")
+_MARK = "pcrp_parameters"
+
+
+def store_model_parameters(
+    idata: az.InferenceData, *, power: float, alpha: float, prior, feature=None
+) -> None:
+    """Add ``power``, ``alpha`` and the NIW prior to ``idata.constant_data`` (in place).
+
+    ``mu0`` has dims ``feature``, ``psi0`` dims ``(feature, feature_bis)``, the
+    others are scalars; the group gets the attribute ``pcrp_parameters`` naming
+    them, which is how :func:`stored_model_parameters` recognises them.
+    """
+    import xarray as xr
+
+    dim = prior.dim
+    feature = np.arange(dim) if feature is None else np.asarray(feature)
+    ds = xr.Dataset(
+        {
+            "power": ((), float(power)),
+            "alpha": ((), float(alpha)),
+            "mu0": (("feature",), np.asarray(prior.mu0, dtype=np.float64)),
+            "kappa0": ((), float(prior.kappa0)),
+            "nu0": ((), float(prior.nu0)),
+            "psi0": (("feature", "feature_bis"), np.asarray(prior.psi0, dtype=np.float64)),
+        },
+        coords={"feature": feature, "feature_bis": feature},
+    )
+    ds.attrs[_MARK] = ", ".join(PARAMETER_NAMES)
+    if "constant_data" in idata.groups():
+        merged = idata.constant_data.assign(ds.data_vars)
+        merged.attrs.update(ds.attrs)
+        idata.constant_data = merged
+    else:
+        idata.add_groups(constant_data=ds)
+
+
+def stored_model_parameters(idata: az.InferenceData) -> dict | None:
+    """``power``, ``alpha`` and ``prior`` (an NIWPrior) as stored by :func:`pymc_pcrp.fit`.
+
+    Returns None for an InferenceData without them (older runs, or ``pm.sample``
+    on a hand-written model).
+    """
+    from pymc_pcrp.distributions import NIWPrior
+
+    if "constant_data" not in idata.groups():
+        return None
+    cd = idata.constant_data
+    if _MARK not in cd.attrs or any(name not in cd for name in PARAMETER_NAMES):
+        return None
+    values = {name: np.asarray(cd[name].values, dtype=np.float64) for name in PARAMETER_NAMES}
+    prior = NIWPrior(
+        mu0=values["mu0"],
+        kappa0=float(values["kappa0"]),
+        nu0=float(values["nu0"]),
+        psi0=values["psi0"],
+    )
+    return {"power": float(values["power"]), "alpha": float(values["alpha"]), "prior": prior}
+
+
+def _same(a, b) -> bool:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-12, atol=0.0))
+
+
+def resolve_model_parameters(idata: az.InferenceData, power, alpha, prior) -> tuple:
+    """Return ``(power, alpha, prior)``: the given values checked against the stored ones.
+
+    An argument left at None takes the stored value. Without stored values,
+    ``power`` must be given, ``alpha`` defaults to 1 and ``prior`` stays None
+    (the caller then uses ``NIWPrior.from_data``).
+
+    Raises
+    ------
+    ValueError
+        If a given value differs from the one stored in ``idata.constant_data``
+        (naming the argument and both values), or ``power`` is missing and not
+        stored.
+    """
+    from pymc_pcrp.distributions import NIWPrior
+
+    if prior is not None and not isinstance(prior, NIWPrior):
+        raise ValueError(
+            f"Argument 'prior' must be a pymc_pcrp.NIWPrior or None, got {type(prior).__name__}."
+        )
+    stored = stored_model_parameters(idata)
+    if stored is None:
+        if power is None:
+            raise ValueError(
+                "Argument 'power' is required: idata.constant_data does not record the power "
+                "the posterior was sampled with (InferenceData from pymc_pcrp.fit store it; "
+                "this one comes from an older run or a hand-written model)."
+            )
+        return power, 1.0 if alpha is None else alpha, prior
+    for name, given in (("power", power), ("alpha", alpha)):
+        if given is not None and not _same(given, stored[name]):
+            raise ValueError(
+                f"Argument '{name}' = {float(np.asarray(given)):g} conflicts with the {name} "
+                f"= {stored[name]:g} the posterior was sampled with (stored in "
+                f"idata.constant_data); leave '{name}' out to use the stored value."
+            )
+    if prior is not None:
+        ref = stored["prior"]
+        for field in ("mu0", "kappa0", "nu0", "psi0"):
+            mine, theirs = getattr(prior, field), getattr(ref, field)
+            if not _same(mine, theirs):
+                raise ValueError(
+                    f"Argument 'prior' conflicts with the NIW prior the posterior was sampled "
+                    f"with (stored in idata.constant_data): {field} = {mine} given, {theirs} "
+                    "stored; leave 'prior' out to use the stored prior."
+                )
+    return stored["power"], stored["alpha"], stored["prior"]

@@ -5,6 +5,13 @@
 :class:`~pymc_pcrp.NIWMixture`); :func:`fit` samples it with ``pm.sample``. The
 experiments, the cross-validation of ``r`` and the command line all go through
 these two functions, so they sample exactly what a user's own model would.
+
+A pandas ``DataFrame`` keeps its labels: its index becomes the ``obs_id``
+coordinate and its columns the ``feature`` coordinate of the model and of the
+InferenceData (a ``Series`` is 1-D data, with its name as the one feature).
+:func:`fit` also stores ``power``, ``alpha`` and the NIW prior in the
+``constant_data`` group, and checks convergence with
+:func:`pymc_pcrp.diagnostics.check_convergence`.
 """
 
 from __future__ import annotations
@@ -15,10 +22,41 @@ import pymc as pm
 
 from pymc.util import RandomState
 
+from pymc_pcrp._idata import store_model_parameters
 from pymc_pcrp._validation import check_data, check_positive_scalar
+from pymc_pcrp.diagnostics import check_convergence, warn_if_not_converged
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 
 __all__ = ["build_model", "fit"]
+
+
+def _coordinate(labels) -> np.ndarray:
+    """Return a pandas index as coordinate values that xarray and netCDF can hold."""
+    import pandas as pd
+
+    if isinstance(labels, pd.MultiIndex):
+        return np.array([str(v) for v in labels], dtype=object)
+    values = np.asarray(labels)
+    if values.dtype == object and not all(isinstance(v, str) for v in values):
+        values = np.array([str(v) for v in values], dtype=object)
+    return values
+
+
+def _data_and_coords(X) -> tuple[np.ndarray, dict]:
+    """Return the checked ``(N, D)`` array and its coords (pandas labels, or 0..N-1, 0..D-1)."""
+    x = check_data(X, "X")
+    n, d = x.shape
+    coords = {"obs_id": np.arange(n), "feature": np.arange(d)}
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas comes with PyMC
+        return x, coords
+    if isinstance(X, pd.DataFrame):
+        coords = {"obs_id": _coordinate(X.index), "feature": _coordinate(X.columns)}
+    elif isinstance(X, pd.Series):
+        name = 0 if X.name is None else X.name
+        coords = {"obs_id": _coordinate(X.index), "feature": _coordinate(pd.Index([name]))}
+    return x, coords
 
 
 def build_model(
@@ -32,7 +70,7 @@ def build_model(
 
     Parameters
     ----------
-    X : array_like, shape (N, D) or (N,)
+    X : array_like, pandas.DataFrame or pandas.Series, shape (N, D) or (N,)
         Data; NaN and infinite values are refused.
     power : float, default=1.0
         The pCRP power ``r`` (``1`` is the CRP / Dirichlet process).
@@ -44,11 +82,12 @@ def build_model(
     Returns
     -------
     pymc.Model
-        With coords ``obs_id`` (``0..N-1``) and ``feature`` (``0..D-1``); the labels
-        are ``z`` (dims ``obs_id``), the data ``x`` (dims ``obs_id, feature``) and
-        the number of clusters ``n_clusters``.
+        With coords ``obs_id`` and ``feature``: the index and the columns of a
+        pandas ``DataFrame`` (the index and the name of a ``Series``), otherwise
+        ``0..N-1`` and ``0..D-1``. The labels are ``z`` (dims ``obs_id``), the data
+        ``x`` (dims ``obs_id, feature``) and the number of clusters ``n_clusters``.
     """
-    x = check_data(X, "X")
+    x, coords = _data_and_coords(X)
     power = check_positive_scalar(power, "power")
     alpha = check_positive_scalar(alpha, "alpha")
     if prior is None:
@@ -57,8 +96,7 @@ def build_model(
         raise ValueError(
             f"Argument 'prior' must be a pymc_pcrp.NIWPrior or None, got {type(prior).__name__}."
         )
-    n, d = x.shape
-    coords = {"obs_id": np.arange(n), "feature": np.arange(d)}
+    n = x.shape[0]
     with pm.Model(coords=coords) as model:
         z = PowerCRP("z", alpha=alpha, power=power, n=n, dims="obs_id")
         NIWMixture("x", z=z, prior=prior, observed=x, dims=("obs_id", "feature"))
@@ -76,7 +114,7 @@ def fit(
     chains: int = 4,
     cores: int = 1,
     sweeps_per_draw: int = 1,
-    init: str = "random",
+    init: str | None = None,
     random_seed: RandomState = None,
     progressbar: bool = False,
     **sample_kwargs,
@@ -91,19 +129,39 @@ def fit(
         Passed to ``pm.sample``; ``tune`` draws are burn-in (discarded).
     sweeps_per_draw : int, default=1
         Gibbs sweeps between stored draws (thinning).
-    init : str, default="random"
-        Initial partition of each chain (see :class:`~pymc_pcrp.PCRPGibbs`).
+    init : str, optional
+        Initial partition of each chain (see :class:`~pymc_pcrp.PCRPGibbs`);
+        the step's default when omitted.
     random_seed : int or numpy.random.Generator, optional
         Makes the whole run, all chains included, reproducible.
     progressbar : bool, default=False
     **sample_kwargs
-        Any other ``pm.sample`` argument (for example ``var_names``).
+        Any other ``pm.sample`` argument (for example ``var_names``), and
+        ``pcrp_gibbs``, a dict of :class:`~pymc_pcrp.PCRPGibbs` options (the
+        step's defaults otherwise, for example its move set).
+        ``compute_convergence_checks=False`` turns off PyMC's checks and the
+        :class:`~pymc_pcrp.ConvergenceWarning` below.
 
     Returns
     -------
     arviz.InferenceData
         ``posterior`` holds ``z`` and ``n_clusters``; ``sample_stats`` holds
         ``log_joint`` and ``n_clusters``; ``observed_data`` holds ``x``.
+        ``constant_data`` holds the model's fixed parameters: the scalars
+        ``power``, ``alpha``, ``kappa0`` and ``nu0``, ``mu0`` (dims
+        ``feature``) and ``psi0`` (dims ``feature, feature_bis``), so that
+        :func:`~pymc_pcrp.predict` needs nothing else. The coords ``obs_id``
+        and ``feature`` are a DataFrame's index and columns (see
+        :func:`build_model`).
+
+    Warns
+    -----
+    ConvergenceWarning
+        One per failed check of :func:`pymc_pcrp.diagnostics.check_convergence`:
+        an R-hat of the number of clusters or of the log joint above 1.01, or a
+        bulk ESS below 100 per chain (with one chain only the ESS is checked).
+        The message names the quantity, its value and the remedy (more draws,
+        more chains, another ``r``).
 
     Examples
     --------
@@ -112,11 +170,15 @@ def fit(
     ...                  chains=2, random_seed=1)  # doctest: +SKIP
     """
     model = build_model(X, power=power, alpha=alpha, prior=prior)
+    if prior is None:
+        prior = NIWPrior.from_data(check_data(X, "X"))
     step_kwargs = dict(sample_kwargs.pop("pcrp_gibbs", {}))
     step_kwargs.setdefault("sweeps_per_draw", sweeps_per_draw)
-    step_kwargs.setdefault("init", init)
+    if init is not None:
+        step_kwargs.setdefault("init", init)
+    checks = sample_kwargs.get("compute_convergence_checks", True)
     with model:
-        return pm.sample(
+        idata = pm.sample(
             draws=draws,
             tune=tune,
             chains=chains,
@@ -126,3 +188,11 @@ def fit(
             pcrp_gibbs=step_kwargs,
             **sample_kwargs,
         )
+    if not isinstance(idata, az.InferenceData):  # return_inferencedata=False
+        return idata
+    store_model_parameters(
+        idata, power=power, alpha=alpha, prior=prior, feature=model.coords["feature"]
+    )
+    if checks and ("n_clusters" in idata.posterior or "log_joint" in idata.get("sample_stats", {})):
+        warn_if_not_converged(check_convergence(idata), stacklevel=2)
+    return idata

@@ -51,7 +51,12 @@ import numpy as np
 
 from scipy.special import logsumexp
 
-from pymc_pcrp._idata import draw_indices, label_draws, observed_points
+from pymc_pcrp._idata import (
+    draw_indices,
+    label_draws,
+    observed_points,
+    resolve_model_parameters,
+)
 from pymc_pcrp._niw_numpy import PartitionPredictor, check_prior, prediction_weights
 from pymc_pcrp._validation import check_data, check_positive_scalar
 from pymc_pcrp.distributions import NIWPrior
@@ -182,8 +187,8 @@ def predict(
     idata: az.InferenceData,
     X_new,
     *,
-    power: float,
-    alpha: float = 1.0,
+    power: float | None = None,
+    alpha: float | None = None,
     prior: NIWPrior | None = None,
     point: PointEstimate | np.ndarray | None = None,
     max_draws: int | None = None,
@@ -207,16 +212,14 @@ def predict(
         The new points; they must have the features of the clustered data, on
         the same scale (standardise them the same way if the training data
         were standardised).
-    power : float
-        The pCRP power ``r`` the posterior was sampled with.
-    alpha : float, default=1.0
-        The concentration the posterior was sampled with.
-    prior : NIWPrior, optional
-        The NIW prior the posterior was sampled with. ``idata`` stores neither
-        the prior nor ``power`` and ``alpha``, so they must be given again. The
-        default, ``NIWPrior.from_data(observed_points(idata))``, matches
-        :func:`pymc_pcrp.fit` only when ``fit`` was called without a prior;
-        pass the prior explicitly whenever sampling used another one.
+    power, alpha, prior : optional
+        The pCRP power ``r``, the concentration and the NIW prior the posterior
+        was sampled with. :func:`pymc_pcrp.fit` stores all three in
+        ``idata.constant_data``; they are then read from there, and a value
+        given here that differs from the stored one is refused. For an
+        InferenceData without them (an older run, or ``pm.sample`` on a
+        hand-written model) ``power`` must be given; ``alpha`` defaults to 1
+        and the prior to ``NIWPrior.from_data(observed_points(idata))``.
     point : PointEstimate or array_like of int, shape (N,), optional
         The partition of the training points whose clusters the columns refer
         to. Defaults to ``point_estimate(idata, loss="vi", random_seed=0)``;
@@ -237,8 +240,9 @@ def predict(
     ------
     ValueError
         If ``X_new`` holds NaN or infinite values or has the wrong number of
-        features, if ``power``, ``alpha``, ``prior`` or ``point`` are invalid, or
-        if ``idata`` lacks the label draws or the observed data.
+        features, if ``power``, ``alpha``, ``prior`` or ``point`` are invalid or
+        conflict with the values stored in ``idata``, if ``power`` is needed and
+        missing, or if ``idata`` lacks the label draws or the observed data.
 
     Examples
     --------
@@ -247,10 +251,11 @@ def predict(
     >>> x = pcrp.datasets.load_old_faithful()
     >>> idata = pcrp.fit(x, power=1.11, draws=200, tune=200, chains=2,
     ...                  random_seed=1)  # doctest: +SKIP
-    >>> result = predict(idata, [[2.0, 55.0], [4.5, 80.0]], power=1.11)  # doctest: +SKIP
+    >>> result = predict(idata, [[2.0, 55.0], [4.5, 80.0]])  # doctest: +SKIP
     >>> result.probabilities.sum(axis=1)  # doctest: +SKIP
     array([1., 1.])
     """
+    power, alpha, prior = resolve_model_parameters(idata, power, alpha, prior)
     power = check_positive_scalar(power, "power")
     alpha = check_positive_scalar(alpha, "alpha")
     x = observed_points(idata)
@@ -327,8 +332,8 @@ def predictive_density(
     idata: az.InferenceData,
     grid,
     *,
-    power: float,
-    alpha: float,
+    power: float | None = None,
+    alpha: float | None = None,
     prior: NIWPrior | None = None,
     max_draws: int | None = None,
     components: bool = False,
@@ -348,14 +353,12 @@ def predictive_density(
         pCRP label vector and one observed :class:`~pymc_pcrp.NIWMixture`).
     grid : array_like, shape (G,) for 1-D data or (G, D)
         Where to evaluate the density.
-    power, alpha : float
-        The ``r`` and ``alpha`` the posterior was sampled with. They are not
-        stored in ``idata``, so they must be given.
-    prior : NIWPrior, optional
-        The NIW prior the posterior was sampled with. It is not stored in
-        ``idata`` either; the default, ``NIWPrior.from_data`` of the observed
-        data, is what :func:`pymc_pcrp.fit` uses when it is called without a
-        prior. Pass the prior explicitly whenever sampling used another one.
+    power, alpha, prior : optional
+        The ``r``, ``alpha`` and NIW prior the posterior was sampled with; read
+        from ``idata.constant_data`` when :func:`pymc_pcrp.fit` stored them
+        (a different value given here is refused), otherwise ``power`` is
+        required, ``alpha`` defaults to 1 and the prior to ``NIWPrior.from_data``
+        of the observed data, as in :func:`predict`.
     max_draws : int, optional
         Use at most this many draws, evenly spaced through the chains
         (concatenated); all draws by default.
@@ -384,9 +387,9 @@ def predictive_density(
     ...           np.random.default_rng(1).normal(3, 1, 50)]
     >>> idata = pcrp.fit(x, power=1.2, draws=100, tune=100, chains=1,
     ...                  random_seed=0)  # doctest: +SKIP
-    >>> dens = pcrp.posterior.predictive_density(idata, np.linspace(-8, 8, 200), power=1.2,
-    ...                                alpha=1.0)  # doctest: +SKIP
+    >>> dens = pcrp.posterior.predictive_density(idata, np.linspace(-8, 8, 200))  # doctest: +SKIP
     """
+    power, alpha, prior = resolve_model_parameters(idata, power, alpha, prior)
     power = check_positive_scalar(power, "power")
     alpha = check_positive_scalar(alpha, "alpha")
     x = observed_points(idata)
