@@ -69,7 +69,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CVResult:
     """Outcome of :func:`cross_validate_power`.
 
@@ -94,6 +94,10 @@ class CVResult:
         curve never jumps (then ``chosen_power`` is the largest ``r``).
     jump_tol : float
         The relative threshold used to detect the jump.
+    jumped : bool
+        Whether the loss jumped over the grid. If not, ``chosen_power`` is
+        only the top of the grid, not a cross-validated choice; :meth:`summary`
+        says so.
     """
 
     powers: np.ndarray
@@ -104,6 +108,51 @@ class CVResult:
     chosen_power: float
     jump_index: int | None
     jump_tol: float
+
+    @property
+    def jumped(self) -> bool:
+        """Whether the held-out loss jumped somewhere on the grid."""
+        return self.jump_index is not None
+
+    def conclusion(self) -> str:
+        """Return one sentence: the chosen ``r`` and why, or that the loss never jumped."""
+        low, high = float(self.powers[0]), float(self.powers[-1])
+        if self.jumped:
+            return (
+                f"The held-out loss jumps by more than {self.jump_tol:.0%} at r = "
+                f"{self.powers[self.jump_index]:g}; the chosen r = {self.chosen_power:g} is the "
+                "last grid point before the jump."
+            )
+        return (
+            f"The held-out loss never jumped (no rise above {self.jump_tol:.0%} between "
+            f"neighbouring powers) over the grid [{low:g}, {high:g}], so r was NOT chosen by "
+            f"cross-validation: r = {self.chosen_power:g} is just the top of the grid. Extend "
+            "the grid to larger r to find the jump."
+        )
+
+    def summary(self) -> str:
+        """Return a table of the grid (r, loss, its s.e., mean K) and :meth:`conclusion`."""
+        lines = [f"{'r':>8} {'loss':>12} {'s.e.':>10} {'mean K':>8}"]
+        for i, r in enumerate(self.powers):
+            mark = "  <- chosen" if r == self.chosen_power else ""
+            if i == self.jump_index:
+                mark = "  <- jump"
+            lines.append(
+                f"{r:>8g} {self.loss[i]:>12.5g} {self.loss_se[i]:>10.2g} "
+                f"{self.mean_k[i]:>8.2f}{mark}"
+            )
+        return "\n".join([*lines, self.conclusion()])
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        return (
+            f"CVResult(chosen_power={self.chosen_power:g}, jumped={self.jumped}, "
+            f"jump_index={self.jump_index}, jump_tol={self.jump_tol:g}, "
+            f"powers={np.array2string(self.powers, separator=', ')}, "
+            f"loss={np.array2string(self.loss, precision=4, separator=', ')})"
+        )
 
 
 def split_train_test(X, n_train: int, seed=None) -> tuple[np.ndarray, np.ndarray]:
@@ -379,12 +428,23 @@ def cross_validate_power(
     Returns
     -------
     CVResult
+        ``jumped`` tells whether the loss jumped on the grid; if not,
+        ``chosen_power`` is merely the largest ``r`` of the grid (``summary()``
+        says so in words).
 
     Warns
     -----
     UserWarning
         If the loss never jumps over the grid: the largest ``r`` is returned and
         the grid should probably extend further.
+
+    Notes
+    -----
+    The training fits use the step method's default moves (whatever
+    :class:`~pymc_pcrp.PCRPGibbs` does when given no options) unless
+    ``fit_kwargs`` sets ``pcrp_gibbs``; their convergence is not checked (no
+    :class:`~pymc_pcrp.ConvergenceWarning`): the spread of the per-draw losses
+    shows in ``loss_se``.
     """
     x_train, x_test = _check_train_and_other(X_train, X_test, "X_test")
     grid = np.asarray(powers, dtype=np.float64)

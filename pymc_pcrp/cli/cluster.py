@@ -24,9 +24,18 @@ R --seed S``. Without ``--seed`` a seed is drawn and written into the summary.
 
 **Outputs** (in ``--out DIR``): ``labels.csv`` (``row,label``: the 0-based
 data-row index, header excluded, and its point-estimate cluster),
-``idata.nc`` (the posterior, readable with :func:`arviz.from_netcdf`; the
-settings are in the attributes of its posterior group), ``summary.md`` and PNG
-figures.
+``idata.nc`` (the posterior, readable with :func:`arviz.from_netcdf`; ``r``,
+``alpha`` and the NIW prior are in its ``constant_data`` group, as
+:func:`pymc_pcrp.fit` stores them, the other settings in the attributes of its
+posterior group), ``summary.md`` and PNG figures.
+
+**Convergence.** R-hat and bulk ESS of the number of clusters and of the log
+joint (:func:`pymc_pcrp.diagnostics.check_convergence`) are printed on stdout
+and tabled in ``summary.md``. When an R-hat exceeds 1.01 or a bulk ESS is
+below 100 per chain, stdout and the top of ``summary.md`` say so, with the
+remedy: more draws, more chains, another ``r``. With one chain only the ESS is
+checked. If ``--power auto`` finds no jump of the loss, the output likewise
+says that ``r`` is only the top of the grid.
 
 **No half-written output.** Everything is written into a fresh temporary
 directory next to ``DIR`` (in the same parent, named
@@ -57,7 +66,7 @@ import arviz as az
 import numpy as np
 
 from pymc_pcrp.cli.cluster_options import MAX_SIMILARITY_ROWS, add_cluster_parser
-from pymc_pcrp.cli.cluster_report import summary
+from pymc_pcrp.cli.cluster_report import convergence_advice, power_choice, summary
 from pymc_pcrp.cli.io import (
     ClusterData,
     InputError,
@@ -68,6 +77,7 @@ from pymc_pcrp.cli.io import (
     save_figure,
     write_labels,
 )
+from pymc_pcrp.diagnostics import ConvergenceReport, check_convergence
 from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.fitting import fit
 from pymc_pcrp.model_selection import CVResult, cross_validate_power, split_train_test
@@ -209,15 +219,20 @@ def _choose_power(
             random_seed=_seed_int(cv_seq),
             n_jobs=args.n_jobs,
             jump_tol=args.cv_jump_tol,
-            fit_kwargs={
-                "init": args.init,
-                "pcrp_gibbs": {"split_merge": args.split_merge},
-            },
+            fit_kwargs={"init": args.init, **_step_options(args)},
         )
     cv_warnings = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
     for message in cv_warnings:
         print(f"{_PROG}: warning: {message}", file=sys.stderr)
-    print(f"Chosen r = {cv.chosen_power:g}", flush=True)
+    if cv.jumped:
+        print(f"Chosen r = {cv.chosen_power:g}", flush=True)
+    else:
+        print(
+            f"No jump: the held-out loss never rose by more than {cv.jump_tol:.0%} over the "
+            f"grid, so r = {cv.chosen_power:g} is the top of the grid, not a cross-validated "
+            "choice. Extend --cv-grid to larger r.",
+            flush=True,
+        )
     return cv.chosen_power, (cv, cv_sizes, cv_warnings)
 
 
@@ -247,11 +262,31 @@ def _sample(
         cores=args.cores,
         sweeps_per_draw=args.sweeps_per_draw,
         init=args.init,
-        pcrp_gibbs={"split_merge": args.split_merge},
         random_seed=_seed_int(fit_seq),
         progressbar=progress,
-        compute_convergence_checks=args.chains > 1,
+        # Convergence is checked and reported below, on stdout and in summary.md.
+        compute_convergence_checks=False,
+        **_step_options(args),
     )
+
+
+def _step_options(args: argparse.Namespace) -> dict:
+    """``pcrp_gibbs`` options given on the command line; none means the step's defaults."""
+    if args.split_merge is None:
+        return {}
+    return {"pcrp_gibbs": {"split_merge": args.split_merge}}
+
+
+def _report_convergence(idata: az.InferenceData) -> ConvergenceReport:
+    """Check convergence and print the numbers and the verdict on stdout."""
+    report = check_convergence(idata)
+    numbers, *notes = report.summary().splitlines()
+    print(f"Convergence: {numbers}", flush=True)
+    if report.converged:
+        print(" ".join(notes), flush=True)
+    else:
+        print(f"WARNING: {convergence_advice(report)}", flush=True)
+    return report
 
 
 def _record_settings(idata, args, data: ClusterData, power, cv_info, scaling, seed) -> None:
@@ -259,7 +294,7 @@ def _record_settings(idata, args, data: ClusterData, power, cv_info, scaling, se
     idata.posterior.attrs.update(
         pcrp_power=power,
         pcrp_alpha=args.alpha,
-        pcrp_power_choice="cross-validation" if cv_info is not None else "given",
+        pcrp_power_choice=power_choice(None if cv_info is None else cv_info[0]),
         pcrp_data_file=str(args.data),
         pcrp_columns=", ".join(data.names),
         pcrp_standardized=int(args.standardize),
@@ -318,6 +353,7 @@ def run_cluster(args: argparse.Namespace) -> int:
         power, cv_info = _choose_power(args, x, n_train, split_seq, cv_seq)
         prior = NIWPrior.from_data(x)
         idata = _sample(args, x, power, prior, fit_seq)
+        report = _report_convergence(idata)
         estimate = point_estimate(idata, loss="vi", random_seed=_seed_int(estimate_seq))
         _record_settings(idata, args, data, power, cv_info, scaling, seed)
         write_labels(tmp / "labels.csv", estimate.labels)
@@ -331,6 +367,7 @@ def run_cluster(args: argparse.Namespace) -> int:
             power=power,
             seed=seed,
             idata=idata,
+            report=report,
             estimate=estimate,
             cv_info=cv_info,
             files=files,

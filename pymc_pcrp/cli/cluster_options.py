@@ -118,10 +118,12 @@ outputs (written into DIR):
   labels.csv        row,label: 0-based data-row index (header excluded) and its cluster in
                     the point estimate minimising the posterior expected variation of
                     information (clusters numbered 0, 1, ... by first appearance)
-  idata.nc          the posterior (arviz.from_netcdf); settings in its posterior attributes
+  idata.nc          the posterior (arviz.from_netcdf); r, alpha and the NIW prior in its
+                    constant_data group, other settings in its posterior attributes
   summary.md        data, settings, chosen r and CV table (auto), posterior of K, R-hat and
                     ESS of n_clusters and log_joint, point-estimate cluster sizes, and the
-                    command line
+                    command line; a warning at the top if the chains have not converged
+                    (R-hat > 1.01 or bulk ESS < 100 per chain) or the CV loss never jumped
   k_trace.png       number of clusters per draw and chain
   k_posterior.png   posterior probability of each number of clusters
   clusters_2d.png   point estimate on the two columns (D = 2) or the first two (D > 2)
@@ -132,7 +134,13 @@ outputs (written into DIR):
 power auto: the rows are split at random into a training part (--cv-fraction) and a
   held-out part; r is chosen on the grid by the jump of the held-out loss
   (pymc_pcrp.model_selection.cross_validate_power); then ALL rows are clustered
-  with the chosen r.
+  with the chosen r. If the loss never jumps, the top of the grid is used and the
+  output says so: extend --cv-grid.
+
+convergence: R-hat and bulk ESS of the number of clusters and of the log joint are
+  printed; if R-hat > 1.01 or a bulk ESS < 100 per chain (R-hat needs 2+ chains), the
+  command says so on stdout and atop summary.md: run more --draws, more --chains, or
+  try another --power.
 
 data: a .npy file (1-D or 2-D numeric array) or a delimited text file (comma, or tab for
   .tsv/.tab; see --delimiter). With --header auto the first non-empty line is a header
@@ -239,10 +247,11 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
         sampling,
         "--split-merge",
         0,
-        0,
-        "split-merge proposals after every Gibbs sweep (see pymc_pcrp.PCRPGibbs); 1 frees "
-        "chains stuck in a merged or split state at a few times the cost per sweep "
-        "(default: 0, the paper's Gibbs sampler alone)",
+        None,
+        "split-merge proposals after every Gibbs sweep, for the final and the "
+        "cross-validation fits (see pymc_pcrp.PCRPGibbs); 0 is the paper's Gibbs sampler "
+        "alone, 1 frees chains stuck in a merged or split state at a few times the cost per "
+        "sweep (default: the step's own default moves)",
         metavar="M",
     )
     sampling.add_argument(

@@ -13,6 +13,7 @@ import numpy as np
 
 from pymc_pcrp._logging import quiet_loggers
 from pymc_pcrp.cli.io import ClusterData
+from pymc_pcrp.diagnostics import ConvergenceReport
 from pymc_pcrp.model_selection import CVResult
 from pymc_pcrp.posterior import PointEstimate
 
@@ -48,7 +49,9 @@ def _full_command(args: argparse.Namespace, seed: int, power_text: str) -> str:
         parts += ["--delimiter", args.delimiter]
     parts += ["--draws", str(args.draws), "--tune", str(args.tune), "--chains", str(args.chains)]
     parts += ["--cores", str(args.cores), "--sweeps-per-draw", str(args.sweeps_per_draw)]
-    parts += ["--init", args.init, "--split-merge", str(args.split_merge)]
+    parts += ["--init", args.init]
+    if args.split_merge is not None:
+        parts += ["--split-merge", str(args.split_merge)]
     parts += ["--seed", str(seed)]
     if power_text == "auto":
         grid = ",".join(f"{r:g}" for r in args.cv_grid)
@@ -77,15 +80,29 @@ def _data_section(args, data: ClusterData, scaling) -> list[str]:
     return lines
 
 
-def _model_section(args, power: float, seed: int, chosen: bool) -> list[str]:
+def power_choice(cv: CVResult | None) -> str:
+    """How ``r`` was set: given, chosen by cross-validation, or the top of a grid without a jump."""
+    if cv is None:
+        return "given"
+    if cv.jumped:
+        return "chosen by cross-validation"
+    return "top of the cross-validation grid: the loss never jumped"
+
+
+def _model_section(args, power: float, seed: int, cv: CVResult | None) -> list[str]:
     lines = ["", "## Model and sampler", ""]
-    how = "chosen by cross-validation" if chosen else "given"
+    how = power_choice(cv)
     lines.append(f"- power r = {power:g} ({how}); alpha = {args.alpha:g}")
     lines.append("- NIW prior: `NIWPrior.from_data` of the clustered data (defaults)")
+    moves = (
+        "the step's default moves (PCRPGibbs without options)"
+        if args.split_merge is None
+        else f"{args.split_merge} split-merge proposal(s) per sweep"
+    )
     lines.append(
         f"- {args.chains} chain(s) x {args.draws} draws after {args.tune} burn-in draws, "
-        f"{args.sweeps_per_draw} Gibbs sweep(s) per draw, {args.split_merge} split-merge "
-        f"proposal(s) per sweep, initial partition '{args.init}'; "
+        f"{args.sweeps_per_draw} Gibbs sweep(s) per draw, {moves}, initial partition "
+        f"'{args.init}'; "
         f"seed {seed}"
     )
     return lines
@@ -100,6 +117,7 @@ def _cv_section(args, n: int, cv: CVResult, cv_sizes, cv_warnings: list[str]) ->
         f"the last before the loss first rises by more than {cv.jump_tol:.0%}. All {n} rows "
         "were then clustered with it."
     )
+    lines += ["", f"**{cv.conclusion()}**"]
     lines.append("")
     rows = []
     for i, r in enumerate(cv.powers):
@@ -129,7 +147,27 @@ def _k_section(idata: az.InferenceData) -> list[str]:
     return lines + _markdown_table(header, rows)
 
 
-def _convergence_section(idata: az.InferenceData, chains: int) -> list[str]:
+def convergence_advice(report: ConvergenceReport) -> str:
+    """Return what failed and what to do, in the terms of the command's options."""
+    return (
+        "the chains have not converged. "
+        + " ".join(report.problems)
+        + " Remedy: more draws (--draws), more chains (--chains), or another r (--power); "
+        "until then, do not trust the posterior of K or the point estimate."
+    )
+
+
+def _warnings_section(report: ConvergenceReport, cv_info) -> list[str]:
+    """Warnings shown at the top of summary.md: no convergence, no jump of the CV loss."""
+    lines = []
+    if not report.converged:
+        lines += [f"> **Warning:** {convergence_advice(report)}", ""]
+    if cv_info is not None and not cv_info[0].jumped:
+        lines += [f"> **Warning:** {cv_info[0].conclusion()} (--cv-grid)", ""]
+    return lines
+
+
+def _convergence_section(idata: az.InferenceData, report: ConvergenceReport) -> list[str]:
     lines = ["", "## Convergence", ""]
     # One chain or a constant K: R-hat and MCSE are undefined.
     with quiet_loggers("arviz"):
@@ -137,19 +175,29 @@ def _convergence_section(idata: az.InferenceData, chains: int) -> list[str]:
         stats = az.summary(idata, group="sample_stats", var_names=["log_joint"], kind="all")
     rows = []
     for name, s in (("n_clusters", post.loc["n_clusters"]), ("log_joint", stats.loc["log_joint"])):
+        q = report[name]
         rows.append(
             [
                 name,
                 _fmt(s["mean"]),
                 _fmt(s["sd"]),
-                _fmt(s["r_hat"]),
-                _fmt(s["ess_bulk"], 0),
+                "constant" if q.constant and q.ok else _fmt(q.r_hat, 3),
+                "constant" if q.constant else _fmt(q.ess_bulk, 0),
                 _fmt(s["ess_tail"], 0),
+                "ok" if q.ok else "FAIL",
             ]
         )
-    lines += _markdown_table(["quantity", "mean", "sd", "R-hat", "bulk ESS", "tail ESS"], rows)
-    if chains == 1:
-        lines.append("\nR-hat needs at least two chains.")
+    header = ["quantity", "mean", "sd", "R-hat", "bulk ESS", "tail ESS", "check"]
+    lines += _markdown_table(header, rows)
+    lines.append("")
+    lines.append(
+        f"Checks: R-hat <= {report.rhat_max:g} and bulk ESS >= {report.ess_min:g} (100 per "
+        "chain). A quantity that is the same constant in every chain passes."
+    )
+    if report.n_chains == 1:
+        lines.append("\nR-hat needs at least two chains; only the ESS was checked.")
+    if not report.converged:
+        lines.append("\n" + " ".join(report.problems))
     return lines
 
 
@@ -175,6 +223,7 @@ def summary(
     power: float,
     seed: int,
     idata: az.InferenceData,
+    report: ConvergenceReport,
     estimate: PointEstimate,
     cv_info: tuple[CVResult, tuple[int, int], list[str]] | None,
     files: list[str],
@@ -182,12 +231,13 @@ def summary(
 ) -> str:
     """Return the text of ``summary.md``."""
     lines = ["# pCRP clustering", ""]
+    lines += _warnings_section(report, cv_info)
     lines += _data_section(args, data, scaling)
-    lines += _model_section(args, power, seed, chosen=cv_info is not None)
+    lines += _model_section(args, power, seed, None if cv_info is None else cv_info[0])
     if cv_info is not None:
         lines += _cv_section(args, data.x.shape[0], *cv_info)
     lines += _k_section(idata)
-    lines += _convergence_section(idata, args.chains)
+    lines += _convergence_section(idata, report)
     lines += _point_estimate_section(estimate)
     lines += ["", "## Files", ""]
     lines += [f"- `{name}`" for name in ["labels.csv", "idata.nc", "summary.md", *files]]
