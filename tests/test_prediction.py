@@ -9,7 +9,8 @@ from reference import niw_posterior as reference_posterior
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp.posterior.prediction import PredictResult, predict
+from pymc_pcrp._idata import store_model_parameters
+from pymc_pcrp.posterior.prediction import PredictResult, predict, predictive_density
 
 SEED = sum(ord(c) for c in "test_prediction")
 
@@ -154,7 +155,10 @@ def test_fitted_posterior_with_default_point_estimate():
         compute_convergence_checks=False,
     )
     points = np.array([[-10.0, 0.5], [9.5, -0.5], [0.0, 80.0]])
-    result = predict(idata, points, power=1.1)
+    result = predict(idata, points)  # r, alpha and the prior come from idata.constant_data
+    np.testing.assert_array_equal(
+        result.probabilities, predict(idata, points, power=1.1, alpha=1.0).probabilities
+    )
     pe = pcrp.point_estimate(idata, random_seed=0)
     np.testing.assert_array_equal(result.training_labels, pe.labels)
     assert result.probabilities.shape == (3, pe.n_clusters + 1)
@@ -201,3 +205,36 @@ def test_invalid_input_is_refused():
     with pytest.raises(ValueError, match="max_draws"):
         bigger = _idata(np.tile(labels, (1, 3, 1)), x)
         predict(bigger, np.zeros((1, 2)), power=1.1, point=labels, max_draws=0)
+
+
+def test_stored_parameters_are_used_and_conflicts_refused():
+    rng = np.random.default_rng(SEED + 7)
+    x, truth, draws = _separated(rng)
+    prior = pcrp.NIWPrior(mu0=[0.0, 1.0], kappa0=0.2, nu0=6.0, psi0=np.eye(2) * 3.0)
+    old = _idata(draws, x)  # no constant_data: an older run or a hand-written model
+    with pytest.raises(ValueError, match="'power' is required"):
+        predict(old, x[:2], point=truth)
+    expected = predict(old, x[:3], power=1.7, alpha=0.3, prior=prior, point=truth)
+    stored = old.copy()
+    store_model_parameters(stored, power=1.7, alpha=0.3, prior=prior)
+    got = predict(stored, x[:3], point=truth)
+    np.testing.assert_array_equal(got.probabilities, expected.probabilities)
+    # the stored alpha and prior are used: the defaults (1, from_data) would change the answer
+    default = predict(old, x[:3], power=1.7, point=truth)
+    assert not np.allclose(default.probabilities, got.probabilities)
+    # agreeing arguments are accepted, conflicting ones refused with both values
+    predict(stored, x[:1], power=1.7, alpha=0.3, prior=prior, point=truth)
+    with pytest.raises(ValueError, match=r"'power' = 1.1 conflicts with the power = 1.7"):
+        predict(stored, x[:1], power=1.1, point=truth)
+    with pytest.raises(ValueError, match=r"'alpha' = 1 conflicts with the alpha = 0.3"):
+        predict(stored, x[:1], alpha=1.0, point=truth)
+    other = pcrp.NIWPrior(mu0=[0.0, 1.0], kappa0=0.5, nu0=6.0, psi0=np.eye(2) * 3.0)
+    with pytest.raises(ValueError, match=r"'prior' conflicts.*kappa0 = 0.5 given, 0.2 stored"):
+        predict(stored, x[:1], prior=other, point=truth)
+    grid = np.array([[0.0, 0.0], [10.0, 0.0]])
+    np.testing.assert_array_equal(
+        predictive_density(stored, grid),
+        predictive_density(old, grid, power=1.7, alpha=0.3, prior=prior),
+    )
+    with pytest.raises(ValueError, match="'power' = 2 conflicts"):
+        predictive_density(stored, grid, power=2.0)
