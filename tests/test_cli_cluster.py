@@ -6,8 +6,11 @@ import arviz as az
 import numpy as np
 import pytest
 
+import pymc_pcrp as pcrp
+
 from pymc_pcrp.cli import cluster as cluster_command
 from pymc_pcrp.cli.cluster import add_cluster_parser, run_cluster
+from pymc_pcrp.model_selection import CVResult
 
 SEED = sum(ord(c) for c in "test_cluster_command")
 
@@ -53,7 +56,7 @@ def _leftovers(directory):
     return [p.name for p in directory.iterdir() if "incomplete" in p.name or ".old-" in p.name]
 
 
-def test_csv_with_named_columns_and_overwrite(tmp_path):
+def test_csv_with_named_columns_and_overwrite(tmp_path, capsys):
     x, truth = _two_clusters()
     data = _write_csv(tmp_path / "data.csv", x)
     out = tmp_path / "result"
@@ -79,7 +82,26 @@ def test_csv_with_named_columns_and_overwrite(tmp_path):
     np.testing.assert_allclose(idata.observed_data["x"].values, x)
     assert idata.posterior.attrs["pcrp_power"] == 1.2
     assert idata.posterior.attrs["pcrp_columns"] == "x, y"
+    # r, alpha and the prior travel with idata.nc: predict needs nothing else
+    assert float(idata.constant_data["power"]) == 1.2
+    np.testing.assert_array_equal(
+        idata.constant_data["psi0"].values, pcrp.NIWPrior.from_data(x).psi0
+    )
+    np.testing.assert_array_equal(pcrp.predict(idata, x[[0, -1]]).labels, labels[[0, -1]])
+    # 2 chains x 60 draws cannot reach a bulk ESS of 200: stdout and summary.md say so
+    stdout = capsys.readouterr().out
+    report = pcrp.check_convergence(idata)
+    assert not report.converged
+    numbers = report.summary().splitlines()[0]
+    assert f"Convergence: {numbers}" in stdout
+    assert "WARNING: the chains have not converged." in stdout
+    assert "Remedy: more draws (--draws), more chains (--chains), or another r" in stdout
     summary = (out / "summary.md").read_text()
+    top = summary.split("## Data")[0]
+    assert top.startswith("# pCRP clustering\n\n> **Warning:** the chains have not converged.")
+    for problem in report.problems:
+        assert problem in top and problem in stdout
+    assert "bulk ESS" in top and "| FAIL |" in summary
     for text in (
         "power r = 1.2 (given)",
         "## Posterior of the number of clusters K",
@@ -110,18 +132,24 @@ def test_auto_power_on_npy_with_three_standardised_columns(tmp_path, capsys):
         "--split-merge", 1,
     )  # fmt: skip
     assert run_cluster(args) == 0
-    assert "Chosen r = " in capsys.readouterr().out
+    stdout = capsys.readouterr().out
     assert (out / "cv_curve.png").is_file() and (out / "clusters_2d.png").is_file()
     _, labels = _read_labels(out / "labels.csv")
     _assert_recovers(labels, truth)
     idata = az.from_netcdf(out / "idata.nc")
     chosen = idata.posterior.attrs["pcrp_power"]
     assert chosen in (1.0, 1.2)
-    assert idata.posterior.attrs["pcrp_power_choice"] == "cross-validation"
+    how = idata.posterior.attrs["pcrp_power_choice"]
+    if how == "chosen by cross-validation":
+        assert f"Chosen r = {chosen:g}" in stdout and "No jump" not in stdout
+    else:  # two clusters 12 sd apart are not merged at r = 1.2: usually no jump
+        assert how == "top of the cross-validation grid: the loss never jumped" and chosen == 1.2
+        assert "No jump: the held-out loss never rose" in stdout and "Chosen r" not in stdout
+    assert "R-hat needs at least 2 chains" in stdout
     standardised = (x - x.mean(axis=0)) / x.std(axis=0, ddof=1)
     np.testing.assert_allclose(idata.observed_data["x"].values, standardised)
     summary = (out / "summary.md").read_text()
-    assert f"power r = {chosen:g} (chosen by cross-validation)" in summary
+    assert f"power r = {chosen:g} ({how})" in summary
     assert "## Cross-validation of r" in summary and "| 1.2 |" in summary
     assert "30 training rows, 30 held-out rows" in summary
     assert "R-hat needs at least two chains" in summary
@@ -148,6 +176,8 @@ def test_one_column_and_progress_flag(tmp_path, monkeypatch):
     )  # fmt: skip
     assert run_cluster(args) == 0
     assert seen["progressbar"] is True and seen["power"] == 1.1
+    # no --split-merge: the step runs its own default moves; convergence is reported here
+    assert "pcrp_gibbs" not in seen and seen["compute_convergence_checks"] is False
     assert (out / "density_1d.png").is_file() and not (out / "clusters_2d.png").exists()
     _, labels = _read_labels(out / "labels.csv")
     _assert_recovers(labels, np.repeat([0, 1], 20))
@@ -169,6 +199,44 @@ def test_split_merge_option_reaches_the_step(tmp_path):
     _, labels = _read_labels(out / "labels.csv")
     _assert_recovers(labels, truth)
     assert "2 split-merge proposal(s) per sweep" in (out / "summary.md").read_text()
+
+
+def test_cv_without_a_jump_is_reported_and_fits_use_the_step_defaults(
+    tmp_path, monkeypatch, capsys
+):
+    x, _ = _two_clusters(seed=SEED + 4)
+    np.save(tmp_path / "data.npy", x)
+    seen = {}
+
+    def no_jump(train, test, grid, **kwargs):
+        seen.update(kwargs)
+        loss = np.linspace(10.0, 10.5, grid.size)
+        return CVResult(
+            powers=grid, loss=loss, loss_se=np.zeros(grid.size), mean_k=np.full(grid.size, 2.0),
+            loss_draws=loss[:, None, None], chosen_power=float(grid[-1]), jump_index=None,
+            jump_tol=kwargs["jump_tol"],
+        )  # fmt: skip
+
+    monkeypatch.setattr(cluster_command, "cross_validate_power", no_jump)
+    out = tmp_path / "nojump"
+    args = _args(
+        tmp_path / "data.npy", "--power", "auto", "--cv-grid", "1.0,1.1,1.2", "--draws", 20,
+        "--tune", 10, "--chains", 1, "--seed", 5, "--out", out,
+    )  # fmt: skip
+    assert run_cluster(args) == 0
+    # the cross-validation fits get no step options: PCRPGibbs's default moves
+    assert "pcrp_gibbs" not in seen["fit_kwargs"]
+    stdout = capsys.readouterr().out
+    assert "No jump: the held-out loss never rose by more than 10% over the grid, so r = 1.2" in (
+        stdout
+    )
+    summary = (out / "summary.md").read_text()
+    top = summary.split("## Data")[0]
+    assert "r was NOT chosen by cross-validation: r = 1.2 is just the top of the grid" in top
+    assert "power r = 1.2 (top of the cross-validation grid: the loss never jumped)" in summary
+    assert "the step's default moves" in summary and "--split-merge" not in summary
+    idata = az.from_netcdf(out / "idata.nc")
+    assert float(idata.constant_data["power"]) == 1.2
 
 
 def _good_rows(n=6):

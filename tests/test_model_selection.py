@@ -102,7 +102,9 @@ def test_loss_curve_jumps_where_the_two_clusters_merge():
     np.testing.assert_array_equal(res.powers, powers)
     assert res.loss_draws.shape == (powers.size, 2, 100)
     chosen = int(np.flatnonzero(res.powers == res.chosen_power)[0])
-    assert res.jump_index == chosen + 1
+    assert res.jump_index == chosen + 1 and res.jumped
+    assert f"chosen r = {res.chosen_power:g} is the last grid point before the jump" in str(res)
+    assert "jumped=True" in repr(res)
     assert 1.0 < res.chosen_power < r_star
     # before the jump both clusters are kept and the held-out loss is the true partition's
     assert res.mean_k[chosen] > 1.9
@@ -142,6 +144,31 @@ def test_warns_when_the_curve_never_jumps():
             x[:40], x[40:], [2.0, 3.0], draws=20, tune=30, random_seed=SEED
         )
     assert res.chosen_power == 3.0 and res.jump_index is None
+    assert res.jumped is False and "jumped=False" in repr(res)
+    assert "r was NOT chosen by cross-validation: r = 3 is just the top of the grid" in (
+        res.summary()
+    )
+
+
+def test_training_fits_use_the_step_defaults(monkeypatch):
+    seen = []
+    real_fit = pcrp.model_selection.fit
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs)
+        return real_fit(*args, **kwargs)
+
+    monkeypatch.setattr(pcrp.model_selection, "fit", spy)
+    x = np.random.default_rng(SEED + 1).normal(size=(30, 2))
+    with pytest.warns(UserWarning, match="never rose"):
+        pcrp.model_selection.cross_validate_power(
+            x[:20], x[20:], [1.0, 2.0], draws=5, tune=5, random_seed=SEED, jump_tol=100.0
+        )
+    assert len(seen) == 2
+    for kwargs in seen:
+        # no step options: PCRPGibbs runs with its own default moves and initialisation
+        assert "pcrp_gibbs" not in kwargs and "init" not in kwargs
+        assert kwargs["compute_convergence_checks"] is False
 
 
 def test_bad_arguments():
