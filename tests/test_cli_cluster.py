@@ -404,6 +404,7 @@ def test_option_defaults_and_grid_parsing():
     np.testing.assert_allclose(args.cv_grid, np.arange(1.0, 1.5001, 0.05))
     assert args.cv_grid.size == 11
     assert args.progress is None and args.cv_fraction == 0.5
+    assert args.split_merge is None  # the step's own default moves
     assert _args("d", "--out", "o", "--power", "1.25").power == 1.25
     assert _args("d", "--out", "o", "--power", "AUTO").power == "auto"
     np.testing.assert_array_equal(
