@@ -100,7 +100,8 @@ def pytest_collection_modifyitems(config, items):
                 "tests/conftest.py lists slow tests that do not exist (renamed or moved?): "
                 + ", ".join(unmatched)
             )
-    if config.getoption("--runslow"):
+    # `-m slow` alone would select the slow tests only to skip them all: it implies --runslow.
+    if config.getoption("--runslow") or "slow" in (config.getoption("markexpr") or ""):
         return
     skip_slow = pytest.mark.skip(reason="slow test: run with --runslow")
     for item in items:
