@@ -5,12 +5,18 @@ Build (what ``.ci/docs`` runs)::
     pip install ".[docs]"
     sphinx-build -W --keep-going -b html docs docs/_build/html
 
-The example notebooks are rendered as committed, without executing them: they
-are committed without outputs and ``tests/test_notebooks.py`` executes them.
-To render them with outputs, set ``PYMC_PCRP_DOCS_EXECUTE=1`` (add
-``PYMC_PCRP_NB_QUICK=1`` for the reduced sizes). ``PYMC_PCRP_DOCS_INTERSPHINX=1``
-links to the Python, NumPy, PyMC and ArviZ documentation; it needs network
-access, so it is off by default.
+The example notebooks are committed without outputs; the build executes each of
+them (myst-nb, one fresh kernel per notebook of the Python running Sphinx) and
+renders the outputs, plots included. A notebook cell that raises fails the
+build, so the build is also the test that the notebooks run. They run at reduced
+size: this file sets ``PYMC_PCRP_NB_QUICK=1`` unless it is already set (set it
+to ``0`` for the full-size notebooks). ``PYMC_PCRP_DOCS_EXECUTE=0`` skips the
+execution, for a quick look at the prose.
+
+MathJax is served from the site itself (the ``sphinx-mathjax-offline``
+extension copies it into ``_static/mathjax``), so the maths renders without
+network access. ``PYMC_PCRP_DOCS_INTERSPHINX=1`` links to the Python, NumPy,
+PyMC and ArviZ documentation; it needs network access, so it is off by default.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    # Ships MathJax 3 and points mathjax_path at the copy in _static/mathjax.
+    "sphinx-mathjax-offline",
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_nb",
@@ -56,8 +64,10 @@ templates_path: list[str] = []
 
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
-nb_execution_mode = "cache" if os.environ.get("PYMC_PCRP_DOCS_EXECUTE") == "1" else "off"
-nb_execution_timeout = 1800
+# The kernels myst-nb starts inherit this environment: the notebooks run small.
+os.environ.setdefault("PYMC_PCRP_NB_QUICK", "1")
+nb_execution_mode = "off" if os.environ.get("PYMC_PCRP_DOCS_EXECUTE") == "0" else "cache"
+nb_execution_timeout = 600  # seconds per cell; a quick notebook takes a few minutes in all
 nb_execution_raise_on_error = True
 nb_merge_streams = True
 

@@ -1,4 +1,4 @@
-"""Shared pytest configuration: helper imports, the ``slow`` marker and shared data."""
+"""Shared pytest configuration: helper imports, the two tiers (``slow`` marks), shared data."""
 
 import sys
 
@@ -13,14 +13,95 @@ if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
 
+# -- The two tiers -------------------------------------------------------------------------
+#
+# Fast tier, ``python -m pytest`` (the README's command): every test not marked slow. It
+# checks every module, including the sampler's exactness at sizes small enough to be cheap.
+# Full tier, ``python -m pytest --runslow -m slow`` (``.ci/run`` runs it after the fast tier,
+# so nothing runs twice): the tests marked slow, i.e. the statistical tests and the long
+# end-to-end runs. The marks are given here, by location, so that the test files need not
+# carry them and keep them when moved between folders. A test is slow if
+#
+# - it sits in a folder named in SLOW_FOLDERS, at any depth under tests/, or
+# - its module's file name (without ``.py``) is in SLOW_MODULES, or
+# - its test function's name is listed under its module's file name in SLOW_TESTS.
+#
+# When the whole suite is collected, an entry that matches no test is an error, so that a
+# renamed test or module cannot silently move a long test into the fast tier.
+
+SLOW_FOLDERS: frozenset[str] = frozenset({"statistical"})
+SLOW_MODULES: frozenset[str] = frozenset()
+SLOW_TESTS: dict[str, frozenset[str]] = {
+    # the split-merge move keeps the exact posterior from exact draws, 9 settings
+    # (test_split_merge_chain_alone_reaches_exact_posterior stays fast)
+    "test_splitmerge": frozenset({"test_one_move_from_exact_draws_keeps_exact_posterior"}),
+    # a random alpha: the Gamma prior and the mixture on K recovered by sampling
+    "test_alpha_rv": frozenset(
+        {"test_prior_only_model_recovers_the_gamma_prior_on_alpha_and_the_mixture_on_k"}
+    ),
+    # a local dask cluster; test_cross_validation_on_dask_equals_sequential stays fast
+    "test_distributed": frozenset({"test_fit_parallel_on_dask_equals_fit"}),
+    # cross-validation run several times over
+    "test_selection": frozenset({"test_results_do_not_depend_on_n_jobs_or_grid_order"}),
+    # the three tests sharing the quick reproduction run (21 fits)
+    "test_reproduce": frozenset(
+        {
+            "test_quick_run_prints_progress",
+            "test_quick_run_writes_every_table_and_figure",
+            "test_quick_run_methods_and_settings",
+        }
+    ),
+}
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--runslow", action="store_true", default=False, help="also run tests marked slow"
     )
 
 
+def _is_slow(item: pytest.Item) -> bool:
+    path = item.path
+    try:
+        folders = path.relative_to(TESTS_DIR).parts[:-1]
+    except ValueError:
+        folders = ()
+    name = getattr(item, "originalname", item.name)
+    return (
+        bool(SLOW_FOLDERS.intersection(folders))
+        or path.stem in SLOW_MODULES
+        or name in SLOW_TESTS.get(path.stem, frozenset())
+    )
+
+
+def _unmatched_entries(items: list[pytest.Item]) -> list[str]:
+    seen = {(item.path.stem, getattr(item, "originalname", item.name)) for item in items}
+    folders = {part for item in items for part in item.path.parts}
+    unmatched = [f"folder {f}" for f in sorted(SLOW_FOLDERS - folders)]
+    unmatched += [f"module {m}" for m in sorted(SLOW_MODULES - {m for m, _ in seen})]
+    unmatched += [
+        f"{module}::{test}"
+        for module, tests in sorted(SLOW_TESTS.items())
+        for test in sorted(tests)
+        if (module, test) not in seen
+    ]
+    return unmatched
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects on the marks
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--runslow"):
+    for item in items:
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
+    if config.args_source == pytest.Config.ArgsSource.TESTPATHS:
+        unmatched = _unmatched_entries(items)
+        if unmatched:
+            raise pytest.UsageError(
+                "tests/conftest.py lists slow tests that do not exist (renamed or moved?): "
+                + ", ".join(unmatched)
+            )
+    # `-m slow` alone would select the slow tests only to skip them all: it implies --runslow.
+    if config.getoption("--runslow") or "slow" in (config.getoption("markexpr") or ""):
         return
     skip_slow = pytest.mark.skip(reason="slow test: run with --runslow")
     for item in items:
