@@ -114,20 +114,23 @@ html_sidebars = {"index": [], "getting_started": []}
 # warning, so `sphinx-build -W` fails when an export is added without docs.
 API_MODULES = [
     "pymc_pcrp",
+    "pymc_pcrp.cli",
+    "pymc_pcrp.cli.cluster",
+    "pymc_pcrp.cli.reproduce",
     "pymc_pcrp.datasets",
-    "pymc_pcrp.density",
+    "pymc_pcrp.diagnostics",
     "pymc_pcrp.distributed",
     "pymc_pcrp.distributions",
-    "pymc_pcrp.draws",
     "pymc_pcrp.fitting",
     "pymc_pcrp.metrics",
-    "pymc_pcrp.prediction",
-    "pymc_pcrp.predictive",
+    "pymc_pcrp.model_selection",
     "pymc_pcrp.plots",
+    "pymc_pcrp.posterior",
+    "pymc_pcrp.posterior.ppc",
+    "pymc_pcrp.posterior.prediction",
+    "pymc_pcrp.posterior.similarity",
     "pymc_pcrp.prior",
-    "pymc_pcrp.selection",
     "pymc_pcrp.step_methods",
-    "pymc_pcrp.summaries",
 ]
 _NOT_OBJECTS = {"__version__"}
 
