@@ -1,15 +1,8 @@
 """The pCRP collapsed Gibbs sweep (Algorithm 1 of Lu, Li & Dunson, 2018) in numba.
 
 Everything here works on plain arrays. The state of a sweep is a
-:class:`SweepState` of per-cluster sufficient statistics kept in *slots*:
-
-* ``labels[i]`` is the slot of point ``i``;
-* ``order[:k[0]]`` lists the occupied slots and ``order[k[0]:]`` the free ones,
-  ``where[slot]`` is the position of a slot in ``order``: opening or closing a
-  cluster is O(1) and never renumbers points;
-* for each slot: ``counts``, ``sums`` (sum of centred points), ``sumsq`` (sum of
-  their outer products), ``chol`` (lower Cholesky factor of ``Psi_n``) and
-  ``logdet`` (``log|Psi_n|``).
+:class:`~pymc_pcrp._kernels.state.SweepState` of per-cluster sufficient
+statistics kept in *slots* (:mod:`pymc_pcrp._kernels.state`).
 
 A point update costs ``O(K D^2)``: one triangular solve per occupied cluster to
 score it, then one rank-one Cholesky update for the cluster it joins (and a
@@ -26,25 +19,25 @@ of that joint.
 
 import math
 
-from typing import NamedTuple
-
 import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.niw import (
-    chol_rank_one,
-    cholesky_lower,
-    log_det_chol,
-    log_marginal_from_logdet,
-    predictive_constants,
-    scale_matrix,
+from pymc_pcrp._kernels.niw import log_marginal_from_logdet, predictive_constants
+from pymc_pcrp._kernels.state import (
+    NIWParams,
+    SweepState,
+    add_point,
+    free_slot,
+    init_state,
+    make_params,
+    open_slot,
+    remove_point,
 )
 
 __all__ = [
     "NIWParams",
     "SweepState",
-    "conditional_log_weights",
     "gibbs_sweeps",
     "init_state",
     "log_joint",
@@ -53,175 +46,49 @@ __all__ = [
 ]
 
 
-class SweepState(NamedTuple):
-    """Mutable state of the sweep; see the module docstring for the fields."""
-
-    labels: np.ndarray
-    counts: np.ndarray
-    sums: np.ndarray
-    sumsq: np.ndarray
-    chol: np.ndarray
-    logdet: np.ndarray
-    order: np.ndarray
-    where: np.ndarray
-    k: np.ndarray
-
-
-class NIWParams(NamedTuple):
-    """Fixed parameters of a sweep: the pCRP prior and the NIW prior (centred)."""
-
-    log_alpha: float
-    power: float
-    kappa0: float
-    nu0: float
-    psi0: np.ndarray
-    chol0: np.ndarray
-    logdet0: float
-
-
-def make_params(alpha: float, power: float, kappa0: float, nu0: float, psi0) -> NIWParams:
-    """Build :class:`NIWParams`, factorising ``psi0`` once.
-
-    ``psi0`` may have shape ``(0, 0)``: the sweep then has no likelihood and
-    samples the pCRP prior itself.
-    """
-    psi0 = np.ascontiguousarray(psi0, dtype=np.float64)
-    chol0 = np.linalg.cholesky(psi0) if psi0.size else np.zeros((0, 0))
-    logdet0 = 2.0 * float(np.sum(np.log(np.diag(chol0))))
-    return NIWParams(math.log(alpha), float(power), float(kappa0), float(nu0), psi0, chol0, logdet0)
-
-
-@numba.njit(**NJIT_KWARGS)
-def _refresh_slot(state: SweepState, slot: int, params: NIWParams, buf: np.ndarray) -> None:
-    """Recompute the Cholesky factor of one slot from its sums (drift control)."""
-    scale_matrix(
-        state.counts[slot], state.sums[slot], state.sumsq[slot], params.kappa0, params.psi0, buf
-    )
-    if not cholesky_lower(buf, state.chol[slot]):
-        raise FloatingPointError("posterior scale matrix lost positive definiteness")
-    state.logdet[slot] = log_det_chol(state.chol[slot])
-
-
-@numba.njit(**NJIT_KWARGS)
-def init_state(xc: np.ndarray, labels: np.ndarray, params: NIWParams) -> SweepState:
-    """Build a fresh :class:`SweepState` from centred data and labels ``0..K-1``."""
-    n, d = xc.shape
-    cap = n + 1
-    counts = np.zeros(cap, dtype=np.int64)
-    sums = np.zeros((cap, d))
-    sumsq = np.zeros((cap, d, d))
-    chol = np.zeros((cap, d, d))
-    logdet = np.zeros(cap)
-    order = np.arange(cap)
-    where = np.arange(cap)
-    k = np.zeros(1, dtype=np.int64)
-    state = SweepState(labels.copy(), counts, sums, sumsq, chol, logdet, order, where, k)
-    for i in range(n):
-        slot = labels[i]
-        counts[slot] += 1
-        for a in range(d):
-            sums[slot, a] += xc[i, a]
-            for b in range(d):
-                sumsq[slot, a, b] += xc[i, a] * xc[i, b]
-    buf = np.empty((d, d))
-    # Occupied slots first in ``order``: swap each into the occupied prefix.
-    for slot in range(cap):
-        if counts[slot] > 0:
-            _open_slot_at(state, slot)
-            _refresh_slot(state, slot, params, buf)
-    return state
-
-
-@numba.njit(**NJIT_KWARGS)
-def _open_slot_at(state: SweepState, slot: int) -> None:
-    """Move ``slot`` into the occupied prefix of ``order``."""
-    k = state.k[0]
-    pos = state.where[slot]
-    other = state.order[k]
-    state.order[k] = slot
-    state.order[pos] = other
-    state.where[slot] = k
-    state.where[other] = pos
-    state.k[0] = k + 1
-
-
-@numba.njit(**NJIT_KWARGS)
-def _close_slot(state: SweepState, slot: int) -> None:
-    """Move an emptied ``slot`` out of the occupied prefix of ``order``."""
-    last = state.k[0] - 1
-    pos = state.where[slot]
-    other = state.order[last]
-    state.order[last] = slot
-    state.order[pos] = other
-    state.where[slot] = last
-    state.where[other] = pos
-    state.k[0] = last
-
-
 @numba.njit(**NJIT_KWARGS)
 def _remove_point(
-    state: SweepState, x: np.ndarray, slot: int, params: NIWParams, v: np.ndarray, buf: np.ndarray
+    state: SweepState,
+    xc: np.ndarray,
+    i: int,
+    slot: int,
+    params: NIWParams,
+    v: np.ndarray,
+    buf: np.ndarray,
 ) -> float:
-    """Take a point out of ``slot``, downdating its statistics.
+    """Take point ``i`` out of ``slot``, closing the slot if it empties.
 
     Returns ``|v|^2`` for the rank-one change ``Psi_{n-1} = Psi_n - v v^T``
     (``0`` when the slot empties).
     """
-    d = x.shape[0]
-    n = state.counts[slot]
-    if n == 1:
-        state.counts[slot] = 0
-        state.sums[slot, :] = 0.0
-        state.sumsq[slot, :, :] = 0.0
-        _close_slot(state, slot)
+    if state.counts[slot] == 1:
+        free_slot(state, slot)
         return 0.0
-    kappa_n = params.kappa0 + n
-    # Psi_{n-1} = Psi_n - kappa_n / kappa_{n-1} (x - mu_n)(x - mu_n)^T
-    c = math.sqrt(kappa_n / (kappa_n - 1.0))
-    vv = 0.0
-    for a in range(d):
-        v[a] = c * (x[a] - state.sums[slot, a] / kappa_n)
-        vv += v[a] * v[a]
-    state.counts[slot] = n - 1
-    for a in range(d):
-        state.sums[slot, a] -= x[a]
-        for b in range(d):
-            state.sumsq[slot, a, b] -= x[a] * x[b]
-    if chol_rank_one(state.chol[slot], v, -1.0):
-        state.logdet[slot] = log_det_chol(state.chol[slot])
-    else:
-        _refresh_slot(state, slot, params, buf)
-    return vv
+    return remove_point(
+        state.counts, state.sums, state.sumsq, state.chol, state.logdet, slot, xc, i, params, v, buf
+    )
 
 
 @numba.njit(**NJIT_KWARGS)
 def _add_point(
-    state: SweepState, x: np.ndarray, slot: int, params: NIWParams, v: np.ndarray
+    state: SweepState, xc: np.ndarray, i: int, slot: int, params: NIWParams, v: np.ndarray
 ) -> float:
-    """Put a point into ``slot`` (opening it if empty), updating its statistics.
-
-    Returns ``|v|^2`` for the rank-one change ``Psi_{n+1} = Psi_n + v v^T``.
-    """
-    d = x.shape[0]
-    n = state.counts[slot]
-    if n == 0:
-        _open_slot_at(state, slot)
+    """Put point ``i`` into ``slot`` (opening it if empty); return ``|v|^2`` of the update."""
+    if state.counts[slot] == 0:
+        open_slot(state, slot)
         state.chol[slot, :, :] = params.chol0
-    kappa_n = params.kappa0 + n
-    # Psi_{n+1} = Psi_n + kappa_n / (kappa_n + 1) (x - mu_n)(x - mu_n)^T
-    c = math.sqrt(kappa_n / (kappa_n + 1.0))
-    vv = 0.0
-    for a in range(d):
-        v[a] = c * (x[a] - state.sums[slot, a] / kappa_n)
-        vv += v[a] * v[a]
-    chol_rank_one(state.chol[slot], v, 1.0)
-    state.logdet[slot] = log_det_chol(state.chol[slot])
-    state.counts[slot] = n + 1
-    for a in range(d):
-        state.sums[slot, a] += x[a]
-        for b in range(d):
-            state.sumsq[slot, a, b] += x[a] * x[b]
-    return vv
+    return add_point(
+        state.counts,
+        state.sums,
+        state.sumsq,
+        state.chol,
+        state.logdet,
+        slot,
+        xc,
+        i,
+        params.kappa0,
+        v,
+    )
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -239,38 +106,6 @@ def _mahalanobis(
         y[a] = t
         acc += t * t
     return acc
-
-
-@numba.njit(**NJIT_KWARGS)
-def _log_weights(
-    state: SweepState,
-    x: np.ndarray,
-    params: NIWParams,
-    log_new: float,
-    pred_const: np.ndarray,
-    out: np.ndarray,
-    y: np.ndarray,
-) -> int:
-    """Log weights of every occupied cluster (``out[:K]``) and a new one (``out[K]``).
-
-    ``log_new`` is the precomputed ``log alpha + log prior predictive(x)``.
-    Returns ``K``.
-    """
-    k = state.k[0]
-    nu0 = params.nu0
-    for p in range(k):
-        slot = state.order[p]
-        n = state.counts[slot]
-        kappa_n = params.kappa0 + n
-        u = _mahalanobis(state.chol[slot], x, state.sums[slot], kappa_n, y)
-        out[p] = (
-            params.power * math.log(n)
-            + pred_const[n]
-            - 0.5 * state.logdet[slot]
-            - 0.5 * (nu0 + n + 1.0) * math.log1p(u * kappa_n / (kappa_n + 1.0))
-        )
-    out[k] = log_new
-    return k
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -455,7 +290,8 @@ def _widen_eigen_bounds(inv_eig: np.ndarray, slot: int, vv: float, sign: float) 
 @numba.njit(**NJIT_KWARGS)
 def _move_point(
     state: SweepState,
-    x: np.ndarray,
+    xc: np.ndarray,
+    i: int,
     old: int,
     slot: int,
     params: NIWParams,
@@ -466,21 +302,20 @@ def _move_point(
     inv_eig: np.ndarray,
     v: np.ndarray,
     buf: np.ndarray,
-    i: int,
 ) -> None:
-    """Move point ``i`` (row ``x``) from ``old`` to ``slot``, keeping the caches in step.
+    """Move point ``i`` from ``old`` to ``slot``, keeping the caches in step.
 
     The eigenvalue bounds are widened in ``O(D)`` (:func:`_widen_eigen_bounds`)
     rather than recomputed in ``O(D^3)``; a slot that opens gets exact ones.
     """
-    d = x.shape[0]
-    vv = _remove_point(state, x, old, params, v, buf)
+    d = xc.shape[1]
+    vv = _remove_point(state, xc, i, old, params, v, buf)
     if state.counts[old] > 0:
         _sync_moments(state, old, by_size, mean, inv_diag, const)
         if d > 2:
             _widen_eigen_bounds(inv_eig, old, vv, -1.0)
     opened = state.counts[slot] == 0
-    vv = _add_point(state, x, slot, params, v)
+    vv = _add_point(state, xc, i, slot, params, v)
     _sync_moments(state, slot, by_size, mean, inv_diag, const)
     if d > 2:
         if opened:
@@ -568,9 +403,8 @@ def _reseat_by_removal(
     Returns 1 if the point changed cluster, else 0.
     """
     log_new, _, by_size = tables
-    x = xc[i]
     old = state.labels[i]
-    _remove_point(state, x, old, params, v, buf)
+    _remove_point(state, xc, i, old, params, v, buf)
     if state.counts[old] > 0:
         # Exact bounds: this path is rare, and the point is added back below.
         _sync_slot(state, old, by_size, mean, inv_diag, const, inv_eig)
@@ -583,7 +417,7 @@ def _reseat_by_removal(
     logw[k] = log_new[i]
     choice = _sample_log_weights(rng, logw, k + 1)
     slot = state.order[choice]
-    _add_point(state, x, slot, params, v)
+    _add_point(state, xc, i, slot, params, v)
     _sync_slot(state, slot, by_size, mean, inv_diag, const, inv_eig)
     state.labels[i] = slot
     return 1 if slot != old else 0
@@ -1007,42 +841,13 @@ def gibbs_sweeps(
             # nothing closes and ``order[k]`` stays the first free slot.
             slot = order[choice]
             _move_point(
-                state, xc[i], old, slot, params, by_size, mean, inv_diag, const, inv_eig, v, buf, i
+                state, xc, i, old, slot, params, by_size, mean, inv_diag, const, inv_eig, v, buf
             )
         if d > 2:
             # Exact eigenvalue bounds again, before the widened ones grow loose.
             for p in range(n_occupied[0]):
                 _sync_eigen_bounds(state, order[p], inv_eig)
     return moved
-
-
-@numba.njit(**NJIT_KWARGS)
-def conditional_log_weights(
-    xc: np.ndarray, state: SweepState, params: NIWParams, i: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Unnormalised log conditional of point ``i`` given the others, without moving it.
-
-    Returns ``(slots, logw)``: the occupied slots after removing ``i`` followed
-    by ``-1`` for a new cluster, and their log weights. The state is restored.
-    """
-    # The buffers below repeat gibbs_sweeps' on purpose: passing them around as
-    # one NamedTuple made the sweep ~35% slower (docs/benchmarks.md).
-    n, d = xc.shape
-    log_new, pred_const, _ = sweep_tables(xc, params)
-    logw = np.empty(n + 1)
-    y = np.empty(d)
-    v = np.empty(d)
-    buf = np.empty((d, d))
-    x = xc[i]
-    old = state.labels[i]
-    _remove_point(state, x, old, params, v, buf)
-    k = _log_weights(state, x, params, log_new[i], pred_const, logw, y)
-    slots = np.empty(k + 1, dtype=np.int64)
-    slots[:k] = state.order[:k]
-    slots[k] = -1
-    out = logw[: k + 1].copy()
-    _add_point(state, x, old, params, v)
-    return slots, out
 
 
 @numba.njit(**NJIT_KWARGS)
