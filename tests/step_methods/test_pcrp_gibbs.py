@@ -11,8 +11,8 @@ from pymc.step_methods.compound import Competence
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp import _convergence
 from pymc_pcrp._kernels.partitions import log_prior_k
+from pymc_pcrp.step_methods import _convergence
 
 SEED = sum(ord(c) for c in "test_pcrp_gibbs")
 QUIET = {"progressbar": False, "compute_convergence_checks": False}
@@ -195,7 +195,7 @@ def test_two_blocks_in_one_model():
         pcrp.NIWMixture("xa", z=a, prior=pcrp.NIWPrior.from_data(x), observed=x)
         pcrp.NIWMixture("xb", z=b, prior=pcrp.NIWPrior.from_data(y), observed=y)
         idata = pm.sample(draws=20, tune=5, chains=2, random_seed=1, **QUIET)
-    assert {"a_n_clusters", "b_n_clusters"} <= set(idata.posterior.data_vars)
+    assert {"n_clusters", "b_n_clusters"} <= set(idata.posterior.data_vars)
     assert idata.sample_stats["log_joint"].shape[:2] == (2, 20)
 
 
@@ -240,6 +240,39 @@ def test_convergence_patch_is_installed():
     import pymc.sampling.mcmc as mcmc
 
     assert mcmc.run_convergence_checks is _convergence.run_convergence_checks
+
+
+def test_convergence_patch_only_on_tested_pymc_releases(monkeypatch):
+    import pymc.sampling.mcmc as mcmc
+
+    monkeypatch.setattr(mcmc, "run_convergence_checks", _convergence._original)
+    monkeypatch.setattr(pm, "__version__", "6.0.0")
+    assert _convergence.install() is False
+    assert mcmc.run_convergence_checks is _convergence._original
+    monkeypatch.setattr(pm, "__version__", "5.19.0")
+    assert _convergence.install() is False
+    monkeypatch.setattr(pm, "__version__", "5.28.5")
+    assert _convergence.install() is True
+    assert mcmc.run_convergence_checks is _convergence.run_convergence_checks
+
+
+def test_pm_sample_keeps_its_trace_when_pymc_reads_more_of_the_model(monkeypatch):
+    """A PyMC release whose report reads one more model attribute must not lose the run."""
+    real = _convergence._original
+    read = []
+
+    def reads_one_more_attribute(idata, model):
+        read.append(model.potentials)  # the stand-in model has no such attribute
+        return real(idata, model)
+
+    monkeypatch.setattr(_convergence, "_original", reads_one_more_attribute)
+    with _model(_data(12)):
+        with pytest.warns(RuntimeWarning, match="label-invariant convergence report"):
+            idata = pm.sample(
+                draws=100, tune=10, chains=2, cores=1, random_seed=3, progressbar=False
+            )
+    assert idata.posterior["z"].shape == (2, 100, 12)
+    assert read == [[]]  # PyMC's report then ran once, on the real model
 
 
 def test_pm_data_observations_are_reread_after_set_data():
