@@ -13,8 +13,9 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.scores import _mahalanobis, sweep_tables
 from pymc_pcrp._kernels.state import NIWParams, SweepState
-from pymc_pcrp._kernels.sweep import _add_point, _mahalanobis, _remove_point, sweep_tables
+from pymc_pcrp._kernels.sweep import _add_point, _remove_point
 
 __all__ = ["conditional_log_weights", "log_weights_after_removal"]
 

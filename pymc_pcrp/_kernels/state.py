@@ -182,6 +182,18 @@ def free_slot(state: SweepState, slot: int) -> None:
 
 
 @numba.njit(**NJIT_KWARGS)
+def _rank_one_vector(
+    sums: np.ndarray, slot: int, xc: np.ndarray, i: int, kappa_n: float, c: float, v: np.ndarray
+) -> float:
+    """Write ``v = c (x_i - mu_n)`` with ``mu_n = sums[slot] / kappa_n``; return ``|v|^2``."""
+    vv = 0.0
+    for a in range(xc.shape[1]):
+        v[a] = c * (xc[i, a] - sums[slot, a] / kappa_n)
+        vv += v[a] * v[a]
+    return vv
+
+
+@numba.njit(**NJIT_KWARGS)
 def add_point(
     counts: np.ndarray,
     sums: np.ndarray,
@@ -200,11 +212,7 @@ def add_point(
     one rank-one update of the factor. ``v`` is scratch space of length ``D``.
     """
     kappa_n = kappa0 + counts[slot]
-    c = math.sqrt(kappa_n / (kappa_n + 1.0))
-    vv = 0.0
-    for a in range(xc.shape[1]):
-        v[a] = c * (xc[i, a] - sums[slot, a] / kappa_n)
-        vv += v[a] * v[a]
+    vv = _rank_one_vector(sums, slot, xc, i, kappa_n, math.sqrt(kappa_n / (kappa_n + 1.0)), v)
     chol_rank_one_at(chol, slot, v, 1.0)
     logdet[slot] = log_det_at(chol, slot)
     counts[slot] += 1
@@ -234,11 +242,7 @@ def remove_point(
     """
     n = counts[slot]
     kappa_n = params.kappa0 + n
-    c = math.sqrt(kappa_n / (kappa_n - 1.0))
-    vv = 0.0
-    for a in range(xc.shape[1]):
-        v[a] = c * (xc[i, a] - sums[slot, a] / kappa_n)
-        vv += v[a] * v[a]
+    vv = _rank_one_vector(sums, slot, xc, i, kappa_n, math.sqrt(kappa_n / (kappa_n - 1.0)), v)
     counts[slot] = n - 1
     shift_stats(sums, sumsq, slot, xc, i, -1.0)
     if chol_rank_one_at(chol, slot, v, -1.0):

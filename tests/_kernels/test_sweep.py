@@ -162,7 +162,7 @@ def test_rank_one_update_and_downdate(d):
 
 
 def test_log_weight_bounds_hold():
-    from pymc_pcrp._kernels.sweep import log_weight_upper_bound, loo_log_weight, loo_lower_bound
+    from pymc_pcrp._kernels.scores import log_weight_upper_bound, loo_log_weight, loo_lower_bound
 
     rng = np.random.default_rng(SEED + 9)
     for _ in range(20_000):
@@ -189,7 +189,7 @@ def test_log_weight_bounds_hold():
 
 @pytest.mark.parametrize("d", [3, 5, 10])
 def test_eigenvalue_bounds_bracket_the_distance(d):
-    from pymc_pcrp._kernels.sweep import _forward_norm2, _sync_slot
+    from pymc_pcrp._kernels.scores import _forward_norm2, _sync_slot
 
     rng = np.random.default_rng(SEED + d)
     finite = []
@@ -219,7 +219,8 @@ def test_eigenvalue_bounds_bracket_the_distance(d):
 
 
 def test_widened_eigenvalue_bounds_stay_valid_over_moves():
-    from pymc_pcrp._kernels.sweep import _move_point, _sync_slot
+    from pymc_pcrp._kernels.scores import _sync_slot
+    from pymc_pcrp._kernels.sweep import _move_point
 
     rng = np.random.default_rng(SEED + 21)
     d, n = 4, 400
