@@ -72,6 +72,7 @@ from pymc_pcrp._kernels._config import NJIT_KWARGS
 
 __all__ = [
     "canonical_labels",
+    "check_prior_args",
     "log_prior_k",
     "log_stirling_bounds",
     "log_stirling_r_table",
@@ -291,8 +292,10 @@ def truncation_certified(k_built: int, log_alpha: float, best: float, bound: np.
     return bool(np.max(later) < best - TRUNCATION_NATS)
 
 
-def _check_prior_args(n: int, alpha: float, r: float) -> tuple[int, float, float]:
-    """Validate and convert the arguments shared by the public wrappers.
+def check_prior_args(n: int, alpha: float, r: float) -> tuple[int, float, float]:
+    """Validate and convert ``(n, alpha, r)`` for the prior functions.
+
+    Used here and by :mod:`pymc_pcrp.distributions.normaliser`.
 
     Parameters
     ----------
@@ -312,9 +315,9 @@ def _check_prior_args(n: int, alpha: float, r: float) -> tuple[int, float, float
         raise ValueError(f"n must be a non-negative integer, got {n!r}")
     alpha = float(alpha)
     r = float(r)
-    if not (np.isfinite(alpha) and alpha > 0.0):
+    if not (math.isfinite(alpha) and alpha > 0.0):
         raise ValueError(f"alpha must be positive and finite, got {alpha!r}")
-    if not np.isfinite(r):
+    if not math.isfinite(r):
         raise ValueError(f"r must be finite, got {r!r}")
     return int(n), alpha, r
 
@@ -343,7 +346,7 @@ def _table_and_log_weights(
     log_w : numpy.ndarray
         ``k log(alpha) + log S_r(n, k)`` for ``k = 0..k_max``.
     """
-    n, alpha, r = _check_prior_args(n, alpha, r)
+    n, alpha, r = check_prior_args(n, alpha, r)
     log_alpha = math.log(alpha)
     if k_max >= 0:
         table = log_stirling_r_table(n, r, int(k_max))

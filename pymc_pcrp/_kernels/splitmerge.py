@@ -76,7 +76,7 @@ N = 2,000 and D = 2, a point visit costs about as much as one point update of
 :func:`~pymc_pcrp._kernels.sweep.gibbs_sweeps` with K = 2.
 
 An accepted move writes the proposed clusters' statistics into the
-:class:`~pymc_pcrp._kernels.sweep.SweepState` with freshly computed Cholesky
+:class:`~pymc_pcrp._kernels.state.SweepState` with freshly computed Cholesky
 factors, so the state stays consistent for
 :func:`~pymc_pcrp._kernels.sweep.gibbs_sweeps`.
 
@@ -566,7 +566,7 @@ def split_merge_moves(
         Current partition and cluster statistics, updated in place; it remains
         valid for :func:`~pymc_pcrp._kernels.sweep.gibbs_sweeps`.
     params : NIWParams
-        Prior parameters, from :func:`~pymc_pcrp._kernels.sweep.make_params`.
+        Prior parameters, from :func:`~pymc_pcrp._kernels.state.make_params`.
     n_moves : int
         Number of moves to attempt.
     n_restricted_scans : int

@@ -270,8 +270,8 @@ def gibbs_sweeps(
 
     ``visit``, for tests, replaces the random order: each "sweep" then updates
     exactly the points ``visit`` in that order (one point makes one draw from
-    its full conditional, which tests compare with
-    :func:`conditional_log_weights`).
+    its full conditional, which tests compare with the remove-score-add
+    reference of ``tests/kernel_reference.py``).
     """
     # Performance note: the common path of this loop touches arrays only by
     # indexing locals. Taking a view (``xc[i]``) or passing arrays to a helper

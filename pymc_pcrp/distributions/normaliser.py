@@ -47,6 +47,7 @@ from pymc_pcrp._kernels.partitions import (
     _log_gamma_table,
     _log_stirling_next_column,
     _log_stirling_rows,
+    check_prior_args,
     log_stirling_bounds,
     truncation_certified,
 )
@@ -164,19 +165,6 @@ def _stirling_row(n: int, r: float) -> _LogStirlingRow:
     return _LogStirlingRow(n, r)
 
 
-def _check(n, alpha, r) -> tuple[int, float, float]:
-    """Convert and validate ``(n, alpha, r)`` for the cached functions."""
-    if int(n) != n or n < 0:
-        raise ValueError(f"n must be a non-negative integer, got {n!r}")
-    alpha = float(alpha)
-    r = float(r)
-    if not (math.isfinite(alpha) and alpha > 0.0):
-        raise ValueError(f"alpha must be positive and finite, got {alpha!r}")
-    if not math.isfinite(r):
-        raise ValueError(f"r must be finite, got {r!r}")
-    return int(n), alpha, r
-
-
 def log_prior_weights(n: int, alpha: float, r: float) -> np.ndarray:
     """Unnormalised log prior on the number of blocks, from the cached Stirling row.
 
@@ -195,7 +183,7 @@ def log_prior_weights(n: int, alpha: float, r: float) -> np.ndarray:
         ``k log(alpha) + log S_r(n, k)`` for ``k = 0..k_max`` (certified
         truncation, see the module docstring).
     """
-    n, alpha, r = _check(n, alpha, r)
+    n, alpha, r = check_prior_args(n, alpha, r)
     return _stirling_row(n, r).log_weights(math.log(alpha))
 
 
@@ -217,7 +205,7 @@ def log_normaliser(n: int, alpha: float, r: float) -> float:
         The log normalising constant; for ``r = 1`` it equals
         ``log Gamma(alpha + n) - log Gamma(alpha)``.
     """
-    n, alpha, r = _check(n, alpha, r)
+    n, alpha, r = check_prior_args(n, alpha, r)
     return _stirling_row(n, r).summary(math.log(alpha))[0]
 
 
@@ -239,7 +227,7 @@ def prior_k_moments(n: int, alpha: float, r: float) -> tuple[float, float]:
         ``E[K]`` and ``Var[K]``. Note ``d log Z_n / d log(alpha) = E[K]`` and
         ``d E[K] / d log(alpha) = Var[K]``.
     """
-    n, alpha, r = _check(n, alpha, r)
+    n, alpha, r = check_prior_args(n, alpha, r)
     _, mean, variance = _stirling_row(n, r).summary(math.log(alpha))
     return mean, variance
 
