@@ -357,6 +357,103 @@ def _relist(head: np.ndarray, nxt: np.ndarray, slot: int, labels: np.ndarray, po
 
 
 @numba.njit(**NJIT_KWARGS)
+def _gather_members(
+    head: np.ndarray,
+    nxt: np.ndarray,
+    si: int,
+    sj: int,
+    i: int,
+    j: int,
+    members: np.ndarray,
+    target: np.ndarray,
+) -> int:
+    """Write ``S``, the other members of the clusters ``sj`` and ``si``, into ``members``.
+
+    ``target`` receives the group each belongs to in the current state (1 for
+    ``sj``, 0 for ``si``; used by a merge). ``si == sj`` for a split. Returns ``|S|``.
+    """
+    m = 0
+    p = head[sj]
+    while p >= 0:
+        if p != i and p != j:
+            members[m] = p
+            target[m] = 1
+            m += 1
+        p = nxt[p]
+    if si != sj:
+        p = head[si]
+        while p >= 0:
+            if p != i:
+                members[m] = p
+                target[m] = 0
+                m += 1
+            p = nxt[p]
+    return m
+
+
+@numba.njit(**NJIT_KWARGS)
+def _accept_split(
+    state: SweepState,
+    sj: int,
+    i: int,
+    j: int,
+    members: np.ndarray,
+    m: int,
+    side: np.ndarray,
+    gcount: np.ndarray,
+    gsum: np.ndarray,
+    gsumsq: np.ndarray,
+    gchol: np.ndarray,
+    glogdet: np.ndarray,
+    head: np.ndarray,
+    nxt: np.ndarray,
+) -> None:
+    """Write an accepted split into ``state``: group 0 opens a new slot, group 1 keeps ``sj``."""
+    labels = state.labels
+    new = state.order[state.k[0]]
+    open_slot(state, new)
+    for g in range(2):
+        slot = new if g == 0 else sj
+        state.counts[slot] = gcount[g]
+        state.sums[slot, :] = gsum[g]
+        state.sumsq[slot, :, :] = gsumsq[g]
+        state.chol[slot, :, :] = gchol[g]
+        state.logdet[slot] = glogdet[g]
+    labels[i] = new
+    for t in range(m):
+        if side[t] == 0:
+            labels[members[t]] = new
+    members[m] = i
+    members[m + 1] = j
+    _relist(head, nxt, new, labels, members, m + 2)
+    _relist(head, nxt, sj, labels, members, m + 2)
+
+
+@numba.njit(**NJIT_KWARGS)
+def _accept_merge(
+    state: SweepState,
+    si: int,
+    sj: int,
+    i: int,
+    j: int,
+    members: np.ndarray,
+    m: int,
+    head: np.ndarray,
+    nxt: np.ndarray,
+) -> None:
+    """Relabel an accepted merge into ``sj`` (whose statistics are written) and free ``si``."""
+    labels = state.labels
+    free_slot(state, si)
+    labels[i] = sj
+    for t in range(m):
+        labels[members[t]] = sj
+    members[m] = i
+    members[m + 1] = j
+    _relist(head, nxt, sj, labels, members, m + 2)
+    head[si] = -1
+
+
+@numba.njit(**NJIT_KWARGS)
 def _split_merge_moves(
     rng: np.random.Generator,
     xc: np.ndarray,
@@ -422,24 +519,7 @@ def _split_merge_moves(
         sj = labels[j]
         is_split = si == sj
 
-        # Gather S (the other members of the one or two clusters), with the
-        # group each belongs to in the current state (used by a merge).
-        m = 0
-        p = head[sj]
-        while p >= 0:
-            if p != i and p != j:
-                members[m] = p
-                target[m] = 1
-                m += 1
-            p = nxt[p]
-        if not is_split:
-            p = head[si]
-            while p >= 0:
-                if p != i:
-                    members[m] = p
-                    target[m] = 0
-                    m += 1
-                p = nxt[p]
+        m = _gather_members(head, nxt, si, sj, i, j, members, target)
 
         if m + 2 >= pred_const.shape[0]:
             size = min(n, max(m + 2, 2 * pred_const.shape[0]))
@@ -484,23 +564,7 @@ def _split_merge_moves(
             )
             if log_a >= 0.0 or math.log(rng.random()) < log_a:
                 n_split_acc += 1
-                new = state.order[state.k[0]]
-                open_slot(state, new)
-                for g in range(2):
-                    slot = new if g == 0 else sj
-                    state.counts[slot] = gcount[g]
-                    state.sums[slot, :] = gsum[g]
-                    state.sumsq[slot, :, :] = gsumsq[g]
-                    state.chol[slot, :, :] = gchol[g]
-                    state.logdet[slot] = glogdet[g]
-                labels[i] = new
-                for t in range(m):
-                    if side[t] == 0:
-                        labels[members[t]] = new
-                members[m] = i
-                members[m + 1] = j
-                _relist(head, nxt, new, labels, members, m + 2)
-                _relist(head, nxt, sj, labels, members, m + 2)
+                _accept_split(state, sj, i, j, members, m, side, *groups, head, nxt)
         else:
             n_merge += 1
             ni = state.counts[si]
@@ -525,14 +589,7 @@ def _split_merge_moves(
                 state.sumsq[sj, :, :] = msumsq
                 state.chol[sj, :, :] = mchol
                 state.logdet[sj] = mlogdet
-                free_slot(state, si)
-                labels[i] = sj
-                for t in range(m):
-                    labels[members[t]] = sj
-                members[m] = i
-                members[m + 1] = j
-                _relist(head, nxt, sj, labels, members, m + 2)
-                head[si] = -1
+                _accept_merge(state, si, sj, i, j, members, m, head, nxt)
     return n_split, n_split_acc, n_merge, n_merge_acc
 
 
