@@ -61,6 +61,8 @@ from __future__ import annotations
 
 import time
 
+from pathlib import Path
+
 import numpy as np
 
 from scipy.special import gammaln
@@ -196,7 +198,13 @@ def check_against_kernel(xc, labels, params, alpha, power, prior, points) -> flo
     the labels. Each point of ``points`` is scored by both without being moved.
     Raises ``AssertionError`` if the candidate clusters differ.
     """
-    from pymc_pcrp._kernels.sweep import conditional_log_weights, init_state
+    import sys
+
+    from pymc_pcrp._kernels.sweep import init_state
+
+    # The plain remove-score-add kernel is test code (tests/kernel_reference.py).
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from kernel_reference import conditional_log_weights
 
     ref = NumpyPCRPGibbs(
         xc, labels, alpha, power, prior.kappa0, prior.nu0, prior.psi0, np.random.default_rng(0)

@@ -38,7 +38,7 @@ def advance(
     rng : numpy.random.Generator
         The chain's generator.
     xc, state, params, tables
-        Centred data, sweep state, parameters and :func:`~pymc_pcrp._kernels.sweep.sweep_tables`.
+        Centred data, sweep state, parameters and :func:`~pymc_pcrp._kernels.scores.sweep_tables`.
     n_sweeps : int
         Sweeps of Algorithm 1.
     n_split_merge, n_scans : int

@@ -28,8 +28,9 @@ import numpy as np
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 
 __all__ = [
-    "chol_rank_one",
+    "chol_rank_one_at",
     "cholesky_lower",
+    "log_det_at",
     "log_det_chol",
     "log_marginal_from_logdet",
     "log_multigamma",
@@ -67,26 +68,28 @@ def cholesky_lower(a: np.ndarray, out: np.ndarray) -> bool:
 
 
 @numba.njit(**NJIT_KWARGS)
-def chol_rank_one(chol: np.ndarray, v: np.ndarray, sign: float) -> bool:
-    """Update ``chol`` in place so that ``L L^T`` gains ``sign * v v^T``.
+def chol_rank_one_at(chol: np.ndarray, slot: int, v: np.ndarray, sign: float) -> bool:
+    """Update the factor ``L = chol[slot]`` in place so that ``L L^T`` gains ``sign * v v^T``.
 
+    ``chol`` is the 3-D array of every slot's factor; indexing it by ``slot``
+    rather than taking a view spares numba's reference counting on the hot path.
     ``sign`` is ``+1.0`` (update) or ``-1.0`` (downdate). ``v`` is overwritten.
     Returns ``False`` if a downdate would leave a matrix that is not positive
     definite; the caller must then rebuild the factor from sufficient statistics.
     """
-    d = chol.shape[0]
+    d = chol.shape[1]
     for k in range(d):
-        lkk = chol[k, k]
+        lkk = chol[slot, k, k]
         r2 = lkk * lkk + sign * v[k] * v[k]
         if not r2 > 0.0:
             return False
         r = math.sqrt(r2)
         c = r / lkk
         s = v[k] / lkk
-        chol[k, k] = r
+        chol[slot, k, k] = r
         for i in range(k + 1, d):
-            chol[i, k] = (chol[i, k] + sign * s * v[i]) / c
-            v[i] = c * v[i] - s * chol[i, k]
+            chol[slot, i, k] = (chol[slot, i, k] + sign * s * v[i]) / c
+            v[i] = c * v[i] - s * chol[slot, i, k]
     return True
 
 
@@ -96,6 +99,15 @@ def log_det_chol(chol: np.ndarray) -> float:
     acc = 0.0
     for k in range(chol.shape[0]):
         acc += math.log(chol[k, k])
+    return 2.0 * acc
+
+
+@numba.njit(**NJIT_KWARGS)
+def log_det_at(chol: np.ndarray, slot: int) -> float:
+    """:func:`log_det_chol` of ``chol[slot]``, without taking a view."""
+    acc = 0.0
+    for k in range(chol.shape[1]):
+        acc += math.log(chol[slot, k, k])
     return 2.0 * acc
 
 

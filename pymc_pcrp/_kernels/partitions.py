@@ -18,8 +18,10 @@ For ``r = 1`` these are the unsigned Stirling numbers of the first kind.
 The module provides
 
 * :func:`log_stirling_r_table`: the table ``log S_r(m, k)``;
-* :func:`log_prior_k` and :func:`log_normaliser`: the exact prior on the number
-  of blocks and ``log Z_n(alpha, r)``;
+* :func:`log_prior_k`: the exact prior on the number of blocks (the only
+  ``log Z_n(alpha, r)`` is :func:`pymc_pcrp.distributions.normaliser.log_normaliser`,
+  which caches the Stirling row and uses the same certified truncation,
+  :func:`log_stirling_bounds` and :func:`truncation_certified`);
 * :func:`sample_partition` and :func:`sample_partitions`: exact draws from the
   prior above, as canonical label vectors;
 * :func:`canonical_labels`: relabelling of blocks in order of first appearance.
@@ -70,11 +72,13 @@ from pymc_pcrp._kernels._config import NJIT_KWARGS
 
 __all__ = [
     "canonical_labels",
-    "log_normaliser",
+    "check_prior_args",
     "log_prior_k",
+    "log_stirling_bounds",
     "log_stirling_r_table",
     "sample_partition",
     "sample_partitions",
+    "truncation_certified",
 ]
 
 #: Margin (nats) below the largest weight that certifies the omitted tail in K.
@@ -249,45 +253,49 @@ def _log_stirling_rows(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @numba.njit(**NJIT_KWARGS)
-def _tail_log_weight_bound(n: int, log_alpha: float, r: float) -> np.ndarray:
-    """Upper bounds on the largest log weight beyond each number of blocks.
+def log_stirling_bounds(n: int, r: float) -> np.ndarray:
+    """Upper bounds ``b[k] >= log S_r(n, k)`` for ``k = 0..n``, independent of ``alpha``.
 
-    Parameters
-    ----------
-    n : int
-        Number of items, ``n >= 1``.
-    log_alpha : float
-        Log of the concentration parameter.
-    r : float
-        Power of the pCRP.
-
-    Returns
-    -------
-    numpy.ndarray
-        Array ``tail`` of length ``n + 2`` with ``tail[k]`` at least
-        ``max_{k' >= k} (k' log_alpha + log S_r(n, k'))`` and
-        ``tail[n + 1] = -inf``. The bounds are listed in the module docstring.
+    The bounds are those listed in the module docstring; ``b[0]`` is ``log
+    S_r(n, 0)`` itself (``0`` for ``n = 0``, else ``-inf``).
     """
     first, second = _log_stirling_rows(n)
-    tail = np.full(n + 2, -np.inf)
-    for k in range(n, 0, -1):
+    bound = np.empty(n + 1)
+    bound[0] = 0.0 if n == 0 else -np.inf
+    for k in range(1, n + 1):
         log_gamma_big = math.lgamma(n - k + 1)
         if r >= 1.0:
-            bound = first[k] + (r - 1.0) * log_gamma_big
+            bound[k] = first[k] + (r - 1.0) * log_gamma_big
         elif r >= 0.0:
-            bound = min(
+            bound[k] = min(
                 first[k],
                 second[k] + r * log_gamma_big,
                 (1.0 - r) * second[k] + r * first[k],
             )
         else:
-            bound = second[k]
-        tail[k] = max(tail[k + 1], k * log_alpha + bound)
-    return tail
+            bound[k] = second[k]
+    return bound
 
 
-def _check_prior_args(n: int, alpha: float, r: float) -> tuple[int, float, float]:
-    """Validate and convert the arguments shared by the public wrappers.
+def truncation_certified(k_built: int, log_alpha: float, best: float, bound: np.ndarray) -> bool:
+    """Whether the columns ``0..k_built`` of the Stirling table are enough.
+
+    True when every later log weight ``k log(alpha) + log S_r(n, k)``,
+    ``k > k_built``, is certified (by ``bound``, :func:`log_stirling_bounds`)
+    more than :data:`TRUNCATION_NATS` below ``best``, the largest weight so far,
+    or when no column is left.
+    """
+    n = bound.shape[0] - 1
+    if k_built >= n:
+        return True
+    later = np.arange(k_built + 1, n + 1) * log_alpha + bound[k_built + 1 :]
+    return bool(np.max(later) < best - TRUNCATION_NATS)
+
+
+def check_prior_args(n: int, alpha: float, r: float) -> tuple[int, float, float]:
+    """Validate and convert ``(n, alpha, r)`` for the prior functions.
+
+    Used here and by :mod:`pymc_pcrp.distributions.normaliser`.
 
     Parameters
     ----------
@@ -307,9 +315,9 @@ def _check_prior_args(n: int, alpha: float, r: float) -> tuple[int, float, float
         raise ValueError(f"n must be a non-negative integer, got {n!r}")
     alpha = float(alpha)
     r = float(r)
-    if not (np.isfinite(alpha) and alpha > 0.0):
+    if not (math.isfinite(alpha) and alpha > 0.0):
         raise ValueError(f"alpha must be positive and finite, got {alpha!r}")
-    if not np.isfinite(r):
+    if not math.isfinite(r):
         raise ValueError(f"r must be finite, got {r!r}")
     return int(n), alpha, r
 
@@ -338,7 +346,7 @@ def _table_and_log_weights(
     log_w : numpy.ndarray
         ``k log(alpha) + log S_r(n, k)`` for ``k = 0..k_max``.
     """
-    n, alpha, r = _check_prior_args(n, alpha, r)
+    n, alpha, r = check_prior_args(n, alpha, r)
     log_alpha = math.log(alpha)
     if k_max >= 0:
         table = log_stirling_r_table(n, r, int(k_max))
@@ -346,7 +354,7 @@ def _table_and_log_weights(
         table = np.zeros((1, 1))
     else:
         lgam = _log_gamma_table(n)
-        tail_bound = _tail_log_weight_bound(n, log_alpha, r)
+        bound = log_stirling_bounds(n, r)
         columns = [np.full(n + 1, -np.inf)]
         columns[0][0] = 0.0
         best = -np.inf
@@ -355,7 +363,7 @@ def _table_and_log_weights(
             _log_stirling_next_column(columns[-1], k, r, lgam, column)
             columns.append(column)
             best = max(best, k * log_alpha + column[n])
-            if tail_bound[k + 1] < best - TRUNCATION_NATS:
+            if truncation_certified(k, log_alpha, best, bound):
                 break
         table = np.ascontiguousarray(np.stack(columns, axis=1))
     k = np.arange(table.shape[1])
@@ -419,30 +427,6 @@ def log_prior_k(n: int, alpha: float, r: float, k_max: int = -1) -> np.ndarray:
         raise ValueError("k_max must be at least 1 when n > 0")
     _, log_w = _table_and_log_weights(n, alpha, r, k_max)
     return _normalise_log(log_w)
-
-
-def log_normaliser(n: int, alpha: float, r: float) -> float:
-    """Log normalising constant of the pCRP prior on partitions.
-
-    Parameters
-    ----------
-    n : int
-        Number of items, ``n >= 0``.
-    alpha : float
-        Concentration parameter, ``alpha > 0``.
-    r : float
-        Power of the pCRP.
-
-    Returns
-    -------
-    float
-        ``log Z_n(alpha, r) = log sum_k alpha**k S_r(n, k)``, computed with the
-        adaptive truncation in ``k`` described in the module docstring. For
-        ``r = 1`` it equals ``log Gamma(alpha + n) - log Gamma(alpha)``.
-    """
-    _, log_w = _table_and_log_weights(n, alpha, r)
-    top = np.max(log_w)
-    return float(top + np.log(np.sum(np.exp(log_w - top))))
 
 
 @numba.njit(**NJIT_KWARGS)

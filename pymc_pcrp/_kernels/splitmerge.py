@@ -76,7 +76,7 @@ N = 2,000 and D = 2, a point visit costs about as much as one point update of
 :func:`~pymc_pcrp._kernels.sweep.gibbs_sweeps` with K = 2.
 
 An accepted move writes the proposed clusters' statistics into the
-:class:`~pymc_pcrp._kernels.sweep.SweepState` with freshly computed Cholesky
+:class:`~pymc_pcrp._kernels.state.SweepState` with freshly computed Cholesky
 factors, so the state stays consistent for
 :func:`~pymc_pcrp._kernels.sweep.gibbs_sweeps`.
 
@@ -100,41 +100,18 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.niw import (
-    cholesky_lower,
-    log_det_chol,
-    log_marginal_from_logdet,
-    predictive_constants,
-    scale_matrix,
+from pymc_pcrp._kernels.niw import log_marginal_from_logdet, predictive_constants
+from pymc_pcrp._kernels.state import (
+    NIWParams,
+    SweepState,
+    add_point,
+    factorise,
+    free_slot,
+    open_slot,
+    remove_point,
 )
-from pymc_pcrp._kernels.sweep import NIWParams, SweepState, _close_slot, _open_slot_at
 
 __all__ = ["split_merge_moves"]
-
-
-@numba.njit(**NJIT_KWARGS)
-def _free_slot(state: SweepState, slot: int) -> None:
-    """Empty ``slot`` and move it out of the occupied prefix of ``state.order``."""
-    state.counts[slot] = 0
-    state.sums[slot, :] = 0.0
-    state.sumsq[slot, :, :] = 0.0
-    _close_slot(state, slot)
-
-
-@numba.njit(**NJIT_KWARGS)
-def _factorise(
-    n: int,
-    s: np.ndarray,
-    q: np.ndarray,
-    params: NIWParams,
-    buf: np.ndarray,
-    chol: np.ndarray,
-) -> float:
-    """Factorise ``Psi_n`` from sufficient statistics into ``chol``; return ``log|Psi_n|``."""
-    scale_matrix(n, s, q, params.kappa0, params.psi0, buf)
-    if not cholesky_lower(buf, chol):
-        raise FloatingPointError("posterior scale matrix lost positive definiteness")
-    return log_det_chol(chol)
 
 
 # The helpers below run once or more per point and scan. They index the group
@@ -142,105 +119,9 @@ def _factorise(
 # than ``NIWParams`` (which holds arrays): array views and array-holding
 # arguments cost atomic reference counting at every call. Numba-level inlining
 # (``inline="always"``) was measured slower than leaving the calls to LLVM.
-
-
-@numba.njit(**NJIT_KWARGS)
-def _group_rank_one(gchol: np.ndarray, g: int, v: np.ndarray, sign: float) -> bool:
-    """Update the factor of group ``g`` so that ``L L^T`` gains ``sign * v v^T``.
-
-    The same algorithm as :func:`~pymc_pcrp._kernels.niw.chol_rank_one`;
-    ``v`` is overwritten. Returns ``False`` if a downdate loses definiteness.
-    """
-    d = v.shape[0]
-    ok = True
-    for k in range(d):
-        lkk = gchol[g, k, k]
-        r2 = lkk * lkk + sign * v[k] * v[k]
-        if not r2 > 0.0:
-            ok = False
-            break
-        r = math.sqrt(r2)
-        c = r / lkk
-        s = v[k] / lkk
-        gchol[g, k, k] = r
-        for i in range(k + 1, d):
-            gchol[g, i, k] = (gchol[g, i, k] + sign * s * v[i]) / c
-            v[i] = c * v[i] - s * gchol[g, i, k]
-    return ok
-
-
-@numba.njit(**NJIT_KWARGS)
-def _group_logdet(gchol: np.ndarray, g: int) -> float:
-    """``log|Psi|`` from the diagonal of the factor of group ``g``."""
-    acc = 0.0
-    for k in range(gchol.shape[1]):
-        acc += math.log(gchol[g, k, k])
-    return 2.0 * acc
-
-
-@numba.njit(**NJIT_KWARGS)
-def _group_move_stats(
-    g: int, xc: np.ndarray, p: int, sign: float, gsum: np.ndarray, gsumsq: np.ndarray
-) -> None:
-    """Add (``sign = 1``) or subtract (``sign = -1``) point ``p`` to the sums of group ``g``."""
-    d = xc.shape[1]
-    for a in range(d):
-        gsum[g, a] += sign * xc[p, a]
-        for b in range(d):
-            gsumsq[g, a, b] += sign * xc[p, a] * xc[p, b]
-
-
-@numba.njit(**NJIT_KWARGS)
-def _group_add(
-    g: int,
-    xc: np.ndarray,
-    p: int,
-    gcount: np.ndarray,
-    gsum: np.ndarray,
-    gsumsq: np.ndarray,
-    gchol: np.ndarray,
-    glogdet: np.ndarray,
-    kappa0: float,
-    v: np.ndarray,
-) -> None:
-    """Add point ``p`` to group ``g`` (non-empty), updating its factor by rank one."""
-    kappa_n = kappa0 + gcount[g]
-    # Psi_{n+1} = Psi_n + kappa_n / (kappa_n + 1) (x - mu_n)(x - mu_n)^T
-    c = math.sqrt(kappa_n / (kappa_n + 1.0))
-    for a in range(xc.shape[1]):
-        v[a] = c * (xc[p, a] - gsum[g, a] / kappa_n)
-    _group_rank_one(gchol, g, v, 1.0)
-    glogdet[g] = _group_logdet(gchol, g)
-    gcount[g] += 1
-    _group_move_stats(g, xc, p, 1.0, gsum, gsumsq)
-
-
-@numba.njit(**NJIT_KWARGS)
-def _group_remove(
-    g: int,
-    xc: np.ndarray,
-    p: int,
-    gcount: np.ndarray,
-    gsum: np.ndarray,
-    gsumsq: np.ndarray,
-    gchol: np.ndarray,
-    glogdet: np.ndarray,
-    params: NIWParams,
-    v: np.ndarray,
-    buf: np.ndarray,
-) -> None:
-    """Remove point ``p`` from group ``g`` (which keeps at least one point)."""
-    kappa_n = params.kappa0 + gcount[g]
-    # Psi_{n-1} = Psi_n - kappa_n / kappa_{n-1} (x - mu_n)(x - mu_n)^T
-    c = math.sqrt(kappa_n / (kappa_n - 1.0))
-    for a in range(xc.shape[1]):
-        v[a] = c * (xc[p, a] - gsum[g, a] / kappa_n)
-    gcount[g] -= 1
-    _group_move_stats(g, xc, p, -1.0, gsum, gsumsq)
-    if _group_rank_one(gchol, g, v, -1.0):
-        glogdet[g] = _group_logdet(gchol, g)
-    else:
-        glogdet[g] = _factorise(gcount[g], gsum[g], gsumsq[g], params, buf, gchol[g])
+# Points enter and leave a group through the sweep's own slot operations
+# (:func:`~pymc_pcrp._kernels.state.add_point` and
+# :func:`~pymc_pcrp._kernels.state.remove_point`) on the two-slot group arrays.
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -377,7 +258,7 @@ def _sequential_allocation(
         )
         g = _choose(rng, w0, w1, -1)[0]
         side[t] = g
-        _group_add(g, xc, p, gcount, gsum, gsumsq, gchol, glogdet, kappa0, v)
+        add_point(gcount, gsum, gsumsq, gchol, glogdet, g, xc, p, kappa0, v)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -443,11 +324,11 @@ def _restricted_scan(
             else:
                 new, log_p = _choose(rng, w_other, w_own, forced_g)
             if new != g:
-                _group_remove(g, xc, p, gcount, gsum, gsumsq, gchol, glogdet, params, v, buf)
-                _group_add(new, xc, p, gcount, gsum, gsumsq, gchol, glogdet, kappa0, v)
+                remove_point(gcount, gsum, gsumsq, gchol, glogdet, g, xc, p, params, v, buf)
+                add_point(gcount, gsum, gsumsq, gchol, glogdet, new, xc, p, kappa0, v)
         else:
             # The shortcut is numerically unsafe: take the point out explicitly.
-            _group_remove(g, xc, p, gcount, gsum, gsumsq, gchol, glogdet, params, v, buf)
+            remove_point(gcount, gsum, gsumsq, gchol, glogdet, g, xc, p, params, v, buf)
             w0 = _log_seat_weight(
                 0, xc, p, gcount, gsum, gchol, glogdet, power, kappa0, nu0, pred_const, y
             )
@@ -455,7 +336,7 @@ def _restricted_scan(
                 1, xc, p, gcount, gsum, gchol, glogdet, power, kappa0, nu0, pred_const, y
             )
             new, log_p = _choose(rng, w0, w1, forced_g)
-            _group_add(new, xc, p, gcount, gsum, gsumsq, gchol, glogdet, kappa0, v)
+            add_point(gcount, gsum, gsumsq, gchol, glogdet, new, xc, p, kappa0, v)
         side[t] = new
         log_q += log_p
     return log_q
@@ -473,6 +354,103 @@ def _relist(head: np.ndarray, nxt: np.ndarray, slot: int, labels: np.ndarray, po
         if labels[p] == slot:
             nxt[p] = head[slot]
             head[slot] = p
+
+
+@numba.njit(**NJIT_KWARGS)
+def _gather_members(
+    head: np.ndarray,
+    nxt: np.ndarray,
+    si: int,
+    sj: int,
+    i: int,
+    j: int,
+    members: np.ndarray,
+    target: np.ndarray,
+) -> int:
+    """Write ``S``, the other members of the clusters ``sj`` and ``si``, into ``members``.
+
+    ``target`` receives the group each belongs to in the current state (1 for
+    ``sj``, 0 for ``si``; used by a merge). ``si == sj`` for a split. Returns ``|S|``.
+    """
+    m = 0
+    p = head[sj]
+    while p >= 0:
+        if p != i and p != j:
+            members[m] = p
+            target[m] = 1
+            m += 1
+        p = nxt[p]
+    if si != sj:
+        p = head[si]
+        while p >= 0:
+            if p != i:
+                members[m] = p
+                target[m] = 0
+                m += 1
+            p = nxt[p]
+    return m
+
+
+@numba.njit(**NJIT_KWARGS)
+def _accept_split(
+    state: SweepState,
+    sj: int,
+    i: int,
+    j: int,
+    members: np.ndarray,
+    m: int,
+    side: np.ndarray,
+    gcount: np.ndarray,
+    gsum: np.ndarray,
+    gsumsq: np.ndarray,
+    gchol: np.ndarray,
+    glogdet: np.ndarray,
+    head: np.ndarray,
+    nxt: np.ndarray,
+) -> None:
+    """Write an accepted split into ``state``: group 0 opens a new slot, group 1 keeps ``sj``."""
+    labels = state.labels
+    new = state.order[state.k[0]]
+    open_slot(state, new)
+    for g in range(2):
+        slot = new if g == 0 else sj
+        state.counts[slot] = gcount[g]
+        state.sums[slot, :] = gsum[g]
+        state.sumsq[slot, :, :] = gsumsq[g]
+        state.chol[slot, :, :] = gchol[g]
+        state.logdet[slot] = glogdet[g]
+    labels[i] = new
+    for t in range(m):
+        if side[t] == 0:
+            labels[members[t]] = new
+    members[m] = i
+    members[m + 1] = j
+    _relist(head, nxt, new, labels, members, m + 2)
+    _relist(head, nxt, sj, labels, members, m + 2)
+
+
+@numba.njit(**NJIT_KWARGS)
+def _accept_merge(
+    state: SweepState,
+    si: int,
+    sj: int,
+    i: int,
+    j: int,
+    members: np.ndarray,
+    m: int,
+    head: np.ndarray,
+    nxt: np.ndarray,
+) -> None:
+    """Relabel an accepted merge into ``sj`` (whose statistics are written) and free ``si``."""
+    labels = state.labels
+    free_slot(state, si)
+    labels[i] = sj
+    for t in range(m):
+        labels[members[t]] = sj
+    members[m] = i
+    members[m + 1] = j
+    _relist(head, nxt, sj, labels, members, m + 2)
+    head[si] = -1
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -541,24 +519,7 @@ def _split_merge_moves(
         sj = labels[j]
         is_split = si == sj
 
-        # Gather S (the other members of the one or two clusters), with the
-        # group each belongs to in the current state (used by a merge).
-        m = 0
-        p = head[sj]
-        while p >= 0:
-            if p != i and p != j:
-                members[m] = p
-                target[m] = 1
-                m += 1
-            p = nxt[p]
-        if not is_split:
-            p = head[si]
-            while p >= 0:
-                if p != i:
-                    members[m] = p
-                    target[m] = 0
-                    m += 1
-                p = nxt[p]
+        m = _gather_members(head, nxt, si, sj, i, j, members, target)
 
         if m + 2 >= pred_const.shape[0]:
             size = min(n, max(m + 2, 2 * pred_const.shape[0]))
@@ -579,7 +540,7 @@ def _split_merge_moves(
                 gsumsq[0, a, b] = xc[i, a] * xc[i, b]
                 gsumsq[1, a, b] = xc[j, a] * xc[j, b]
         for g in range(2):
-            glogdet[g] = _factorise(1, gsum[g], gsumsq[g], params, buf, gchol[g])
+            glogdet[g] = factorise(1, gsum[g], gsumsq[g], params, buf, gchol[g])
         _sequential_allocation(rng, xc, members, m, side, *groups, *work)
         for _scan in range(n_restricted_scans):
             _restricted_scan(rng, xc, members, m, side, target, False, *groups, *work)
@@ -592,7 +553,7 @@ def _split_merge_moves(
             n1 = gcount[1]
             # Fresh factors of the proposed clusters: exact ratio, no drift.
             for g in range(2):
-                glogdet[g] = _factorise(gcount[g], gsum[g], gsumsq[g], params, buf, gchol[g])
+                glogdet[g] = factorise(gcount[g], gsum[g], gsumsq[g], params, buf, gchol[g])
             log_a = (
                 params.log_alpha
                 + ratio_power * (math.lgamma(n0) + math.lgamma(n1) - math.lgamma(n0 + n1))
@@ -603,23 +564,7 @@ def _split_merge_moves(
             )
             if log_a >= 0.0 or math.log(rng.random()) < log_a:
                 n_split_acc += 1
-                new = state.order[state.k[0]]
-                _open_slot_at(state, new)
-                for g in range(2):
-                    slot = new if g == 0 else sj
-                    state.counts[slot] = gcount[g]
-                    state.sums[slot, :] = gsum[g]
-                    state.sumsq[slot, :, :] = gsumsq[g]
-                    state.chol[slot, :, :] = gchol[g]
-                    state.logdet[slot] = glogdet[g]
-                labels[i] = new
-                for t in range(m):
-                    if side[t] == 0:
-                        labels[members[t]] = new
-                members[m] = i
-                members[m + 1] = j
-                _relist(head, nxt, new, labels, members, m + 2)
-                _relist(head, nxt, sj, labels, members, m + 2)
+                _accept_split(state, sj, i, j, members, m, side, *groups, head, nxt)
         else:
             n_merge += 1
             ni = state.counts[si]
@@ -628,7 +573,7 @@ def _split_merge_moves(
                 msum[a] = state.sums[si, a] + state.sums[sj, a]
                 for b in range(d):
                     msumsq[a, b] = state.sumsq[si, a, b] + state.sumsq[sj, a, b]
-            mlogdet = _factorise(ni + nj, msum, msumsq, params, buf, mchol)
+            mlogdet = factorise(ni + nj, msum, msumsq, params, buf, mchol)
             log_a = (
                 -params.log_alpha
                 + ratio_power * (math.lgamma(ni + nj) - math.lgamma(ni) - math.lgamma(nj))
@@ -644,14 +589,7 @@ def _split_merge_moves(
                 state.sumsq[sj, :, :] = msumsq
                 state.chol[sj, :, :] = mchol
                 state.logdet[sj] = mlogdet
-                _free_slot(state, si)
-                labels[i] = sj
-                for t in range(m):
-                    labels[members[t]] = sj
-                members[m] = i
-                members[m + 1] = j
-                _relist(head, nxt, sj, labels, members, m + 2)
-                head[si] = -1
+                _accept_merge(state, si, sj, i, j, members, m, head, nxt)
     return n_split, n_split_acc, n_merge, n_merge_acc
 
 
@@ -685,7 +623,7 @@ def split_merge_moves(
         Current partition and cluster statistics, updated in place; it remains
         valid for :func:`~pymc_pcrp._kernels.sweep.gibbs_sweeps`.
     params : NIWParams
-        Prior parameters, from :func:`~pymc_pcrp._kernels.sweep.make_params`.
+        Prior parameters, from :func:`~pymc_pcrp._kernels.state.make_params`.
     n_moves : int
         Number of moves to attempt.
     n_restricted_scans : int

@@ -1,15 +1,8 @@
 """The pCRP collapsed Gibbs sweep (Algorithm 1 of Lu, Li & Dunson, 2018) in numba.
 
 Everything here works on plain arrays. The state of a sweep is a
-:class:`SweepState` of per-cluster sufficient statistics kept in *slots*:
-
-* ``labels[i]`` is the slot of point ``i``;
-* ``order[:k[0]]`` lists the occupied slots and ``order[k[0]:]`` the free ones,
-  ``where[slot]`` is the position of a slot in ``order``: opening or closing a
-  cluster is O(1) and never renumbers points;
-* for each slot: ``counts``, ``sums`` (sum of centred points), ``sumsq`` (sum of
-  their outer products), ``chol`` (lower Cholesky factor of ``Psi_n``) and
-  ``logdet`` (``log|Psi_n|``).
+:class:`~pymc_pcrp._kernels.state.SweepState` of per-cluster sufficient
+statistics kept in *slots* (:mod:`pymc_pcrp._kernels.state`).
 
 A point update costs ``O(K D^2)``: one triangular solve per occupied cluster to
 score it, then one rank-one Cholesky update for the cluster it joins (and a
@@ -26,25 +19,39 @@ of that joint.
 
 import math
 
-from typing import NamedTuple
-
 import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.niw import (
-    chol_rank_one,
-    cholesky_lower,
-    log_det_chol,
-    log_marginal_from_logdet,
-    predictive_constants,
-    scale_matrix,
+from pymc_pcrp._kernels.niw import log_marginal_from_logdet
+from pymc_pcrp._kernels.scores import (
+    SKIP_NATS,
+    _draw_with_skipped,
+    _forward_norm2,
+    _sample_log_weights,
+    _sync_eigen_bounds,
+    _sync_moments,
+    _sync_slot,
+    _widen_eigen_bounds,
+    log_weight_upper_bound,
+    loo_log_weight,
+    loo_lower_bound,
+    sweep_tables,
+)
+from pymc_pcrp._kernels.state import (
+    NIWParams,
+    SweepState,
+    add_point,
+    free_slot,
+    init_state,
+    make_params,
+    open_slot,
+    remove_point,
 )
 
 __all__ = [
     "NIWParams",
     "SweepState",
-    "conditional_log_weights",
     "gibbs_sweeps",
     "init_state",
     "log_joint",
@@ -53,409 +60,56 @@ __all__ = [
 ]
 
 
-class SweepState(NamedTuple):
-    """Mutable state of the sweep; see the module docstring for the fields."""
-
-    labels: np.ndarray
-    counts: np.ndarray
-    sums: np.ndarray
-    sumsq: np.ndarray
-    chol: np.ndarray
-    logdet: np.ndarray
-    order: np.ndarray
-    where: np.ndarray
-    k: np.ndarray
-
-
-class NIWParams(NamedTuple):
-    """Fixed parameters of a sweep: the pCRP prior and the NIW prior (centred)."""
-
-    log_alpha: float
-    power: float
-    kappa0: float
-    nu0: float
-    psi0: np.ndarray
-    chol0: np.ndarray
-    logdet0: float
-
-
-def make_params(alpha: float, power: float, kappa0: float, nu0: float, psi0) -> NIWParams:
-    """Build :class:`NIWParams`, factorising ``psi0`` once.
-
-    ``psi0`` may have shape ``(0, 0)``: the sweep then has no likelihood and
-    samples the pCRP prior itself.
-    """
-    psi0 = np.ascontiguousarray(psi0, dtype=np.float64)
-    chol0 = np.linalg.cholesky(psi0) if psi0.size else np.zeros((0, 0))
-    logdet0 = 2.0 * float(np.sum(np.log(np.diag(chol0))))
-    return NIWParams(math.log(alpha), float(power), float(kappa0), float(nu0), psi0, chol0, logdet0)
-
-
-@numba.njit(**NJIT_KWARGS)
-def _refresh_slot(state: SweepState, slot: int, params: NIWParams, buf: np.ndarray) -> None:
-    """Recompute the Cholesky factor of one slot from its sums (drift control)."""
-    scale_matrix(
-        state.counts[slot], state.sums[slot], state.sumsq[slot], params.kappa0, params.psi0, buf
-    )
-    if not cholesky_lower(buf, state.chol[slot]):
-        raise FloatingPointError("posterior scale matrix lost positive definiteness")
-    state.logdet[slot] = log_det_chol(state.chol[slot])
-
-
-@numba.njit(**NJIT_KWARGS)
-def init_state(xc: np.ndarray, labels: np.ndarray, params: NIWParams) -> SweepState:
-    """Build a fresh :class:`SweepState` from centred data and labels ``0..K-1``."""
-    n, d = xc.shape
-    cap = n + 1
-    counts = np.zeros(cap, dtype=np.int64)
-    sums = np.zeros((cap, d))
-    sumsq = np.zeros((cap, d, d))
-    chol = np.zeros((cap, d, d))
-    logdet = np.zeros(cap)
-    order = np.arange(cap)
-    where = np.arange(cap)
-    k = np.zeros(1, dtype=np.int64)
-    state = SweepState(labels.copy(), counts, sums, sumsq, chol, logdet, order, where, k)
-    for i in range(n):
-        slot = labels[i]
-        counts[slot] += 1
-        for a in range(d):
-            sums[slot, a] += xc[i, a]
-            for b in range(d):
-                sumsq[slot, a, b] += xc[i, a] * xc[i, b]
-    buf = np.empty((d, d))
-    # Occupied slots first in ``order``: swap each into the occupied prefix.
-    for slot in range(cap):
-        if counts[slot] > 0:
-            _open_slot_at(state, slot)
-            _refresh_slot(state, slot, params, buf)
-    return state
-
-
-@numba.njit(**NJIT_KWARGS)
-def _open_slot_at(state: SweepState, slot: int) -> None:
-    """Move ``slot`` into the occupied prefix of ``order``."""
-    k = state.k[0]
-    pos = state.where[slot]
-    other = state.order[k]
-    state.order[k] = slot
-    state.order[pos] = other
-    state.where[slot] = k
-    state.where[other] = pos
-    state.k[0] = k + 1
-
-
-@numba.njit(**NJIT_KWARGS)
-def _close_slot(state: SweepState, slot: int) -> None:
-    """Move an emptied ``slot`` out of the occupied prefix of ``order``."""
-    last = state.k[0] - 1
-    pos = state.where[slot]
-    other = state.order[last]
-    state.order[last] = slot
-    state.order[pos] = other
-    state.where[slot] = last
-    state.where[other] = pos
-    state.k[0] = last
-
-
 @numba.njit(**NJIT_KWARGS)
 def _remove_point(
-    state: SweepState, x: np.ndarray, slot: int, params: NIWParams, v: np.ndarray, buf: np.ndarray
+    state: SweepState,
+    xc: np.ndarray,
+    i: int,
+    slot: int,
+    params: NIWParams,
+    v: np.ndarray,
+    buf: np.ndarray,
 ) -> float:
-    """Take a point out of ``slot``, downdating its statistics.
+    """Take point ``i`` out of ``slot``, closing the slot if it empties.
 
     Returns ``|v|^2`` for the rank-one change ``Psi_{n-1} = Psi_n - v v^T``
     (``0`` when the slot empties).
     """
-    d = x.shape[0]
-    n = state.counts[slot]
-    if n == 1:
-        state.counts[slot] = 0
-        state.sums[slot, :] = 0.0
-        state.sumsq[slot, :, :] = 0.0
-        _close_slot(state, slot)
+    if state.counts[slot] == 1:
+        free_slot(state, slot)
         return 0.0
-    kappa_n = params.kappa0 + n
-    # Psi_{n-1} = Psi_n - kappa_n / kappa_{n-1} (x - mu_n)(x - mu_n)^T
-    c = math.sqrt(kappa_n / (kappa_n - 1.0))
-    vv = 0.0
-    for a in range(d):
-        v[a] = c * (x[a] - state.sums[slot, a] / kappa_n)
-        vv += v[a] * v[a]
-    state.counts[slot] = n - 1
-    for a in range(d):
-        state.sums[slot, a] -= x[a]
-        for b in range(d):
-            state.sumsq[slot, a, b] -= x[a] * x[b]
-    if chol_rank_one(state.chol[slot], v, -1.0):
-        state.logdet[slot] = log_det_chol(state.chol[slot])
-    else:
-        _refresh_slot(state, slot, params, buf)
-    return vv
-
-
-@numba.njit(**NJIT_KWARGS)
-def _add_point(
-    state: SweepState, x: np.ndarray, slot: int, params: NIWParams, v: np.ndarray
-) -> float:
-    """Put a point into ``slot`` (opening it if empty), updating its statistics.
-
-    Returns ``|v|^2`` for the rank-one change ``Psi_{n+1} = Psi_n + v v^T``.
-    """
-    d = x.shape[0]
-    n = state.counts[slot]
-    if n == 0:
-        _open_slot_at(state, slot)
-        state.chol[slot, :, :] = params.chol0
-    kappa_n = params.kappa0 + n
-    # Psi_{n+1} = Psi_n + kappa_n / (kappa_n + 1) (x - mu_n)(x - mu_n)^T
-    c = math.sqrt(kappa_n / (kappa_n + 1.0))
-    vv = 0.0
-    for a in range(d):
-        v[a] = c * (x[a] - state.sums[slot, a] / kappa_n)
-        vv += v[a] * v[a]
-    chol_rank_one(state.chol[slot], v, 1.0)
-    state.logdet[slot] = log_det_chol(state.chol[slot])
-    state.counts[slot] = n + 1
-    for a in range(d):
-        state.sums[slot, a] += x[a]
-        for b in range(d):
-            state.sumsq[slot, a, b] += x[a] * x[b]
-    return vv
-
-
-@numba.njit(**NJIT_KWARGS)
-def _mahalanobis(
-    chol: np.ndarray, x: np.ndarray, s: np.ndarray, kappa_n: float, y: np.ndarray
-) -> float:
-    """Return ``||L^{-1}(x - s / kappa_n)||^2`` by forward substitution."""
-    d = x.shape[0]
-    acc = 0.0
-    for a in range(d):
-        t = x[a] - s[a] / kappa_n
-        for b in range(a):
-            t -= chol[a, b] * y[b]
-        t /= chol[a, a]
-        y[a] = t
-        acc += t * t
-    return acc
-
-
-@numba.njit(**NJIT_KWARGS)
-def _log_weights(
-    state: SweepState,
-    x: np.ndarray,
-    params: NIWParams,
-    log_new: float,
-    pred_const: np.ndarray,
-    out: np.ndarray,
-    y: np.ndarray,
-) -> int:
-    """Log weights of every occupied cluster (``out[:K]``) and a new one (``out[K]``).
-
-    ``log_new`` is the precomputed ``log alpha + log prior predictive(x)``.
-    Returns ``K``.
-    """
-    k = state.k[0]
-    nu0 = params.nu0
-    for p in range(k):
-        slot = state.order[p]
-        n = state.counts[slot]
-        kappa_n = params.kappa0 + n
-        u = _mahalanobis(state.chol[slot], x, state.sums[slot], kappa_n, y)
-        out[p] = (
-            params.power * math.log(n)
-            + pred_const[n]
-            - 0.5 * state.logdet[slot]
-            - 0.5 * (nu0 + n + 1.0) * math.log1p(u * kappa_n / (kappa_n + 1.0))
-        )
-    out[k] = log_new
-    return k
-
-
-@numba.njit(**NJIT_KWARGS)
-def _new_cluster_log_weights(xc: np.ndarray, params: NIWParams) -> np.ndarray:
-    """``log alpha + log prior predictive`` for every point (fixed across sweeps)."""
-    n, d = xc.shape
-    pred_const = predictive_constants(0, d, params.kappa0, params.nu0)
-    out = np.empty(n)
-    y = np.empty(d)
-    zero = np.zeros(d)
-    c = params.kappa0 / (params.kappa0 + 1.0)
-    for i in range(n):
-        u = _mahalanobis(params.chol0, xc[i], zero, params.kappa0, y)
-        out[i] = (
-            params.log_alpha
-            + pred_const[0]
-            - 0.5 * params.logdet0
-            - 0.5 * (params.nu0 + 1.0) * math.log1p(u * c)
-        )
-    return out
-
-
-@numba.njit(**NJIT_KWARGS)
-def _sample_log_weights(rng: np.random.Generator, logw: np.ndarray, m: int) -> int:
-    """Draw an index in ``0..m-1`` with probabilities proportional to ``exp(logw)``."""
-    top = logw[0]
-    for j in range(1, m):
-        if logw[j] > top:
-            top = logw[j]
-    total = 0.0
-    for j in range(m):
-        w = math.exp(logw[j] - top)
-        logw[j] = w
-        total += w
-    u = rng.random() * total
-    acc = 0.0
-    for j in range(m - 1):
-        acc += logw[j]
-        if u < acc:
-            return j
-    return m - 1
-
-
-@numba.njit(**NJIT_KWARGS)
-def _size_table(n: int, d: int, params: NIWParams) -> np.ndarray:
-    """Per-size constants of a cluster's log weight, one row per size ``0..n``.
-
-    Columns: ``r log(m) + const[m]`` (the pCRP weight and the size-dependent part
-    of the log predictive, see :func:`~pymc_pcrp._kernels.niw.predictive_constants`),
-    ``-(nu_m + 1) / 2``, ``kappa_m / (kappa_m + 1)`` and ``1 / kappa_m``.
-    """
-    pred_const = predictive_constants(n, d, params.kappa0, params.nu0)
-    out = np.empty((n + 1, 4))
-    for m in range(n + 1):
-        kappa_m = params.kappa0 + m
-        out[m, 0] = (params.power * math.log(m) if m > 0 else 0.0) + pred_const[m]
-        out[m, 1] = -0.5 * (params.nu0 + m + 1.0)
-        out[m, 2] = kappa_m / (kappa_m + 1.0)
-        out[m, 3] = 1.0 / kappa_m
-    return out
-
-
-@numba.njit(**NJIT_KWARGS)
-def sweep_tables(xc: np.ndarray, params: NIWParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Tables that depend only on the data and the parameters, for :func:`gibbs_sweeps`.
-
-    Returns ``(log_new, pred_const, by_size)``: each point's ``log alpha + log
-    prior predictive``, the size-dependent constants of the log predictive, and
-    the per-size table of :func:`_size_table`. A caller that sweeps the same
-    data many times computes them once.
-    """
-    n, d = xc.shape
-    return (
-        _new_cluster_log_weights(xc, params),
-        predictive_constants(n, d, params.kappa0, params.nu0),
-        _size_table(n, d, params),
+    return remove_point(
+        state.counts, state.sums, state.sumsq, state.chol, state.logdet, slot, xc, i, params, v, buf
     )
 
 
 @numba.njit(**NJIT_KWARGS)
-def _sync_slot(
-    state: SweepState,
-    slot: int,
-    by_size: np.ndarray,
-    mean: np.ndarray,
-    inv_diag: np.ndarray,
-    const: np.ndarray,
-    inv_eig: np.ndarray,
-) -> None:
-    """Refresh the cached per-slot quantities the sweep scores points with.
-
-    ``mean`` (posterior mean), ``inv_diag`` (inverse diagonal of the Cholesky
-    factor ``L``), ``const`` (the size- and determinant-dependent part of the log
-    weight) and, for ``D > 2``, the eigenvalue bounds of :func:`_sync_eigen_bounds`.
-    """
-    _sync_moments(state, slot, by_size, mean, inv_diag, const)
-    if mean.shape[1] > 2:
-        _sync_eigen_bounds(state, slot, inv_eig)
-
-
-@numba.njit(**NJIT_KWARGS)
-def _sync_moments(
-    state: SweepState,
-    slot: int,
-    by_size: np.ndarray,
-    mean: np.ndarray,
-    inv_diag: np.ndarray,
-    const: np.ndarray,
-) -> None:
-    """Refresh ``mean``, ``inv_diag`` and ``const`` of a slot (see :func:`_sync_slot`)."""
-    n = state.counts[slot]
-    inv_kappa = by_size[n, 3]
-    for a in range(mean.shape[1]):
-        mean[slot, a] = state.sums[slot, a] * inv_kappa
-        inv_diag[slot, a] = 1.0 / state.chol[slot, a, a]
-    const[slot] = by_size[n, 0] - 0.5 * state.logdet[slot]
-
-
-@numba.njit(**NJIT_KWARGS)
-def _sync_eigen_bounds(state: SweepState, slot: int, inv_eig: np.ndarray) -> None:
-    """Bounds on the eigenvalues of ``Psi_n = L L^T`` that bracket distances.
-
-    They bracket the Mahalanobis distance by the Euclidean one,
-    ``|x - mean|^2 * inv_eig[slot, 0] <= (x - mean)^T Psi_n^{-1} (x - mean)
-    <= |x - mean|^2 * inv_eig[slot, 1]``:
-
-    * ``inv_eig[slot, 0] = 1 / (||L||_1 ||L||_inf)``, because
-      ``lambda_max = ||L||_2^2 <= ||L||_1 ||L||_inf``;
-    * ``inv_eig[slot, 1] = 1 / g`` with ``g`` the Gershgorin lower bound
-      ``min_a (Psi_aa - sum_{b != a} |Psi_ab|)`` on ``lambda_min``, or ``inf``
-      when ``g <= 0`` (no bound).
-
-    Both carry a relative margin of ``1e-9`` for rounding: the bounds must hold.
-    This costs ``O(D^3)``; between exact refreshes the sweep keeps the bounds
-    valid in ``O(D)`` per move with :func:`_widen_eigen_bounds`.
-    """
-    chol = state.chol
-    d = chol.shape[1]
-    row_max = 0.0
-    col_max = 0.0
-    gersh = math.inf
-    for a in range(d):
-        row = 0.0
-        col = 0.0
-        for b in range(a + 1):
-            row += abs(chol[slot, a, b])
-        for b in range(a, d):
-            col += abs(chol[slot, b, a])
-        row_max = max(row_max, row)
-        col_max = max(col_max, col)
-        diag = 0.0
-        off = 0.0
-        for b in range(d):
-            acc = 0.0
-            for c in range(min(a, b) + 1):
-                acc += chol[slot, a, c] * chol[slot, b, c]
-            if b == a:
-                diag = acc
-            else:
-                off += abs(acc)
-        gersh = min(gersh, diag - off * (1.0 + 1e-9) - 1e-9 * diag)
-    inv_eig[slot, 0] = 1.0 / (row_max * col_max * (1.0 + 1e-9))
-    inv_eig[slot, 1] = 1.0 / gersh if gersh > 0.0 else math.inf
-
-
-@numba.njit(**NJIT_KWARGS)
-def _widen_eigen_bounds(inv_eig: np.ndarray, slot: int, vv: float, sign: float) -> None:
-    """Keep a slot's eigenvalue bounds valid after ``Psi -> Psi + sign v v^T``, ``|v|^2 = vv``.
-
-    Adding ``v v^T`` cannot lower ``lambda_min`` and raises ``lambda_max`` by at
-    most ``vv``; removing it cannot raise ``lambda_max`` and lowers
-    ``lambda_min`` by at most ``vv`` (Weyl's inequalities). A relative margin of
-    ``1e-12`` covers rounding.
-    """
-    if sign > 0.0:
-        inv_eig[slot, 0] = 1.0 / ((1.0 / inv_eig[slot, 0] + vv) * (1.0 + 1e-12))
-    else:
-        low = (1.0 / inv_eig[slot, 1] - vv) * (1.0 - 1e-12)
-        inv_eig[slot, 1] = 1.0 / low if low > 0.0 else math.inf
+def _add_point(
+    state: SweepState, xc: np.ndarray, i: int, slot: int, params: NIWParams, v: np.ndarray
+) -> float:
+    """Put point ``i`` into ``slot`` (opening it if empty); return ``|v|^2`` of the update."""
+    if state.counts[slot] == 0:
+        open_slot(state, slot)
+        state.chol[slot, :, :] = params.chol0
+    return add_point(
+        state.counts,
+        state.sums,
+        state.sumsq,
+        state.chol,
+        state.logdet,
+        slot,
+        xc,
+        i,
+        params.kappa0,
+        v,
+    )
 
 
 @numba.njit(**NJIT_KWARGS)
 def _move_point(
     state: SweepState,
-    x: np.ndarray,
+    xc: np.ndarray,
+    i: int,
     old: int,
     slot: int,
     params: NIWParams,
@@ -466,21 +120,20 @@ def _move_point(
     inv_eig: np.ndarray,
     v: np.ndarray,
     buf: np.ndarray,
-    i: int,
 ) -> None:
-    """Move point ``i`` (row ``x``) from ``old`` to ``slot``, keeping the caches in step.
+    """Move point ``i`` from ``old`` to ``slot``, keeping the caches in step.
 
     The eigenvalue bounds are widened in ``O(D)`` (:func:`_widen_eigen_bounds`)
     rather than recomputed in ``O(D^3)``; a slot that opens gets exact ones.
     """
-    d = x.shape[0]
-    vv = _remove_point(state, x, old, params, v, buf)
+    d = xc.shape[1]
+    vv = _remove_point(state, xc, i, old, params, v, buf)
     if state.counts[old] > 0:
         _sync_moments(state, old, by_size, mean, inv_diag, const)
         if d > 2:
             _widen_eigen_bounds(inv_eig, old, vv, -1.0)
     opened = state.counts[slot] == 0
-    vv = _add_point(state, x, slot, params, v)
+    vv = _add_point(state, xc, i, slot, params, v)
     _sync_moments(state, slot, by_size, mean, inv_diag, const)
     if d > 2:
         if opened:
@@ -488,32 +141,6 @@ def _move_point(
         else:
             _widen_eigen_bounds(inv_eig, slot, vv, 1.0)
     state.labels[i] = slot
-
-
-@numba.njit(**NJIT_KWARGS)
-def _forward_norm2(
-    chol: np.ndarray,
-    slot: int,
-    xc: np.ndarray,
-    i: int,
-    mean: np.ndarray,
-    inv_diag: np.ndarray,
-    y: np.ndarray,
-) -> float:
-    """``||L^{-1}(x_i - mean)||^2`` for the factor, mean and inverse diagonal of ``slot``.
-
-    ``y`` is scratch space of length ``D``. :func:`gibbs_sweeps` inlines this in
-    its per-point loop (see the note there) and calls it only on its less common paths.
-    """
-    acc = 0.0
-    for a in range(xc.shape[1]):
-        t = xc[i, a] - mean[slot, a]
-        for b in range(a):
-            t -= chol[slot, a, b] * y[b]
-        t *= inv_diag[slot, a]
-        y[a] = t
-        acc += t * t
-    return acc
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -568,9 +195,8 @@ def _reseat_by_removal(
     Returns 1 if the point changed cluster, else 0.
     """
     log_new, _, by_size = tables
-    x = xc[i]
     old = state.labels[i]
-    _remove_point(state, x, old, params, v, buf)
+    _remove_point(state, xc, i, old, params, v, buf)
     if state.counts[old] > 0:
         # Exact bounds: this path is rare, and the point is added back below.
         _sync_slot(state, old, by_size, mean, inv_diag, const, inv_eig)
@@ -583,121 +209,10 @@ def _reseat_by_removal(
     logw[k] = log_new[i]
     choice = _sample_log_weights(rng, logw, k + 1)
     slot = state.order[choice]
-    _add_point(state, x, slot, params, v)
+    _add_point(state, xc, i, slot, params, v)
     _sync_slot(state, slot, by_size, mean, inv_diag, const, inv_eig)
     state.labels[i] = slot
     return 1 if slot != old else 0
-
-
-@numba.njit(**NJIT_KWARGS)
-def loo_log_weight(a: float, e: float, b: float, c: float, u: float) -> float:
-    """Return the log weight of a point's own cluster with the point left out.
-
-    ``a + e log(1 + b t) - log(shrink) / 2`` with ``shrink = 1 - c u`` and
-    ``t = c^2 u / shrink``, where ``u`` is the point's distance to its cluster
-    *with* it, ``c = kappa_n / kappa_{n-1}``, and ``a``, ``e``, ``b`` the
-    constant, exponent and scale of a cluster of size ``n - 1`` (see
-    :func:`gibbs_sweeps`). Needs ``shrink > 0``.
-    """
-    shrink = 1.0 - c * u
-    return a - 0.5 * math.log(shrink) + e * math.log(1.0 + b * c * c * u / shrink)
-
-
-@numba.njit(**NJIT_KWARGS)
-def loo_lower_bound(a: float, e: float, b: float, c: float, u_lo: float, u_hi: float) -> float:
-    """Bound :func:`loo_log_weight` from below for every ``u`` in ``[u_lo, u_hi]``, without logs.
-
-    ``-log(shrink) / 2 >= (1 - shrink) / 2 = c u / 2 >= c u_lo / 2`` and, as
-    ``e < 0`` and ``log(1 + s) <= s``, ``e log(1 + b t) >= e b t(u) >= e b t(u_hi)``
-    (``t`` grows with ``u``). Needs ``c u_hi < 1``.
-    """
-    return a + 0.5 * c * u_lo + e * (b * c * c * u_hi / (1.0 - c * u_hi))
-
-
-@numba.njit(**NJIT_KWARGS)
-def log_weight_upper_bound(const: float, e: float, t: float) -> float:
-    """Bound a cluster's log weight ``const + e log(1 + t)`` from above, without a log.
-
-    ``log(1 + t) >= t / (1 + t)`` for ``t >= 0`` and ``e < 0``; a lower bound
-    on ``t`` keeps it an upper bound, because ``t / (1 + t)`` grows with ``t``.
-    """
-    return const + e * t / (1.0 + t)
-
-
-# A cluster whose log weight is certainly this far below the largest one is not
-# scored exactly (see gibbs_sweeps): its weight is below exp(-6) = 2.5e-3 of the top.
-SKIP_NATS = 6.0
-
-
-@numba.njit(**NJIT_KWARGS)
-def _draw_with_skipped(
-    rng_value: float,
-    total: float,
-    bound: float,
-    top: float,
-    weights: np.ndarray,
-    k: int,
-    skipped: np.ndarray,
-    skipped_u: np.ndarray,
-    n_skipped: int,
-    log_new_i: float,
-    xc: np.ndarray,
-    i: int,
-    state: SweepState,
-    by_size: np.ndarray,
-    mean: np.ndarray,
-    inv_diag: np.ndarray,
-    const: np.ndarray,
-    y: np.ndarray,
-    wsk: np.ndarray,
-) -> int:
-    """Finish an exact draw when the uniform falls where skipped clusters might matter.
-
-    The caller has the weights ``weights[:k + 1]`` (relative to ``top``) of the
-    clusters it scored, zeros at the ``n_skipped`` positions ``skipped`` whose
-    weights it only bounded (their sum is at most ``bound``), and a uniform
-    ``rng_value`` with ``rng_value >= a = total / (total + bound)``. The exact
-    probability of the scored group is ``g = total / (total + B)`` with ``B``
-    the skipped clusters' exact total, ``g >= a``. Given ``rng_value >= a``, the
-    scored group is chosen when ``rng_value < g``, which has the right
-    probability ``g - a`` overall, and the rescaled uniform picks a member of the
-    chosen group; so together with the caller's branch the draw is exact.
-    Skipped positions with ``skipped_u < 0`` have no distance yet (the
-    Euclidean bound sufficed), and it is computed here; position ``k`` is the
-    new cluster, of log weight ``log_new_i``. ``wsk`` is scratch space.
-    """
-    chol = state.chol
-    big = 0.0
-    for s in range(n_skipped):
-        p = skipped[s]
-        if p == k:
-            lw = log_new_i
-        else:
-            slot = state.order[p]
-            m = state.counts[slot]
-            u = skipped_u[s]
-            if u < 0.0:
-                u = _forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
-            lw = const[slot] + by_size[m, 1] * math.log(1.0 + u * by_size[m, 2])
-        wsk[s] = math.exp(lw - top)
-        big += wsk[s]
-    a = total / (total + bound)
-    g = total / (total + big)
-    if rng_value < g:
-        target = (rng_value - a) / (g - a) * total if g > a else 0.0
-        acc = 0.0
-        for j in range(k):
-            acc += weights[j]
-            if target < acc:
-                return j
-        return k
-    target = (rng_value - g) / (1.0 - g) * big
-    acc = 0.0
-    for s in range(n_skipped - 1):
-        acc += wsk[s]
-        if target < acc:
-            return skipped[s]
-    return skipped[n_skipped - 1]
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -755,8 +270,8 @@ def gibbs_sweeps(
 
     ``visit``, for tests, replaces the random order: each "sweep" then updates
     exactly the points ``visit`` in that order (one point makes one draw from
-    its full conditional, which tests compare with
-    :func:`conditional_log_weights`).
+    its full conditional, which tests compare with the remove-score-add
+    reference of ``tests/kernel_reference.py``).
     """
     # Performance note: the common path of this loop touches arrays only by
     # indexing locals. Taking a view (``xc[i]``) or passing arrays to a helper
@@ -1007,42 +522,13 @@ def gibbs_sweeps(
             # nothing closes and ``order[k]`` stays the first free slot.
             slot = order[choice]
             _move_point(
-                state, xc[i], old, slot, params, by_size, mean, inv_diag, const, inv_eig, v, buf, i
+                state, xc, i, old, slot, params, by_size, mean, inv_diag, const, inv_eig, v, buf
             )
         if d > 2:
             # Exact eigenvalue bounds again, before the widened ones grow loose.
             for p in range(n_occupied[0]):
                 _sync_eigen_bounds(state, order[p], inv_eig)
     return moved
-
-
-@numba.njit(**NJIT_KWARGS)
-def conditional_log_weights(
-    xc: np.ndarray, state: SweepState, params: NIWParams, i: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Unnormalised log conditional of point ``i`` given the others, without moving it.
-
-    Returns ``(slots, logw)``: the occupied slots after removing ``i`` followed
-    by ``-1`` for a new cluster, and their log weights. The state is restored.
-    """
-    # The buffers below repeat gibbs_sweeps' on purpose: passing them around as
-    # one NamedTuple made the sweep ~35% slower (docs/benchmarks.md).
-    n, d = xc.shape
-    log_new, pred_const, _ = sweep_tables(xc, params)
-    logw = np.empty(n + 1)
-    y = np.empty(d)
-    v = np.empty(d)
-    buf = np.empty((d, d))
-    x = xc[i]
-    old = state.labels[i]
-    _remove_point(state, x, old, params, v, buf)
-    k = _log_weights(state, x, params, log_new[i], pred_const, logw, y)
-    slots = np.empty(k + 1, dtype=np.int64)
-    slots[:k] = state.order[:k]
-    slots[k] = -1
-    out = logw[: k + 1].copy()
-    _add_point(state, x, old, params, v)
-    return slots, out
 
 
 @numba.njit(**NJIT_KWARGS)

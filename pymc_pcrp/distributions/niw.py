@@ -204,7 +204,7 @@ def _static_length(z: TensorVariable) -> int | None:
         return int(z.type.shape[0])
     owner = z.owner
     if owner is not None and isinstance(owner.op, PowerCRPRV):
-        n = owner.inputs[-1]
+        n = owner.op.dist_params(owner)[-1]
         if isinstance(n, Constant):
             return int(n.data)
     return None

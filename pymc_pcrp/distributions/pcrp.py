@@ -18,7 +18,7 @@ from pytensor.tensor.variable import TensorVariable
 
 from pymc_pcrp._kernels.partitions import count_distinct, sample_partitions
 from pymc_pcrp._validation import check_positive_scalar, depends_on_random_variable
-from pymc_pcrp.distributions._normaliser import PCRPLogNormaliser, is_fixed
+from pymc_pcrp.distributions.normaliser import PCRPLogNormaliser, is_fixed
 
 __all__ = ["PowerCRP", "PowerCRPRV", "label_dtype", "n_clusters_name", "power_crp"]
 
@@ -246,7 +246,7 @@ class PowerCRP(Discrete):
     label up to 32,768 items and 4 bytes above.
 
     Inside a model the distribution also adds a deterministic ``n_clusters``
-    (``"<name>_n_clusters"`` when the model holds several pCRP variables): the
+    (``"<name>_n_clusters"`` for the second and later pCRP variables of a model): the
     label-invariant number of clusters, which is what R-hat and ESS should be
     computed on.
 
@@ -334,7 +334,7 @@ class PowerCRP(Discrete):
         """``K log(alpha) + power * sum_k log Gamma(n_k)``, minus ``log Z_n`` if alpha varies.
 
         The normaliser is included exactly when ``alpha`` is not fixed data (see
-        :func:`pymc_pcrp.distributions._normaliser.is_fixed`); ``-inf`` off the
+        :func:`pymc_pcrp.distributions.normaliser.is_fixed`); ``-inf`` off the
         support.
         """
         counts = _cluster_counts(value, n)
@@ -352,35 +352,14 @@ class PowerCRP(Discrete):
 def _register_n_clusters(rv: TensorVariable) -> None:
     """Add the label-invariant ``n_clusters`` deterministic for a new pCRP variable.
 
-    The first pCRP variable of a model gets ``n_clusters``; once a second one is
-    added, every pCRP variable's count is named ``<name>_n_clusters``.
+    The first pCRP variable of a model gets ``n_clusters``; every later one gets
+    ``<name>_n_clusters``. An existing variable is never renamed: a name, once
+    given, is what the user's code and the stored traces refer to.
+    :func:`n_clusters_name` gives the name for any pCRP variable.
     """
     model = modelcontext(None)
-    blocks = [
-        v
-        for v in model.free_RVs
-        if v is not rv and v.owner is not None and isinstance(v.owner.op, PowerCRPRV)
-    ]
     plain = model.name_for("n_clusters")
     short = rv.name.split("::")[-1]
-    if blocks:
-        for other in blocks:
-            if n_clusters_name(model, other) == plain and plain in model.named_vars:
-                renamed = f"{other.name}_n_clusters"
-                _rename_variable(model, plain, renamed)
-                other.tag.n_clusters_name = renamed
-        base = f"{short}_n_clusters"
-    else:
-        base = "n_clusters" if plain not in model.named_vars else f"{short}_n_clusters"
+    base = "n_clusters" if plain not in model.named_vars else f"{short}_n_clusters"
     det = Deterministic(base, num_distinct(rv))
     rv.tag.n_clusters_name = det.name
-
-
-def _rename_variable(model, old: str, new: str) -> None:
-    """Rename a deterministic registered in ``model``."""
-    var = model.named_vars.pop(old)
-    dims = model.named_vars_to_dims.pop(old, None)
-    var.name = new
-    model.named_vars[new] = var
-    if dims is not None:
-        model.named_vars_to_dims[new] = dims

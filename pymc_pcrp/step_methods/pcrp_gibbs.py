@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 
+from collections.abc import Callable
 from dataclasses import field
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 import numba
 import numpy as np
@@ -26,10 +27,11 @@ from pytensor.graph.traversal import ancestors
 
 from pymc_pcrp._kernels.chain import advance, labels_match
 from pymc_pcrp._kernels.partitions import canonical_labels, sample_partitions
-from pymc_pcrp._kernels.sweep import NIWParams, init_state, make_params, sweep_tables
+from pymc_pcrp._kernels.state import NIWParams, SweepState, init_state, make_params
+from pymc_pcrp._kernels.sweep import sweep_tables
 from pymc_pcrp._validation import depends_on_random_variable
-from pymc_pcrp.distributions._normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.niw import NIWMixtureRV
+from pymc_pcrp.distributions.normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 
 __all__ = ["INIT_STRATEGIES", "PCRPGibbs", "PCRPGibbsState"]
@@ -38,6 +40,52 @@ __all__ = ["INIT_STRATEGIES", "PCRPGibbs", "PCRPGibbsState"]
 _REFRESH_EVERY = 1000
 
 INIT_STRATEGIES = ("random", "prior", "one", "singletons", "point")
+
+
+class SweepInputs(NamedTuple):
+    """What a step hands the kernel besides the state: centred data, parameters, tables."""
+
+    xc: np.ndarray
+    params: NIWParams
+    tables: tuple
+
+
+class _InputCache(NamedTuple):
+    """The last :class:`SweepInputs` built, and what it was built from.
+
+    ``values`` are the numbers ``(alpha, power[, kappa0, nu0])``; ``sources`` the
+    data, ``mu0`` and ``psi0`` objects, compared by identity (``pm.set_data``
+    installs a new array, and the cache holds references, so an identity cannot
+    be recycled); ``raw`` every object read from the model at the last step,
+    for the fast path of a fixed ``alpha`` (all the same objects: nothing to do).
+    """
+
+    values: tuple
+    sources: tuple
+    raw: tuple
+    inputs: SweepInputs
+
+
+class _KeptState(NamedTuple):
+    """The sweep state after the last step, reused if the next point has its labels."""
+
+    xc: np.ndarray  # the centred data it was built on (compared by identity)
+    state: SweepState
+    labels: np.ndarray  # the labels the step returned
+    age: int  # draws since the state was built from labels (rank-one drift control)
+
+
+class _CompiledAdvance(NamedTuple):
+    """The compiled ``advance`` for one set of argument types, and what fixes those types."""
+
+    inputs: SweepInputs  # the same objects give the same types
+    label_dtypes: tuple  # dtypes of the state's labels and of the returned labels
+    call: Callable
+
+
+def _same_objects(a: tuple, b: tuple) -> bool:
+    """Whether two tuples hold the very same objects, position by position."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
 
 
 @dataclass_state
@@ -183,20 +231,14 @@ class PCRPGibbs(BlockedStep):
             raise ValueError(f"PCRPGibbs can only update PowerCRP variables; '{rv.name}' is not.")
         self._name = vars[0].name
         self._dtype = np.dtype(rv.dtype)
-        self._n = int(rv.owner.inputs[-1].eval())
+        self._n = int(rv.owner.op.dist_params(rv.owner)[-1].eval())
         self._prior_readers, self._alpha_is_random = self._prior_value_readers(
             model, rv, compile_kwargs
         )
         self._data_readers, self._niw = self._find_likelihood(model, rv)
-        self._cache_key: tuple | None = None
-        self._cache_sources: tuple = ()
-        self._cache_raw: tuple = ()
-        self._cache: tuple[np.ndarray, NIWParams, tuple] | None = None
-        # (centred data, sweep state, labels returned) of the last step, reused
-        # when the next point carries those labels back unchanged.
-        self._kept: tuple | None = None
-        # (argument key, compiled entry point) of advance, see _call_advance.
-        self._entry: tuple | None = None
+        self._inputs: _InputCache | None = None  # see _arrays
+        self._kept: _KeptState | None = None  # see step
+        self._compiled: _CompiledAdvance | None = None  # see _call_advance
 
     @staticmethod
     def competence(var, has_grad):
@@ -206,9 +248,9 @@ class PCRPGibbs(BlockedStep):
         return Competence.INCOMPATIBLE
 
     def __getstate__(self) -> dict:
-        """Pickle without the compiled entry point (rebuilt on the first step)."""
+        """Pickle without the compiled function (looked up again on the first step)."""
         state = self.__dict__.copy()
-        state["_entry"] = None
+        state["_compiled"] = None
         return state
 
     def set_rng(self, rng) -> None:
@@ -226,7 +268,7 @@ class PCRPGibbs(BlockedStep):
         A random ``alpha`` is compiled as a function of the point (through its
         value variable, so its transform is applied); a fixed one is read directly.
         """
-        alpha, power = rv.owner.inputs[2], rv.owner.inputs[3]
+        alpha, power, _ = rv.owner.op.dist_params(rv.owner)
         if depends_on_random_variable(power):
             raise ValueError(
                 f"The 'power' of PowerCRP '{rv.name}' is a random variable; PCRPGibbs needs it "
@@ -254,7 +296,10 @@ class PCRPGibbs(BlockedStep):
             inputs = term.owner.inputs if term in model.basic_RVs else [term]
             if rv not in set(ancestors(inputs)):
                 continue
-            is_niw = isinstance(term.owner.op, NIWMixtureRV) and term.owner.inputs[2] is rv
+            is_niw = (
+                isinstance(term.owner.op, NIWMixtureRV)
+                and term.owner.op.dist_params(term.owner)[0] is rv
+            )
             if is_niw and term in model.observed_RVs and niw is None:
                 niw = term
                 continue
@@ -266,13 +311,13 @@ class PCRPGibbs(BlockedStep):
             )
         if niw is None:
             return None, None
-        _, _, _, mu0, kappa0, nu0, psi0 = niw.owner.inputs
+        _, mu0, kappa0, nu0, psi0 = niw.owner.op.dist_params(niw.owner)
         readers = [_value_reader(v) for v in (model.rvs_to_values[niw], mu0, kappa0, nu0, psi0)]
         return readers, niw
 
     # -- per-step arrays --------------------------------------------------
 
-    def _arrays(self, point=None) -> tuple[np.ndarray, NIWParams, tuple]:
+    def _arrays(self, point=None) -> SweepInputs:
         """Centred data, sweep parameters and sweep tables, rebuilt only when an input changes.
 
         A random ``alpha`` is read from ``point`` (required then); when it changed,
@@ -288,47 +333,40 @@ class PCRPGibbs(BlockedStep):
             # Fast path for every draw after the first: the very objects of last
             # time (constants, or pm.Data not replaced since) give the same arrays.
             raw = (raw_alpha, raw_power, *[read() for read in self._data_readers])
-            last = self._cache_raw
-            if len(raw) == len(last):
-                for a, b in zip(raw, last, strict=True):
-                    if a is not b:
-                        break
-                else:
-                    return self._cache
-        self._cache_raw = ()
-        arrays = self._build_arrays(float(raw_alpha), float(raw_power))
-        self._cache_raw = raw
-        return arrays
+            if self._inputs is not None and _same_objects(raw, self._inputs.raw):
+                return self._inputs.inputs
+        if self._inputs is not None:
+            self._inputs = self._inputs._replace(raw=())  # stays so if the build raises
+        inputs = self._build_arrays(float(raw_alpha), float(raw_power))
+        self._inputs = self._inputs._replace(raw=raw)
+        return inputs
 
-    def _build_arrays(self, alpha: float, power: float) -> tuple[np.ndarray, NIWParams, tuple]:
-        """Compare the inputs' values with the cache and rebuild if needed (slow path)."""
+    def _build_arrays(self, alpha: float, power: float) -> SweepInputs:
+        """Compare the inputs' values with the cache and rebuild what changed (slow path)."""
         if not (alpha > 0 and power > 0):
             raise ValueError(f"PowerCRP needs alpha > 0 and power > 0, got {alpha}, {power}.")
+        last = self._inputs
         if self._data_readers is None:
-            key = (alpha, power)
-            if key != self._cache_key:
+            values = (alpha, power)
+            if last is None or values != last.values:
                 xc = np.zeros((self._n, 0))
                 params = make_params(alpha, power, 1.0, 1.0, np.zeros((0, 0)))
-                self._cache = (xc, params, sweep_tables(xc, params))
-                self._cache_key = key
-            return self._cache
+                last = _InputCache(
+                    values, (), (), SweepInputs(xc, params, sweep_tables(xc, params))
+                )
+                self._inputs = last
+            return last.inputs
         data, mu0, kappa0, nu0, psi0 = (read() for read in self._data_readers)
-        key = (alpha, power, float(kappa0), float(nu0))
-        # Arrays are compared by identity (pm.set_data installs a new array); the
-        # cache holds references to them, so an identity cannot be recycled.
+        values = (alpha, power, float(kappa0), float(nu0))
         sources = (data, mu0, psi0)
-        same_sources = len(sources) == len(self._cache_sources) and all(
-            a is b for a, b in zip(sources, self._cache_sources, strict=True)
-        )
-        if key != self._cache_key or not same_sources:
-            if same_sources and self._cache is not None and key[2:] == self._cache_key[2:]:
-                # Only alpha or power changed: keep the centred data (and with it
-                # the kept sweep state, which does not depend on them).
-                xc = self._cache[0]
-                params = make_params(alpha, power, float(kappa0), float(nu0), psi0)
-                self._cache = (xc, params, sweep_tables(xc, params))
-                self._cache_key = key
-                return self._cache
+        same_sources = last is not None and _same_objects(sources, last.sources)
+        if same_sources and values == last.values:
+            return last.inputs
+        if same_sources and values[2:] == last.values[2:]:
+            # Only alpha or power changed: keep the centred data (and with it
+            # the kept sweep state, which does not depend on them).
+            xc = last.inputs.xc
+        else:
             x = np.asarray(data, dtype=np.float64)
             x = x[:, None] if x.ndim == 1 else x
             if x.shape[0] != self._n:
@@ -337,11 +375,10 @@ class PCRPGibbs(BlockedStep):
                     f"labels {self._n} points."
                 )
             xc = np.ascontiguousarray(x - np.asarray(mu0, dtype=np.float64))
-            params = make_params(alpha, power, float(kappa0), float(nu0), psi0)
-            self._cache = (xc, params, sweep_tables(xc, params))
-            self._cache_key = key
-            self._cache_sources = sources
-        return self._cache
+        params = make_params(alpha, power, float(kappa0), float(nu0), psi0)
+        inputs = SweepInputs(xc, params, sweep_tables(xc, params))
+        self._inputs = _InputCache(values, sources, (), inputs)
+        return inputs
 
     def _initial_labels(self, current: np.ndarray, params: NIWParams) -> np.ndarray:
         n = self._n
@@ -359,55 +396,60 @@ class PCRPGibbs(BlockedStep):
 
     # -- the step ---------------------------------------------------------
 
-    def _call_advance(self, args: tuple) -> float:
-        """Call :func:`~pymc_pcrp._kernels.chain.advance`, skipping numba's type dispatch.
+    def _call_advance(self, inputs: SweepInputs, args: tuple) -> float:
+        """Call :func:`~pymc_pcrp._kernels.chain.advance` without retyping its arguments.
 
         ``pm.sample`` calls the step thousands of times with arguments of the
-        same types. numba's dispatcher types the ``numpy.random.Generator``
-        argument in Python on every call (several microseconds, a visible share
-        of a one-sweep draw at ``N = 2,000``), so the compiled overload is looked up
-        once and then called directly while the arguments that fix its types
-        are the same objects (data, parameters, tables) with the same label
-        dtypes. Any failure of the lookup falls back to the dispatcher.
+        same types. numba's dispatcher types every argument in Python on every
+        call; the ``numpy.random.Generator`` and the named tuples of arrays cost
+        several microseconds, a visible share of a one-sweep draw at
+        ``N = 2,000``. So the first call goes through the dispatcher (which
+        compiles or loads ``advance``), and numba's public
+        ``Dispatcher.compile(signature)``, which returns the compiled function
+        of that signature, gives the function later calls use directly while
+        the arguments that fix the types are the same objects (data,
+        parameters, tables) with the same label dtypes. If that lookup fails,
+        the dispatcher serves every call: it is an optimisation only.
         """
-        _, xc, state, params, tables, *_, labels_out = args
-        key = (xc, params, tables, state.labels.dtype, labels_out.dtype)
-        cached = self._entry
+        state, labels_out = args[2], args[-1]
+        label_dtypes = (state.labels.dtype, labels_out.dtype)
+        compiled = self._compiled
         if (
-            cached is not None
-            and all(a is b for a, b in zip(key[:3], cached[0][:3], strict=True))
-            and key[3:] == cached[0][3:]
+            compiled is not None
+            and _same_objects(compiled.inputs, inputs)
+            and compiled.label_dtypes == label_dtypes
         ):
-            return cached[1](*args)
+            return compiled.call(*args)
         result = advance(*args)
         try:
-            signature = tuple(numba.typeof(a) for a in args)
-            self._entry = (key, advance.overloads[signature].entry_point)
-        except (KeyError, AttributeError, TypeError, ValueError):
-            self._entry = None  # an optimisation only: the dispatcher always works
+            call = advance.compile(tuple(numba.typeof(a) for a in args))
+        except Exception:
+            call = None
+        self._compiled = _CompiledAdvance(inputs, label_dtypes, call) if callable(call) else None
         return result
 
     def step(self, point):
         """Run ``sweeps_per_draw`` sweeps and return the new point and stats."""
-        xc, params, tables = self._arrays(point)
+        inputs = self._arrays(point)
+        xc, params = inputs.xc, inputs.params
         current = point[self._name]
         kept = self._kept
-        age = 0  # draws since the sweep state was built from the labels
+        age = 0
         if self.fresh_chain:
             current = np.asarray(current, dtype=np.int64)
             state = init_state(xc, self._initial_labels(current, params), params)
             self.fresh_chain = False
         elif (
             kept is not None
-            and kept[0] is xc
-            and kept[3] < _REFRESH_EVERY
-            and (current is kept[2] or labels_match(np.asarray(current), kept[2]))
+            and kept.xc is xc
+            and kept.age < _REFRESH_EVERY
+            and (current is kept.labels or labels_match(np.asarray(current), kept.labels))
         ):
             # The point still holds the labels this step returned last time: carry
             # on from the kept cluster statistics instead of rebuilding them (but
             # rebuild now and then, so that rank-one updates cannot drift).
-            state = kept[1]
-            age = kept[3] + 1
+            state = kept.state
+            age = kept.age + 1
         else:
             current = np.asarray(current, dtype=np.int64)
             if current.min() < 0:
@@ -420,15 +462,15 @@ class PCRPGibbs(BlockedStep):
             xc,
             state,
             params,
-            tables,
+            inputs.tables,
             self.sweeps_per_draw,
             self.split_merge,
             self.split_merge_scans,
             counts,
             new_labels,
         )
-        log_density = self._call_advance(args)
-        self._kept = (xc, state, new_labels, age)
+        log_density = self._call_advance(inputs, args)
+        self._kept = _KeptState(xc, state, new_labels, age)
         new_point = dict(point)
         new_point[self._name] = new_labels
         if self._alpha_is_random:

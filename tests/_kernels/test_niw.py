@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.stats
 
+from kernel_reference import conditional_log_weights
 from reference import niw_log_marginal, niw_log_predictive
 
 from pymc_pcrp._kernels.niw import (
@@ -14,7 +15,7 @@ from pymc_pcrp._kernels.niw import (
     scale_matrix,
 )
 from pymc_pcrp._kernels.partitions import canonical_labels
-from pymc_pcrp._kernels.sweep import conditional_log_weights, init_state, make_params
+from pymc_pcrp._kernels.sweep import init_state, make_params
 
 SEED = sum(ord(c) for c in "test_niw_kernels")
 

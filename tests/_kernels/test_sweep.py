@@ -3,12 +3,12 @@
 import numpy as np
 import pytest
 
+from kernel_reference import conditional_log_weights
 from reference import gibbs_conditional, log_pcrp_joint, niw_log_marginal
 
-from pymc_pcrp._kernels.niw import chol_rank_one, cholesky_lower
+from pymc_pcrp._kernels.niw import chol_rank_one_at, cholesky_lower
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import (
-    conditional_log_weights,
     gibbs_sweeps,
     init_state,
     log_joint,
@@ -142,22 +142,27 @@ def test_rank_one_update_and_downdate(d):
     chol = np.zeros((d, d))
     assert cholesky_lower(m, chol)
     np.testing.assert_allclose(chol, np.linalg.cholesky(m), rtol=1e-12)
-    up = chol.copy()
-    assert chol_rank_one(up, v.copy(), 1.0)
-    np.testing.assert_allclose(up, np.linalg.cholesky(m + np.outer(v, v)), rtol=1e-10)
+    # the factors of three slots; only slot 1 may change
+    up = np.stack([np.eye(d), chol, np.eye(d)])
+    assert chol_rank_one_at(up, 1, v.copy(), 1.0)
+    np.testing.assert_allclose(up[1], np.linalg.cholesky(m + np.outer(v, v)), rtol=1e-10)
+    np.testing.assert_array_equal(up[[0, 2]], np.stack([np.eye(d), np.eye(d)]))
     down = up.copy()
-    assert chol_rank_one(down, v.copy(), -1.0)
-    np.testing.assert_allclose(down, chol, rtol=1e-9, atol=1e-12)
+    assert chol_rank_one_at(down, 1, v.copy(), -1.0)
+    np.testing.assert_allclose(down[1], chol, rtol=1e-9, atol=1e-12)
     # a downdate that would lose definiteness is reported, not silently applied
-    assert not chol_rank_one(
-        chol.copy(), 10.0 * np.sqrt(np.linalg.eigvalsh(m).max()) * v / np.linalg.norm(v), -1.0
+    assert not chol_rank_one_at(
+        chol[None].copy(),
+        0,
+        10.0 * np.sqrt(np.linalg.eigvalsh(m).max()) * v / np.linalg.norm(v),
+        -1.0,
     )
     bad = -np.eye(d)
     assert not cholesky_lower(bad, np.zeros((d, d)))
 
 
 def test_log_weight_bounds_hold():
-    from pymc_pcrp._kernels.sweep import log_weight_upper_bound, loo_log_weight, loo_lower_bound
+    from pymc_pcrp._kernels.scores import log_weight_upper_bound, loo_log_weight, loo_lower_bound
 
     rng = np.random.default_rng(SEED + 9)
     for _ in range(20_000):
@@ -184,7 +189,7 @@ def test_log_weight_bounds_hold():
 
 @pytest.mark.parametrize("d", [3, 5, 10])
 def test_eigenvalue_bounds_bracket_the_distance(d):
-    from pymc_pcrp._kernels.sweep import _forward_norm2, _sync_slot
+    from pymc_pcrp._kernels.scores import _forward_norm2, _sync_slot
 
     rng = np.random.default_rng(SEED + d)
     finite = []
@@ -214,7 +219,8 @@ def test_eigenvalue_bounds_bracket_the_distance(d):
 
 
 def test_widened_eigenvalue_bounds_stay_valid_over_moves():
-    from pymc_pcrp._kernels.sweep import _move_point, _sync_slot
+    from pymc_pcrp._kernels.scores import _sync_slot
+    from pymc_pcrp._kernels.sweep import _move_point
 
     rng = np.random.default_rng(SEED + 21)
     d, n = 4, 400
@@ -235,8 +241,8 @@ def test_widened_eigenvalue_bounds_stay_valid_over_moves():
         old = int(state.labels[i])
         if state.counts[old] <= 2:
             continue
-        _move_point(state, x[i], old, 1 - old, params, by_size, mean, inv_diag, const,
-                    inv_eig, v, buf, i)  # fmt: skip
+        _move_point(state, x, i, old, 1 - old, params, by_size, mean, inv_diag, const,
+                    inv_eig, v, buf)  # fmt: skip
         for slot in (0, 1):
             eig = np.linalg.eigvalsh(state.chol[slot] @ state.chol[slot].T)
             assert 1.0 / inv_eig[slot, 0] >= eig[-1] * (1 - 1e-12)

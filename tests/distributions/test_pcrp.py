@@ -11,7 +11,7 @@ from enumeration import log_pcrp_prior_unnorm, set_partitions
 import pymc_pcrp as pcrp
 
 from pymc_pcrp._kernels.partitions import log_prior_k
-from pymc_pcrp.distributions.pcrp import PowerCRPRV, label_dtype, power_crp
+from pymc_pcrp.distributions.pcrp import PowerCRPRV, label_dtype, n_clusters_name, power_crp
 
 SEED = sum(ord(c) for c in "test_pcrp")
 
@@ -51,11 +51,15 @@ def test_n_clusters_deterministic_and_names():
     assert fn({"z": np.array([0, 1, 0, 2])}) == 3
 
     with pm.Model() as model2:
-        pcrp.PowerCRP("a", alpha=1.0, power=1.0, n=4)
-        pcrp.PowerCRP("b", alpha=1.0, power=1.0, n=3)
+        a = pcrp.PowerCRP("a", alpha=1.0, power=1.0, n=4)
+        first = model2["n_clusters"]
+        b = pcrp.PowerCRP("b", alpha=1.0, power=1.0, n=3)
     names = {v.name for v in model2.deterministics}
-    assert names == {"a_n_clusters", "b_n_clusters"}
-    assert "n_clusters" not in model2.named_vars
+    # the first variable keeps its count's name (never renamed), the second gets its own
+    assert names == {"n_clusters", "b_n_clusters"}
+    assert model2["n_clusters"] is first and first.name == "n_clusters"
+    assert n_clusters_name(model2, a) == "n_clusters"
+    assert n_clusters_name(model2, b) == "b_n_clusters"
 
 
 @pytest.mark.parametrize(

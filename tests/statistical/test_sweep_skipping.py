@@ -23,10 +23,10 @@ import pytest
 import scipy.stats
 
 from enumeration import exact_posterior
+from kernel_reference import conditional_log_weights
 
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import (
-    conditional_log_weights,
     gibbs_sweeps,
     init_state,
     make_params,

@@ -11,7 +11,7 @@ from pymc.sampling.mcmc import assign_step_methods
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp.distributions._normaliser import log_normaliser
+from pymc_pcrp.distributions.normaliser import log_normaliser
 
 SEED = sum(ord(c) for c in "test_alpha_rv")
 QUIET = {"progressbar": False, "compute_convergence_checks": False}

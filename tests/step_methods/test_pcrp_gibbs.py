@@ -1,5 +1,8 @@
 """PCRPGibbs as a PyMC step method: assignment, model checks, seeds, output."""
 
+import copy
+import math
+
 import arviz as az
 import numpy as np
 import pymc as pm
@@ -11,8 +14,10 @@ from pymc.step_methods.compound import Competence
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp import _convergence
-from pymc_pcrp._kernels.partitions import log_prior_k
+from pymc_pcrp._kernels.partitions import canonical_labels, log_prior_k, sample_partitions
+from pymc_pcrp._kernels.state import init_state
+from pymc_pcrp._kernels.sweep import gibbs_sweeps
+from pymc_pcrp.step_methods import _convergence
 
 SEED = sum(ord(c) for c in "test_pcrp_gibbs")
 QUIET = {"progressbar": False, "compute_convergence_checks": False}
@@ -94,19 +99,61 @@ def test_chains_start_from_different_partitions():
     assert len({tuple(s) for s in starts}) == 4
 
 
-@pytest.mark.parametrize("init", ["random", "prior", "one", "singletons", "point"])
-def test_every_init_strategy_runs(init):
-    x = _data(20)
-    with _model(x):
-        idata = pm.sample(
-            draws=5,
-            tune=0,
-            chains=1,
-            random_seed=1,
-            pcrp_gibbs={"init": init},
-            **QUIET,
+def _step_once(init="random", sweeps_per_draw=1, labels=None, seed=5, n=20, data=True):
+    """One step of a fresh chain; returns the step, a copy of its stream before it, the point.
+
+    Without ``data`` the model is the pCRP prior alone, whose chains forget their
+    start slowly enough that one sweep from different starts gives different draws.
+    """
+    model = _model(_data(n)) if data else pm.Model()
+    if not data:
+        with model:
+            pcrp.PowerCRP("z", alpha=1.0, power=1.5, n=n)
+    with model:
+        step = pcrp.PCRPGibbs(
+            [model.rvs_to_values[model["z"]]], init=init, sweeps_per_draw=sweeps_per_draw, rng=seed
         )
-    assert idata.posterior["z"].shape == (1, 5, 20)
+        point = model.initial_point()
+        if labels is not None:
+            point["z"] = np.asarray(labels, dtype=point["z"].dtype)
+        before = copy.deepcopy(step.rng)
+        new_point, _ = step.step(point)
+    return step, before, new_point
+
+
+def _kernel_sweeps(step, rng, start, n_sweeps):
+    """The kernel alone: ``n_sweeps`` sweeps from ``start`` with the stream ``rng``."""
+    xc, params, tables = step._arrays()
+    state = init_state(xc, np.asarray(start, dtype=np.int64), params)
+    gibbs_sweeps(rng, xc, state, params, tables, n_sweeps)
+    return canonical_labels(state.labels)
+
+
+@pytest.mark.parametrize("init", ["random", "prior", "one", "singletons", "point"])
+def test_every_init_strategy_starts_where_documented(init):
+    """The first step equals one kernel sweep from the documented start, on the same stream."""
+    n = 20
+    given = np.r_[np.full(10, 7), np.full(10, 3)]  # initvals, not canonical
+    step, rng, new_point = _step_once(init, labels=given, n=n, data=False)
+    if init == "random":
+        k0 = rng.integers(1, math.ceil(math.sqrt(n)) + 1)
+        start = canonical_labels(rng.integers(0, k0, size=n))
+    elif init == "prior":
+        start = sample_partitions(rng, n, 1.0, 1.5, 1)[0]
+    else:
+        start = {"one": np.zeros(n), "singletons": np.arange(n), "point": canonical_labels(given)}[
+            init
+        ]
+    np.testing.assert_array_equal(new_point["z"], _kernel_sweeps(step, rng, start, 1))
+    # ... and nothing else drew from the chain's stream
+    assert step.rng.bit_generator.state == rng.bit_generator.state
+
+
+def test_one_and_singletons_starts_are_told_apart():
+    """On the prior alone one sweep does not forget the start, so the test above can fail."""
+    one = _step_once("one", data=False)[2]["z"]
+    singletons = _step_once("singletons", data=False)[2]["z"]
+    assert one.max() + 1 < singletons.max() + 1
 
 
 def test_bad_step_options():
@@ -129,18 +176,15 @@ def test_sampling_state_round_trip():
     np.testing.assert_array_equal(a["z"], b["z"])
 
 
-def test_sweeps_per_draw_thins_inside_the_step():
-    x = _data(30)
-    with _model(x):
-        idata = pm.sample(
-            draws=20,
-            tune=0,
-            chains=1,
-            random_seed=2,
-            pcrp_gibbs={"sweeps_per_draw": 5},
-            **QUIET,
-        )
-    assert idata.posterior["z"].shape == (1, 20, 30)
+@pytest.mark.parametrize("sweeps", [1, 5])
+def test_sweeps_per_draw_runs_that_many_sweeps_per_step(sweeps):
+    step, rng, new_point = _step_once("one", sweeps_per_draw=sweeps)
+    np.testing.assert_array_equal(new_point["z"], _kernel_sweeps(step, rng, np.zeros(20), sweeps))
+    # exactly ``sweeps`` sweeps' worth of random numbers were drawn, not one more or less
+    assert step.rng.bit_generator.state == rng.bit_generator.state
+    if sweeps > 1:
+        one_less = _step_once("one", sweeps_per_draw=sweeps - 1)[0]
+        assert one_less.rng.bit_generator.state != step.rng.bit_generator.state
 
 
 @pytest.mark.parametrize("kind", ["potential", "random_variable", "second_mixture", "transformed"])
@@ -176,13 +220,12 @@ def test_prior_only_sampling_matches_exact_prior_on_k():
 
 
 def test_pm_data_hyperparameters_are_read_each_step():
-    with pm.Model() as model:
+    with pm.Model():
         alpha = pm.Data("alpha", 1e-8)
         pcrp.PowerCRP("z", alpha=alpha, power=1.0, n=10)
         few = pm.sample(draws=50, tune=20, chains=1, random_seed=1, **QUIET)
         pm.set_data({"alpha": 1e4})
         many = pm.sample(draws=50, tune=20, chains=1, random_seed=1, **QUIET)
-    assert model is not None
     assert few.posterior["n_clusters"].values.mean() < 1.5
     assert many.posterior["n_clusters"].values.mean() > 8
 
@@ -195,7 +238,7 @@ def test_two_blocks_in_one_model():
         pcrp.NIWMixture("xa", z=a, prior=pcrp.NIWPrior.from_data(x), observed=x)
         pcrp.NIWMixture("xb", z=b, prior=pcrp.NIWPrior.from_data(y), observed=y)
         idata = pm.sample(draws=20, tune=5, chains=2, random_seed=1, **QUIET)
-    assert {"a_n_clusters", "b_n_clusters"} <= set(idata.posterior.data_vars)
+    assert {"n_clusters", "b_n_clusters"} <= set(idata.posterior.data_vars)
     assert idata.sample_stats["log_joint"].shape[:2] == (2, 20)
 
 
@@ -240,6 +283,39 @@ def test_convergence_patch_is_installed():
     import pymc.sampling.mcmc as mcmc
 
     assert mcmc.run_convergence_checks is _convergence.run_convergence_checks
+
+
+def test_convergence_patch_only_on_tested_pymc_releases(monkeypatch):
+    import pymc.sampling.mcmc as mcmc
+
+    monkeypatch.setattr(mcmc, "run_convergence_checks", _convergence._original)
+    monkeypatch.setattr(pm, "__version__", "6.0.0")
+    assert _convergence.install() is False
+    assert mcmc.run_convergence_checks is _convergence._original
+    monkeypatch.setattr(pm, "__version__", "5.19.0")
+    assert _convergence.install() is False
+    monkeypatch.setattr(pm, "__version__", "5.28.5")
+    assert _convergence.install() is True
+    assert mcmc.run_convergence_checks is _convergence.run_convergence_checks
+
+
+def test_pm_sample_keeps_its_trace_when_pymc_reads_more_of_the_model(monkeypatch):
+    """A PyMC release whose report reads one more model attribute must not lose the run."""
+    real = _convergence._original
+    read = []
+
+    def reads_one_more_attribute(idata, model):
+        read.append(model.potentials)  # the stand-in model has no such attribute
+        return real(idata, model)
+
+    monkeypatch.setattr(_convergence, "_original", reads_one_more_attribute)
+    with _model(_data(12)):
+        with pytest.warns(RuntimeWarning, match="label-invariant convergence report"):
+            idata = pm.sample(
+                draws=100, tune=10, chains=2, cores=1, random_seed=3, progressbar=False
+            )
+    assert idata.posterior["z"].shape == (2, 100, 12)
+    assert read == [[]]  # PyMC's report then ran once, on the real model
 
 
 def test_pm_data_observations_are_reread_after_set_data():

@@ -1,0 +1,369 @@
+"""What the sweep scores a point with: tables, per-slot caches, bounds and the exact draw.
+
+:func:`pymc_pcrp._kernels.sweep.gibbs_sweeps` scores a point against every
+occupied cluster. This module holds what it reads while doing so:
+
+* :func:`sweep_tables`: per-point and per-size constants of the log weights,
+  computed once per data set and parameters;
+* the per-slot caches (posterior mean, inverse diagonal of the Cholesky factor,
+  the constant part of the log weight, eigenvalue bounds), refreshed by
+  :func:`_sync_slot` when a cluster changes;
+* the logarithm-free bounds that let the sweep skip far clusters
+  (:func:`loo_lower_bound`, :func:`log_weight_upper_bound`, :data:`SKIP_NATS`),
+  and :func:`_draw_with_skipped`, which completes a draw exactly when a skipped
+  cluster might matter.
+
+Everything works on the sweep's plain arrays and a
+:class:`~pymc_pcrp._kernels.state.SweepState`; see :mod:`pymc_pcrp._kernels.niw`
+for the conventions (data centred at the prior mean).
+"""
+
+import math
+
+import numba
+import numpy as np
+
+from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.niw import predictive_constants
+from pymc_pcrp._kernels.state import NIWParams, SweepState
+
+__all__ = [
+    "SKIP_NATS",
+    "log_weight_upper_bound",
+    "loo_log_weight",
+    "loo_lower_bound",
+    "sweep_tables",
+]
+
+
+@numba.njit(**NJIT_KWARGS)
+def _mahalanobis(
+    chol: np.ndarray, x: np.ndarray, s: np.ndarray, kappa_n: float, y: np.ndarray
+) -> float:
+    """Return ``||L^{-1}(x - s / kappa_n)||^2`` by forward substitution."""
+    d = x.shape[0]
+    acc = 0.0
+    for a in range(d):
+        t = x[a] - s[a] / kappa_n
+        for b in range(a):
+            t -= chol[a, b] * y[b]
+        t /= chol[a, a]
+        y[a] = t
+        acc += t * t
+    return acc
+
+
+@numba.njit(**NJIT_KWARGS)
+def _new_cluster_log_weights(xc: np.ndarray, params: NIWParams) -> np.ndarray:
+    """``log alpha + log prior predictive`` for every point (fixed across sweeps)."""
+    n, d = xc.shape
+    pred_const = predictive_constants(0, d, params.kappa0, params.nu0)
+    out = np.empty(n)
+    y = np.empty(d)
+    zero = np.zeros(d)
+    c = params.kappa0 / (params.kappa0 + 1.0)
+    for i in range(n):
+        u = _mahalanobis(params.chol0, xc[i], zero, params.kappa0, y)
+        out[i] = (
+            params.log_alpha
+            + pred_const[0]
+            - 0.5 * params.logdet0
+            - 0.5 * (params.nu0 + 1.0) * math.log1p(u * c)
+        )
+    return out
+
+
+@numba.njit(**NJIT_KWARGS)
+def _sample_log_weights(rng: np.random.Generator, logw: np.ndarray, m: int) -> int:
+    """Draw an index in ``0..m-1`` with probabilities proportional to ``exp(logw)``."""
+    top = logw[0]
+    for j in range(1, m):
+        if logw[j] > top:
+            top = logw[j]
+    total = 0.0
+    for j in range(m):
+        w = math.exp(logw[j] - top)
+        logw[j] = w
+        total += w
+    u = rng.random() * total
+    acc = 0.0
+    for j in range(m - 1):
+        acc += logw[j]
+        if u < acc:
+            return j
+    return m - 1
+
+
+@numba.njit(**NJIT_KWARGS)
+def _size_table(n: int, d: int, params: NIWParams) -> np.ndarray:
+    """Per-size constants of a cluster's log weight, one row per size ``0..n``.
+
+    Columns: ``r log(m) + const[m]`` (the pCRP weight and the size-dependent part
+    of the log predictive, see :func:`~pymc_pcrp._kernels.niw.predictive_constants`),
+    ``-(nu_m + 1) / 2``, ``kappa_m / (kappa_m + 1)`` and ``1 / kappa_m``.
+    """
+    pred_const = predictive_constants(n, d, params.kappa0, params.nu0)
+    out = np.empty((n + 1, 4))
+    for m in range(n + 1):
+        kappa_m = params.kappa0 + m
+        out[m, 0] = (params.power * math.log(m) if m > 0 else 0.0) + pred_const[m]
+        out[m, 1] = -0.5 * (params.nu0 + m + 1.0)
+        out[m, 2] = kappa_m / (kappa_m + 1.0)
+        out[m, 3] = 1.0 / kappa_m
+    return out
+
+
+@numba.njit(**NJIT_KWARGS)
+def sweep_tables(xc: np.ndarray, params: NIWParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Tables that depend only on the data and the parameters, for :func:`gibbs_sweeps`.
+
+    Returns ``(log_new, pred_const, by_size)``: each point's ``log alpha + log
+    prior predictive``, the size-dependent constants of the log predictive, and
+    the per-size table of :func:`_size_table`. A caller that sweeps the same
+    data many times computes them once.
+    """
+    n, d = xc.shape
+    return (
+        _new_cluster_log_weights(xc, params),
+        predictive_constants(n, d, params.kappa0, params.nu0),
+        _size_table(n, d, params),
+    )
+
+
+@numba.njit(**NJIT_KWARGS)
+def _sync_slot(
+    state: SweepState,
+    slot: int,
+    by_size: np.ndarray,
+    mean: np.ndarray,
+    inv_diag: np.ndarray,
+    const: np.ndarray,
+    inv_eig: np.ndarray,
+) -> None:
+    """Refresh the cached per-slot quantities the sweep scores points with.
+
+    ``mean`` (posterior mean), ``inv_diag`` (inverse diagonal of the Cholesky
+    factor ``L``), ``const`` (the size- and determinant-dependent part of the log
+    weight) and, for ``D > 2``, the eigenvalue bounds of :func:`_sync_eigen_bounds`.
+    """
+    _sync_moments(state, slot, by_size, mean, inv_diag, const)
+    if mean.shape[1] > 2:
+        _sync_eigen_bounds(state, slot, inv_eig)
+
+
+@numba.njit(**NJIT_KWARGS)
+def _sync_moments(
+    state: SweepState,
+    slot: int,
+    by_size: np.ndarray,
+    mean: np.ndarray,
+    inv_diag: np.ndarray,
+    const: np.ndarray,
+) -> None:
+    """Refresh ``mean``, ``inv_diag`` and ``const`` of a slot (see :func:`_sync_slot`)."""
+    n = state.counts[slot]
+    inv_kappa = by_size[n, 3]
+    for a in range(mean.shape[1]):
+        mean[slot, a] = state.sums[slot, a] * inv_kappa
+        inv_diag[slot, a] = 1.0 / state.chol[slot, a, a]
+    const[slot] = by_size[n, 0] - 0.5 * state.logdet[slot]
+
+
+@numba.njit(**NJIT_KWARGS)
+def _sync_eigen_bounds(state: SweepState, slot: int, inv_eig: np.ndarray) -> None:
+    """Bounds on the eigenvalues of ``Psi_n = L L^T`` that bracket distances.
+
+    They bracket the Mahalanobis distance by the Euclidean one,
+    ``|x - mean|^2 * inv_eig[slot, 0] <= (x - mean)^T Psi_n^{-1} (x - mean)
+    <= |x - mean|^2 * inv_eig[slot, 1]``:
+
+    * ``inv_eig[slot, 0] = 1 / (||L||_1 ||L||_inf)``, because
+      ``lambda_max = ||L||_2^2 <= ||L||_1 ||L||_inf``;
+    * ``inv_eig[slot, 1] = 1 / g`` with ``g`` the Gershgorin lower bound
+      ``min_a (Psi_aa - sum_{b != a} |Psi_ab|)`` on ``lambda_min``, or ``inf``
+      when ``g <= 0`` (no bound).
+
+    Both carry a relative margin of ``1e-9`` for rounding: the bounds must hold.
+    This costs ``O(D^3)``; between exact refreshes the sweep keeps the bounds
+    valid in ``O(D)`` per move with :func:`_widen_eigen_bounds`.
+    """
+    chol = state.chol
+    d = chol.shape[1]
+    row_max = 0.0
+    col_max = 0.0
+    gersh = math.inf
+    for a in range(d):
+        row = 0.0
+        col = 0.0
+        for b in range(a + 1):
+            row += abs(chol[slot, a, b])
+        for b in range(a, d):
+            col += abs(chol[slot, b, a])
+        row_max = max(row_max, row)
+        col_max = max(col_max, col)
+        diag = 0.0
+        off = 0.0
+        for b in range(d):
+            acc = 0.0
+            for c in range(min(a, b) + 1):
+                acc += chol[slot, a, c] * chol[slot, b, c]
+            if b == a:
+                diag = acc
+            else:
+                off += abs(acc)
+        gersh = min(gersh, diag - off * (1.0 + 1e-9) - 1e-9 * diag)
+    inv_eig[slot, 0] = 1.0 / (row_max * col_max * (1.0 + 1e-9))
+    inv_eig[slot, 1] = 1.0 / gersh if gersh > 0.0 else math.inf
+
+
+@numba.njit(**NJIT_KWARGS)
+def _widen_eigen_bounds(inv_eig: np.ndarray, slot: int, vv: float, sign: float) -> None:
+    """Keep a slot's eigenvalue bounds valid after ``Psi -> Psi + sign v v^T``, ``|v|^2 = vv``.
+
+    Adding ``v v^T`` cannot lower ``lambda_min`` and raises ``lambda_max`` by at
+    most ``vv``; removing it cannot raise ``lambda_max`` and lowers
+    ``lambda_min`` by at most ``vv`` (Weyl's inequalities). A relative margin of
+    ``1e-12`` covers rounding.
+    """
+    if sign > 0.0:
+        inv_eig[slot, 0] = 1.0 / ((1.0 / inv_eig[slot, 0] + vv) * (1.0 + 1e-12))
+    else:
+        low = (1.0 / inv_eig[slot, 1] - vv) * (1.0 - 1e-12)
+        inv_eig[slot, 1] = 1.0 / low if low > 0.0 else math.inf
+
+
+@numba.njit(**NJIT_KWARGS)
+def _forward_norm2(
+    chol: np.ndarray,
+    slot: int,
+    xc: np.ndarray,
+    i: int,
+    mean: np.ndarray,
+    inv_diag: np.ndarray,
+    y: np.ndarray,
+) -> float:
+    """``||L^{-1}(x_i - mean)||^2`` for the factor, mean and inverse diagonal of ``slot``.
+
+    ``y`` is scratch space of length ``D``. :func:`gibbs_sweeps` inlines this in
+    its per-point loop (see the note there) and calls it only on its less common paths.
+    """
+    acc = 0.0
+    for a in range(xc.shape[1]):
+        t = xc[i, a] - mean[slot, a]
+        for b in range(a):
+            t -= chol[slot, a, b] * y[b]
+        t *= inv_diag[slot, a]
+        y[a] = t
+        acc += t * t
+    return acc
+
+
+@numba.njit(**NJIT_KWARGS)
+def loo_log_weight(a: float, e: float, b: float, c: float, u: float) -> float:
+    """Return the log weight of a point's own cluster with the point left out.
+
+    ``a + e log(1 + b t) - log(shrink) / 2`` with ``shrink = 1 - c u`` and
+    ``t = c^2 u / shrink``, where ``u`` is the point's distance to its cluster
+    *with* it, ``c = kappa_n / kappa_{n-1}``, and ``a``, ``e``, ``b`` the
+    constant, exponent and scale of a cluster of size ``n - 1`` (see
+    :func:`gibbs_sweeps`). Needs ``shrink > 0``.
+    """
+    shrink = 1.0 - c * u
+    return a - 0.5 * math.log(shrink) + e * math.log(1.0 + b * c * c * u / shrink)
+
+
+@numba.njit(**NJIT_KWARGS)
+def loo_lower_bound(a: float, e: float, b: float, c: float, u_lo: float, u_hi: float) -> float:
+    """Bound :func:`loo_log_weight` from below for every ``u`` in ``[u_lo, u_hi]``, without logs.
+
+    ``-log(shrink) / 2 >= (1 - shrink) / 2 = c u / 2 >= c u_lo / 2`` and, as
+    ``e < 0`` and ``log(1 + s) <= s``, ``e log(1 + b t) >= e b t(u) >= e b t(u_hi)``
+    (``t`` grows with ``u``). Needs ``c u_hi < 1``.
+    """
+    return a + 0.5 * c * u_lo + e * (b * c * c * u_hi / (1.0 - c * u_hi))
+
+
+@numba.njit(**NJIT_KWARGS)
+def log_weight_upper_bound(const: float, e: float, t: float) -> float:
+    """Bound a cluster's log weight ``const + e log(1 + t)`` from above, without a log.
+
+    ``log(1 + t) >= t / (1 + t)`` for ``t >= 0`` and ``e < 0``; a lower bound
+    on ``t`` keeps it an upper bound, because ``t / (1 + t)`` grows with ``t``.
+    """
+    return const + e * t / (1.0 + t)
+
+
+# A cluster whose log weight is certainly this far below the largest one is not
+# scored exactly (see gibbs_sweeps): its weight is below exp(-6) = 2.5e-3 of the top.
+SKIP_NATS = 6.0
+
+
+@numba.njit(**NJIT_KWARGS)
+def _draw_with_skipped(
+    rng_value: float,
+    total: float,
+    bound: float,
+    top: float,
+    weights: np.ndarray,
+    k: int,
+    skipped: np.ndarray,
+    skipped_u: np.ndarray,
+    n_skipped: int,
+    log_new_i: float,
+    xc: np.ndarray,
+    i: int,
+    state: SweepState,
+    by_size: np.ndarray,
+    mean: np.ndarray,
+    inv_diag: np.ndarray,
+    const: np.ndarray,
+    y: np.ndarray,
+    wsk: np.ndarray,
+) -> int:
+    """Finish an exact draw when the uniform falls where skipped clusters might matter.
+
+    The caller has the weights ``weights[:k + 1]`` (relative to ``top``) of the
+    clusters it scored, zeros at the ``n_skipped`` positions ``skipped`` whose
+    weights it only bounded (their sum is at most ``bound``), and a uniform
+    ``rng_value`` with ``rng_value >= a = total / (total + bound)``. The exact
+    probability of the scored group is ``g = total / (total + B)`` with ``B``
+    the skipped clusters' exact total, ``g >= a``. Given ``rng_value >= a``, the
+    scored group is chosen when ``rng_value < g``, which has the right
+    probability ``g - a`` overall, and the rescaled uniform picks a member of the
+    chosen group; so together with the caller's branch the draw is exact.
+    Skipped positions with ``skipped_u < 0`` have no distance yet (the
+    Euclidean bound sufficed), and it is computed here; position ``k`` is the
+    new cluster, of log weight ``log_new_i``. ``wsk`` is scratch space.
+    """
+    chol = state.chol
+    big = 0.0
+    for s in range(n_skipped):
+        p = skipped[s]
+        if p == k:
+            lw = log_new_i
+        else:
+            slot = state.order[p]
+            m = state.counts[slot]
+            u = skipped_u[s]
+            if u < 0.0:
+                u = _forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
+            lw = const[slot] + by_size[m, 1] * math.log(1.0 + u * by_size[m, 2])
+        wsk[s] = math.exp(lw - top)
+        big += wsk[s]
+    a = total / (total + bound)
+    g = total / (total + big)
+    if rng_value < g:
+        target = (rng_value - a) / (g - a) * total if g > a else 0.0
+        acc = 0.0
+        for j in range(k):
+            acc += weights[j]
+            if target < acc:
+                return j
+        return k
+    target = (rng_value - g) / (1.0 - g) * big
+    acc = 0.0
+    for s in range(n_skipped - 1):
+        acc += wsk[s]
+        if target < acc:
+            return skipped[s]
+    return skipped[n_skipped - 1]

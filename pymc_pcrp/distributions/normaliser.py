@@ -1,0 +1,347 @@
+"""The pCRP normalising constant as a cached function of ``alpha`` and as PyTensor Ops.
+
+For ``n`` items the pCRP prior on partitions is normalised by
+
+    Z_n(alpha, r) = sum_k alpha**k S_r(n, k),
+
+where ``S_r(n, k)`` are the generalised Stirling numbers of
+:mod:`pymc_pcrp._kernels.partitions`. The numbers ``S_r(n, k)`` do not depend on
+``alpha``, so they are computed once per ``(n, r)`` and kept: evaluating
+``log Z_n``, the prior on ``K`` or its moments for a new ``alpha`` is then a
+log-sum-exp over at most ``n + 1`` numbers, plus new columns of the Stirling
+recursion only when a larger ``alpha`` needs more of them.
+
+This module holds the only ``log Z_n``. The number of columns is chosen with the
+certified rule of :mod:`pymc_pcrp._kernels.partitions`
+(:func:`~pymc_pcrp._kernels.partitions.truncation_certified`: a rigorous bound
+on every omitted weight, 50 nats below the largest one), re-checked for every
+``alpha``; columns already
+computed for a larger ``alpha`` are always used, which only makes the result more
+exact. For ``r = 1`` the whole row ``log |s(n, k)|`` costs ``O(n**2)`` and is
+computed at once.
+
+The Ops let a model with a random ``alpha`` include ``-log Z_n(alpha, r)`` in its
+log density, with the derivative
+
+    d log Z_n / d alpha = E[K | n, alpha, r] / alpha,
+
+so that gradient-based samplers (NUTS) can update ``alpha``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+
+import numpy as np
+import pytensor.tensor as pt
+
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.gradient import grad_not_implemented
+from pytensor.graph.basic import Apply, Constant, Variable
+from pytensor.graph.op import Op
+from pytensor.graph.traversal import graph_inputs
+
+from pymc_pcrp._kernels.partitions import (
+    _log_gamma_table,
+    _log_stirling_next_column,
+    _log_stirling_rows,
+    check_prior_args,
+    log_stirling_bounds,
+    truncation_certified,
+)
+from pymc_pcrp._validation import depends_on_random_variable
+
+__all__ = [
+    "PCRPExpectedClusters",
+    "PCRPLogNormaliser",
+    "is_fixed",
+    "log_normaliser",
+    "log_prior_weights",
+    "prior_k_moments",
+]
+
+
+@functools.lru_cache(maxsize=8)
+def _classical_rows(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return the cached ``log |s(n, k)|`` and ``log S(n, k)`` (Stirling numbers of both kinds)."""
+    first, second = _log_stirling_rows(n)
+    first.flags.writeable = False
+    second.flags.writeable = False
+    return first, second
+
+
+class _LogStirlingRow:
+    """The row ``log S_r(n, k)``, ``k = 0, 1, ...``, grown on demand for one ``(n, r)``.
+
+    Parameters
+    ----------
+    n : int
+        Number of items, ``n >= 0``.
+    r : float
+        Power of the pCRP.
+    """
+
+    def __init__(self, n: int, r: float):
+        self.n = n
+        self.r = r
+        self._lock = threading.Lock()
+        self._bound = log_stirling_bounds(n, r)
+        if r == 1.0:
+            # Unsigned Stirling numbers of the first kind: the full row at once.
+            self._row = _classical_rows(n)[0].copy()
+            self._column = None
+            self._lgam = None
+        else:
+            self._lgam = _log_gamma_table(n)
+            self._column = np.full(n + 1, -np.inf)
+            self._column[0] = 0.0
+            self._row = np.array([self._column[n]])
+        # One-entry memo: a sampler asks for log Z and E[K] at the same alpha.
+        self._memo: tuple[float, tuple[float, float, float]] | None = None
+
+    def _add_column(self) -> None:
+        """Compute column ``k + 1`` of the table from column ``k`` and keep its last entry."""
+        k = self._row.size
+        column = np.empty(self.n + 1)
+        _log_stirling_next_column(self._column, k, self.r, self._lgam, column)
+        self._column = column
+        self._row = np.append(self._row, column[self.n])
+
+    def log_weights(self, log_alpha: float) -> np.ndarray:
+        """Return ``k log(alpha) + log S_r(n, k)`` for ``k = 0..k_max``.
+
+        Parameters
+        ----------
+        log_alpha : float
+            Finite log concentration.
+
+        Returns
+        -------
+        numpy.ndarray
+            The log weights, with ``k_max`` large enough that every omitted
+            weight is certified below ``exp(-50)`` times the largest one.
+        """
+        with self._lock:
+            while True:
+                k_built = self._row.size - 1
+                weights = np.arange(k_built + 1) * log_alpha + self._row
+                if truncation_certified(k_built, log_alpha, np.max(weights), self._bound):
+                    return weights
+                self._add_column()
+
+    def summary(self, log_alpha: float) -> tuple[float, float, float]:
+        """Return ``(log Z_n, E[K], Var[K])`` at ``alpha = exp(log_alpha)``.
+
+        Parameters
+        ----------
+        log_alpha : float
+            Finite log concentration.
+
+        Returns
+        -------
+        tuple of float
+            The log normaliser and the mean and variance of the number of blocks.
+        """
+        memo = self._memo
+        if memo is not None and memo[0] == log_alpha:
+            return memo[1]
+        log_w = self.log_weights(log_alpha)
+        top = float(np.max(log_w))
+        w = np.exp(log_w - top)
+        total = float(np.sum(w))
+        p = w / total
+        k = np.arange(p.size)
+        mean = float(np.dot(k, p))
+        result = (top + math.log(total), mean, float(np.dot((k - mean) ** 2, p)))
+        self._memo = (log_alpha, result)
+        return result
+
+
+@functools.lru_cache(maxsize=32)
+def _stirling_row(n: int, r: float) -> _LogStirlingRow:
+    """Shared, cached :class:`_LogStirlingRow` for ``(n, r)``."""
+    return _LogStirlingRow(n, r)
+
+
+def log_prior_weights(n: int, alpha: float, r: float) -> np.ndarray:
+    """Unnormalised log prior on the number of blocks, from the cached Stirling row.
+
+    Parameters
+    ----------
+    n : int
+        Number of items, ``n >= 0``.
+    alpha : float
+        Concentration, ``alpha > 0``.
+    r : float
+        Power of the pCRP.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``k log(alpha) + log S_r(n, k)`` for ``k = 0..k_max`` (certified
+        truncation, see the module docstring).
+    """
+    n, alpha, r = check_prior_args(n, alpha, r)
+    return _stirling_row(n, r).log_weights(math.log(alpha))
+
+
+def log_normaliser(n: int, alpha: float, r: float) -> float:
+    """``log Z_n(alpha, r)``, computed from the cached Stirling row.
+
+    Parameters
+    ----------
+    n : int
+        Number of items, ``n >= 0``.
+    alpha : float
+        Concentration, ``alpha > 0``.
+    r : float
+        Power of the pCRP.
+
+    Returns
+    -------
+    float
+        The log normalising constant; for ``r = 1`` it equals
+        ``log Gamma(alpha + n) - log Gamma(alpha)``.
+    """
+    n, alpha, r = check_prior_args(n, alpha, r)
+    return _stirling_row(n, r).summary(math.log(alpha))[0]
+
+
+def prior_k_moments(n: int, alpha: float, r: float) -> tuple[float, float]:
+    """Mean and variance of the number of blocks ``K`` under the pCRP prior.
+
+    Parameters
+    ----------
+    n : int
+        Number of items, ``n >= 0``.
+    alpha : float
+        Concentration, ``alpha > 0``.
+    r : float
+        Power of the pCRP.
+
+    Returns
+    -------
+    mean, variance : float
+        ``E[K]`` and ``Var[K]``. Note ``d log Z_n / d log(alpha) = E[K]`` and
+        ``d E[K] / d log(alpha) = Var[K]``.
+    """
+    n, alpha, r = check_prior_args(n, alpha, r)
+    _, mean, variance = _stirling_row(n, r).summary(math.log(alpha))
+    return mean, variance
+
+
+def is_fixed(var: Variable) -> bool:
+    """Whether a tensor is fixed data: built from constants and ``pm.Data`` only.
+
+    A tensor that depends on a random variable, or on any other input (such as
+    the value variable PyMC substitutes for a random variable in the model's log
+    density), is not fixed.
+
+    Parameters
+    ----------
+    var : pytensor.graph.basic.Variable
+        The tensor to inspect.
+
+    Returns
+    -------
+    bool
+        ``True`` when every input of its graph is a constant or a shared variable
+        and no random variable lies on the way.
+    """
+    if depends_on_random_variable(var):
+        return False
+    return all(isinstance(v, Constant | SharedVariable) for v in graph_inputs([var]))
+
+
+def _scalar_float_input(x, name: str) -> pt.TensorVariable:
+    x = pt.as_tensor_variable(x)
+    if x.ndim != 0:
+        raise ValueError(f"'{name}' must be a scalar, got a tensor with {x.ndim} dimensions.")
+    return pt.cast(x, "float64") if x.dtype != "float64" else x
+
+
+class _ScalarOfAlphaPower(Op):
+    """Base of the Ops below: ``(alpha, power) -> float64 scalar`` for a fixed ``n``."""
+
+    __props__ = ("n",)
+
+    def __init__(self, n: int):
+        if int(n) != n or n < 0:
+            raise ValueError(f"n must be a non-negative integer, got {n!r}")
+        self.n = int(n)
+
+    def make_node(self, alpha, power) -> Apply:
+        """Build the node of a scalar function of ``alpha`` and ``power``."""
+        alpha = _scalar_float_input(alpha, "alpha")
+        power = _scalar_float_input(power, "power")
+        return Apply(self, [alpha, power], [pt.dscalar()])
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        """Return the output shape: a scalar."""
+        return [()]
+
+    def _value(self, alpha: float, power: float) -> float:
+        raise NotImplementedError
+
+    def perform(self, node, inputs, output_storage):
+        """Evaluate; ``nan`` when ``alpha`` or ``power`` is outside the domain."""
+        alpha, power = (float(v) for v in inputs)
+        valid = math.isfinite(alpha) and alpha > 0 and math.isfinite(power)
+        value = self._value(alpha, power) if valid else math.nan
+        output_storage[0][0] = np.asarray(value, dtype="float64")
+
+
+class PCRPExpectedClusters(_ScalarOfAlphaPower):
+    """``E[K | n, alpha, power]``, the prior mean number of clusters, as a PyTensor Op.
+
+    Parameters
+    ----------
+    n : int
+        Number of items.
+    """
+
+    def _value(self, alpha: float, power: float) -> float:
+        return prior_k_moments(self.n, alpha, power)[0]
+
+    def grad(self, inputs, output_grads):
+        """Not implemented: only first derivatives of ``log Z`` are provided."""
+        return [
+            grad_not_implemented(self, 0, inputs[0], "second derivative of log Z in alpha"),
+            grad_not_implemented(self, 1, inputs[1], "derivative in power"),
+        ]
+
+
+class PCRPLogNormaliser(_ScalarOfAlphaPower):
+    """``log Z_n(alpha, power)`` of the pCRP prior as a PyTensor Op.
+
+    The gradient in ``alpha`` is ``E[K] / alpha`` (:class:`PCRPExpectedClusters`);
+    the gradient in ``power`` is not implemented.
+
+    Parameters
+    ----------
+    n : int
+        Number of items.
+
+    Examples
+    --------
+    .. code-block:: python
+
+        alpha = pt.dscalar("alpha")
+        log_z = PCRPLogNormaliser(10)(alpha, 1.5)
+        d_log_z = pytensor.grad(log_z, alpha)
+    """
+
+    def _value(self, alpha: float, power: float) -> float:
+        return log_normaliser(self.n, alpha, power)
+
+    def grad(self, inputs, output_grads):
+        """``d log Z / d alpha = E[K] / alpha``; the power derivative is not implemented."""
+        alpha, power = inputs
+        (g,) = output_grads
+        mean_k = PCRPExpectedClusters(self.n)(alpha, power)
+        return [
+            g * mean_k / alpha,
+            grad_not_implemented(self, 1, power, "derivative of log Z in power"),
+        ]
