@@ -24,7 +24,6 @@ individual labels.
 from importlib.metadata import PackageNotFoundError, version
 
 from pymc_pcrp import (
-    _convergence,
     datasets,
     diagnostics,
     distributed,
@@ -43,7 +42,7 @@ from pymc_pcrp.posterior import (
     predict,
     sample_posterior_predictive,
 )
-from pymc_pcrp.step_methods import PCRPGibbs
+from pymc_pcrp.step_methods import PCRPGibbs, _convergence
 
 try:
     __version__ = version("pymc-pcrp")

@@ -42,7 +42,7 @@ import scipy.optimize
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._validation import check_positive_scalar
-from pymc_pcrp.distributions._normaliser import log_prior_weights, prior_k_moments
+from pymc_pcrp.distributions.normaliser import log_prior_weights, prior_k_moments
 
 __all__ = [
     "alpha_for_prior_k",

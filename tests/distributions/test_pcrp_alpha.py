@@ -199,7 +199,7 @@ def test_prior_draws_with_random_alpha_match_the_gamma_mixture():
         prior = pm.sample_prior_predictive(draws=draws, random_seed=SEED)
     k = prior.prior["n_clusters"].values.ravel()
     mixture, _ = scipy.integrate.quad_vec(
-        lambda a: pcrp.prior_num_clusters(n, a, r) * scipy.stats.gamma.pdf(a, 2.0),
+        lambda a: pcrp.prior.prior_num_clusters(n, a, r) * scipy.stats.gamma.pdf(a, 2.0),
         0,
         np.inf,
         epsabs=1e-12,

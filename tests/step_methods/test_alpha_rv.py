@@ -101,7 +101,7 @@ def test_prior_only_model_recovers_the_gamma_prior_on_alpha_and_the_mixture_on_k
     assert ks.pvalue > 1e-3, ks
 
     mixture, _ = scipy.integrate.quad_vec(
-        lambda x: pcrp.prior_num_clusters(n, x, r) * scipy.stats.gamma.pdf(x, 2.0),
+        lambda x: pcrp.prior.prior_num_clusters(n, x, r) * scipy.stats.gamma.pdf(x, 2.0),
         0,
         np.inf,
         epsabs=1e-12,
