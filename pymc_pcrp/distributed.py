@@ -38,9 +38,9 @@ import numpy as np
 from joblib import Parallel, delayed
 from pymc.stats.convergence import log_warnings
 
-from pymc_pcrp.step_methods._convergence import run_convergence_checks
 from pymc_pcrp._validation import check_data
 from pymc_pcrp.fitting import build_model, fit
+from pymc_pcrp.step_methods._convergence import run_convergence_checks
 
 __all__ = ["chain_seeds", "fit_parallel"]
 
