@@ -26,7 +26,8 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
 
 from pymc_pcrp._kernels.chain import advance, labels_match
-from pymc_pcrp._kernels.partitions import canonical_labels, sample_partitions
+from pymc_pcrp._kernels.partitions import canonical_labels
+from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp._kernels.state import NIWParams, SweepState, init_state, make_params
 from pymc_pcrp._kernels.sweep import sweep_tables
 from pymc_pcrp._validation import depends_on_random_variable

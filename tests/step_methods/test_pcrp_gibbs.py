@@ -14,7 +14,8 @@ from pymc.step_methods.compound import Competence
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp._kernels.partitions import canonical_labels, log_prior_k, sample_partitions
+from pymc_pcrp._kernels.partitions import canonical_labels, log_prior_k
+from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp._kernels.state import init_state
 from pymc_pcrp._kernels.sweep import gibbs_sweeps
 from pymc_pcrp.step_methods import _convergence
