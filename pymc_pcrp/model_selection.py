@@ -369,6 +369,19 @@ def _mcse(values: np.ndarray) -> float:
     return se
 
 
+def _check_power_grid(powers) -> np.ndarray:
+    """Return the grid of powers sorted; refuse fewer than two distinct positive values."""
+    grid = np.asarray(powers, dtype=np.float64)
+    if grid.ndim != 1 or grid.size < 2:
+        raise ValueError(f"Argument 'powers' must hold at least two values, got {powers!r}.")
+    grid = np.sort(grid)
+    if np.any(np.diff(grid) == 0):
+        raise ValueError("Argument 'powers' holds repeated values.")
+    for value in grid:
+        check_positive_scalar(value, "powers")
+    return grid
+
+
 def cross_validate_power(
     X_train,
     X_test,
@@ -447,14 +460,7 @@ def cross_validate_power(
     shows in ``loss_se``.
     """
     x_train, x_test = _check_train_and_other(X_train, X_test, "X_test")
-    grid = np.asarray(powers, dtype=np.float64)
-    if grid.ndim != 1 or grid.size < 2:
-        raise ValueError(f"Argument 'powers' must hold at least two values, got {powers!r}.")
-    grid = np.sort(grid)
-    if np.any(np.diff(grid) == 0):
-        raise ValueError("Argument 'powers' holds repeated values.")
-    for value in grid:
-        check_positive_scalar(value, "powers")
+    grid = _check_power_grid(powers)
     alpha = check_positive_scalar(alpha, "alpha")
     jump_tol = check_positive_scalar(jump_tol, "jump_tol")
     prior = check_prior(prior, x_train, x_train.shape[1])
