@@ -24,7 +24,7 @@ from pymc.util import RandomState
 
 from pymc_pcrp._idata import store_model_parameters
 from pymc_pcrp._validation import check_data, check_positive_scalar
-from pymc_pcrp.diagnostics import check_convergence, warn_if_not_converged
+from pymc_pcrp.diagnostics import check_complete, check_convergence, warn_if_not_converged
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 
 __all__ = ["build_model", "fit"]
@@ -154,6 +154,13 @@ def fit(
         and ``feature`` are a DataFrame's index and columns (see
         :func:`build_model`).
 
+    Raises
+    ------
+    SamplingInterrupted
+        When ``pm.sample`` returned fewer chains or draws than asked (it catches
+        Ctrl-C and returns what it has): an interrupted run never looks
+        complete. The partial InferenceData is the exception's ``idata``.
+
     Warns
     -----
     ConvergenceWarning
@@ -193,6 +200,7 @@ def fit(
     store_model_parameters(
         idata, power=power, alpha=alpha, prior=prior, feature=model.coords["feature"]
     )
+    check_complete(idata, chains=chains, draws=draws)
     if checks and ("n_clusters" in idata.posterior or "log_joint" in idata.get("sample_stats", {})):
         warn_if_not_converged(check_convergence(idata), stacklevel=2)
     return idata

@@ -41,6 +41,8 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     ),
     # a local dask cluster; test_cross_validation_on_dask_equals_sequential stays fast
     "test_distributed": frozenset({"test_fit_parallel_on_dask_equals_fit"}),
+    # a real cluster command interrupted by SIGINT (the fit-level check stays fast)
+    "test_interrupts": frozenset({"test_cluster_command_interrupted_publishes_nothing"}),
     # cross-validation run several times over
     "test_model_selection": frozenset({"test_results_do_not_depend_on_n_jobs_or_grid_order"}),
     # the three tests sharing the quick reproduction run (21 fits)

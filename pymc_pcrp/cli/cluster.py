@@ -44,7 +44,9 @@ has been written. On an error the temporary directory is removed; if the
 process is killed, what remains carries ``incomplete`` in its name, and ``DIR``
 itself never appears half-filled. An existing non-empty ``DIR`` is replaced
 only with ``--overwrite`` and only if it looks like an earlier output of this
-command (it holds a ``summary.md``).
+command (it holds a ``summary.md``). An interrupted run (Ctrl-C, or sampling that
+returned fewer chains or draws than asked) publishes nothing, leaves an earlier
+result in ``DIR`` as it was, says so on stderr and exits with status 130.
 
 **Errors.** Problems with the input (missing or unreadable file, unknown
 column, non-numeric, empty, NaN or infinite cells, fewer than two rows, a
@@ -77,7 +79,7 @@ from pymc_pcrp.cli.io import (
     save_figure,
     write_labels,
 )
-from pymc_pcrp.diagnostics import ConvergenceReport, check_convergence
+from pymc_pcrp.diagnostics import ConvergenceReport, SamplingInterrupted, check_convergence
 from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.fitting import fit
 from pymc_pcrp.model_selection import CVResult, cross_validate_power, split_train_test
@@ -163,6 +165,18 @@ def _write_figures(
 def _error(message: str) -> int:
     print(f"{_PROG}: error: {message}", file=sys.stderr)
     return 2
+
+
+def _interrupted(out: Path, err: BaseException) -> int:
+    """Say that the run was cut short and nothing was published; return 130 (as for SIGINT)."""
+    what = str(err) if isinstance(err, SamplingInterrupted) else "Interrupted."
+    earlier = " (the earlier result there is untouched)" if out.exists() else ""
+    print(
+        f"error: {what}\nNothing was written to '{out}'{earlier}.",
+        file=sys.stderr,
+        flush=True,
+    )
+    return 130
 
 
 def _seed_int(seq: np.random.SeedSequence) -> int:
@@ -320,7 +334,7 @@ def run_cluster(args: argparse.Namespace) -> int:
     int
         ``0`` on success, ``2`` when the input or the options are invalid (a
         message has then been printed to stderr and no output directory is
-        left behind).
+        left behind), ``130`` when the run was interrupted (nothing published).
 
     Notes
     -----
@@ -375,6 +389,9 @@ def run_cluster(args: argparse.Namespace) -> int:
         )
         (tmp / "summary.md").write_text(text, encoding="utf-8")
         publish(tmp, out)
+    except (KeyboardInterrupt, SamplingInterrupted) as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return _interrupted(out, err)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
