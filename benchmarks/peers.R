@@ -7,7 +7,7 @@
 #   status.txt          one line per peer: "<peer> ok", "<peer> missing" or "<peer> error: ..."
 #   mclust.txt          model name, G, BIC, elapsed seconds (one "key value" per line)
 #   mclust_labels.csv   the Mclust classification (MAP), one label per line
-#   rdp.txt             R, keep, elapsed seconds
+#   rdp.txt             R, keep, elapsed seconds, posterior means of alpha, a, nu, v
 #   rdp_z.csv           the kept rDPGibbs indicator draws (R/keep rows, N columns)
 #
 # Mclust: default call, Mclust(y): every covariance model of mclust.options() and
@@ -51,7 +51,12 @@ if (requireNamespace("bayesm", quietly = TRUE)) {
       Prior = list(), Data = list(y = y), Mcmc = list(R = r_iters, keep = keep, nprint = 0)
     ))[["elapsed"]]
     sink()
-    writeLines(c(paste("R", r_iters), paste("keep", keep), paste("seconds", t)),
+    # Posterior means of the hyperparameters over the second half of the kept draws; the
+    # bayesm docs advise widening a support whose posterior piles up at one end.
+    half <- seq(floor(length(out$adraw) / 2) + 1, length(out$adraw))
+    writeLines(c(paste("R", r_iters), paste("keep", keep), paste("seconds", t),
+                 paste("alpha", mean(out$alphadraw[half])), paste("a", mean(out$adraw[half])),
+                 paste("nu", mean(out$nudraw[half])), paste("v", mean(out$vdraw[half]))),
                file.path(outdir, "rdp.txt"))
     write.table(out$nmix$zdraw, file.path(outdir, "rdp_z.csv"), sep = ",",
                 row.names = FALSE, col.names = FALSE)

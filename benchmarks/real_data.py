@@ -442,6 +442,14 @@ def _read_keyvals(path: Path) -> dict[str, str]:
     return out
 
 
+def _hyper_means(info: dict[str, str]) -> str:
+    """``alpha``, ``a``, ``nu``, ``v`` of rDPGibbs as ``name=value`` (supports: a in [0.01, 10],
+    nu - (D-1) in [e^0.01, e^3], v in [0.1, 4] by default)."""
+    return ", ".join(
+        f"{key}={float(info[key]):.3g}" for key in ("alpha", "a", "nu", "v") if key in info
+    )
+
+
 def r_peers(data: Dataset, args, seed: int) -> list[PeerRow]:
     """Run benchmarks/peers.R on a temporary CSV; skip (with a message) when R is absent."""
     rscript = shutil.which("Rscript")
@@ -497,7 +505,8 @@ def r_peers(data: Dataset, args, seed: int) -> list[PeerRow]:
                     ari(data.truth, labels),
                     float(info["seconds"]),
                     f"R={info['R']}, keep={info['keep']}, {kept.shape[0]} draws after burn-in, "
-                    f"PE sizes {top_sizes(labels)}",
+                    f"PE sizes {top_sizes(labels)}; posterior means (2nd half) "
+                    f"{_hyper_means(info)}",
                 )
             )
     return rows
