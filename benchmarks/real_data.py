@@ -259,14 +259,14 @@ def top_sizes(labels, shown: int = 5) -> str:
     return text
 
 
-def fmt(value, digits: int = 2) -> str:
-    """Table cell: ``-`` for missing or non-finite values, ``>100`` for huge ones."""
+def fmt(value, digits: int = 2, cap: float | None = None) -> str:
+    """Table cell: ``-`` for missing or non-finite values, ``>cap`` above ``cap``."""
     if value is None:
         return "-"
     if isinstance(value, float) and not np.isfinite(value):
         return "-"
     if isinstance(value, float):
-        return ">100" if value > 100 and digits > 0 else f"{value:.{digits}f}"
+        return f">{cap:g}" if cap is not None and value > cap else f"{value:.{digits}f}"
     return str(value)
 
 
@@ -387,8 +387,9 @@ def fit_table(rows: list[FitRow]) -> str:
     for r in rows:
         chains = "/".join(f"{v:.1f}" for v in r.chain_k)
         lines.append(
-            f"| {r.label} | {r.mean_k:.2f} | {chains} | {fmt(r.rhat_k, 3)} | {fmt(r.ess_k, 0)} "
-            f"| {fmt(r.rhat_lj, 3)} | {fmt(r.ess_lj, 0)} | {r.pe_k} | {r.pe_sizes} "
+            f"| {r.label} | {r.mean_k:.2f} | {chains} | {fmt(r.rhat_k, 3, 100)} "
+            f"| {fmt(r.ess_k, 0)} | {fmt(r.rhat_lj, 3, 100)} | {fmt(r.ess_lj, 0)} "
+            f"| {r.pe_k} | {r.pe_sizes} "
             f"| {fmt(r.ari, 3)} | {r.seconds:.1f} | {'yes' if r.ok else 'no'} |"
         )
     return head + "\n".join(lines) + "\n"

@@ -70,5 +70,6 @@ def test_top_sizes_and_fmt():
     assert panel.fmt(float("nan")) == "-"
     assert panel.fmt(None) == "-"
     assert panel.fmt(1.23456, 3) == "1.235"
-    assert panel.fmt(2.5e7, 3) == ">100"
+    assert panel.fmt(2.5e7, 3, cap=100) == ">100"
+    assert panel.fmt(310.4, 1) == "310.4"
     assert panel.fmt(850.2, 0) == "850"
