@@ -448,3 +448,28 @@ def test_header_detection_and_column_selection(tmp_path):
     path.write_text("x,y\n1,2\n2,3\n")  # --header no turns the first line into data
     with pytest.raises(cluster_command.InputError, match=r"line 1 .*'x' is not a number"):
         load(_args(path, "--out", "o", "--header", "no"))
+
+
+@pytest.mark.parametrize("target_state", ["empty", "missing", "earlier_result"])
+def test_output_through_a_symbolic_link(tmp_path, target_state):
+    x, truth = _two_clusters(n_per=15)
+    data = _write_csv(tmp_path / "data.csv", x)
+    target = tmp_path / "real" / "result"
+    target.parent.mkdir()
+    if target_state != "missing":
+        target.mkdir()
+    if target_state == "earlier_result":
+        (target / "summary.md").write_text("old")
+    link = tmp_path / "link"
+    link.symlink_to(target, target_is_directory=True)
+    args = _args(
+        data, "--columns", "x,y", "--power", "1.2", "--draws", 30, "--tune", 30,
+        "--chains", 1, "--seed", 1, "--out", link, "--overwrite",
+    )  # fmt: skip
+    assert run_cluster(args) == 0
+    assert link.is_symlink() and link.resolve() == target.resolve()
+    assert (link / "summary.md").read_text() != "old"
+    _, labels = _read_labels(link / "labels.csv")
+    _assert_recovers(labels, truth)
+    assert _leftovers(tmp_path) == [] and _leftovers(target.parent) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "link", "real"]

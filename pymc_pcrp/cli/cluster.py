@@ -57,6 +57,7 @@ reported on stderr as one message naming the problem, with exit status 2.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import time
@@ -187,6 +188,10 @@ def _check_inputs(args: argparse.Namespace) -> tuple[ClusterData, Path, int]:
     """Read the data and check the output path before any work; raise InputError if invalid."""
     data = load_data(args)
     out = Path(args.out)
+    if out.is_symlink():
+        # Work on the link's target (existing or not): the temporary folder is made beside
+        # the target and renamed onto it, so the link keeps pointing at the result.
+        out = Path(os.path.realpath(out))
     check_output(out, args.overwrite, Path(args.data))
     n = data.x.shape[0]
     n_train = 0
