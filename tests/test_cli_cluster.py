@@ -473,3 +473,33 @@ def test_output_through_a_symbolic_link(tmp_path, target_state):
     _assert_recovers(labels, truth)
     assert _leftovers(tmp_path) == [] and _leftovers(target.parent) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "link", "real"]
+
+
+def test_auto_power_with_a_column_constant_in_the_training_half(tmp_path, capsys):
+    """A rare binary flag can be constant in one cross-validation half: no crash."""
+    rng = np.random.default_rng(7)
+    x, _ = _two_clusters(n_per=30)
+    flag = np.zeros(60)
+    flag[[3, 41]] = 1.0  # two rows carry the flag
+    rows = [f"{float(a)!r},{float(b)!r},{float(f)!r}" for (a, b), f in zip(x, flag, strict=True)]
+    path = tmp_path / "flag.csv"
+    path.write_text("x,y,flag\n" + "\n".join(rows) + "\n")
+    seeds = rng.integers(0, 2**31, size=40)
+    # Find a seed whose training half has the flag constant, so the case really happens.
+    from pymc_pcrp.model_selection import split_train_test
+
+    data = np.column_stack([x, flag])
+    for seed in seeds:
+        split = np.random.SeedSequence(int(seed)).spawn(4)[0]
+        train, _ = split_train_test(data, 30, seed=cluster_command._seed_int(split))
+        if np.ptp(train[:, 2]) == 0:
+            break
+    else:
+        pytest.fail("no seed among 40 puts both flagged rows in the held-out half")
+    args = _args(
+        path, "--power", "auto", "--cv-grid", "1.0,1.3", "--cv-draws", 20, "--cv-tune", 20,
+        "--draws", 30, "--tune", 30, "--chains", 1, "--seed", int(seed),
+        "--out", tmp_path / "out",
+    )  # fmt: skip
+    assert run_cluster(args) == 0
+    assert (tmp_path / "out" / "labels.csv").exists()

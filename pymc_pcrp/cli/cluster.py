@@ -211,8 +211,14 @@ def _choose_power(
     n_train: int,
     split_seq: np.random.SeedSequence,
     cv_seq: np.random.SeedSequence,
+    prior: NIWPrior,
 ) -> tuple[float, tuple[CVResult, tuple[int, int], list[str]] | None]:
-    """Return ``r`` (given, or chosen by cross-validation) and the cross-validation record."""
+    """Return ``r`` (given, or chosen by cross-validation) and the cross-validation record.
+
+    The training fits use ``prior``, the prior of the final fit, built from all the
+    data: a prior built from the training half alone would fail on a column that
+    happens to be constant in that half (a rare binary flag, say).
+    """
     if args.power != "auto":
         return float(args.power), None
     train, test = split_train_test(x, n_train, seed=_seed_int(split_seq))
@@ -231,6 +237,7 @@ def _choose_power(
             test,
             grid,
             alpha=args.alpha,
+            prior=prior,
             draws=args.cv_draws,
             tune=args.cv_tune,
             chains=args.cv_chains,
@@ -369,8 +376,8 @@ def run_cluster(args: argparse.Namespace) -> int:
         return _error(f"cannot create the output directory '{out}': {err.strerror or err}")
 
     try:
-        power, cv_info = _choose_power(args, x, n_train, split_seq, cv_seq)
         prior = NIWPrior.from_data(x)
+        power, cv_info = _choose_power(args, x, n_train, split_seq, cv_seq, prior)
         idata = _sample(args, x, power, prior, fit_seq)
         report = _report_convergence(idata)
         estimate = point_estimate(idata, loss="vi", random_seed=_seed_int(estimate_seq))
