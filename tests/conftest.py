@@ -43,6 +43,10 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     "test_distributed": frozenset({"test_fit_parallel_on_dask_equals_fit"}),
     # a real cluster command interrupted by SIGINT (the fit-level check stays fast)
     "test_interrupts": frozenset({"test_cluster_command_interrupted_publishes_nothing"}),
+    # two fresh processes, the first compiling every kernel into an empty cache
+    "test_compile_notice": frozenset(
+        {"test_cold_cache_announces_compilation_once_and_warm_cache_does_not"}
+    ),
     # cross-validation run several times over
     "test_model_selection": frozenset({"test_results_do_not_depend_on_n_jobs_or_grid_order"}),
     # the three tests sharing the quick reproduction run (21 fits)

@@ -34,6 +34,7 @@ from pymc_pcrp._validation import depends_on_random_variable
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
+from pymc_pcrp.step_methods._compile_notice import announce_compilation
 
 __all__ = ["INIT_STRATEGIES", "PCRPGibbs", "PCRPGibbsState"]
 
@@ -230,6 +231,7 @@ class PCRPGibbs(BlockedStep):
         rv = model.values_to_rvs[vars[0]]
         if not isinstance(getattr(rv.owner, "op", None), PowerCRPRV):
             raise ValueError(f"PCRPGibbs can only update PowerCRP variables; '{rv.name}' is not.")
+        announce_compilation()
         self._name = vars[0].name
         self._dtype = np.dtype(rv.dtype)
         self._n = int(rv.owner.op.dist_params(rv.owner)[-1].eval())
