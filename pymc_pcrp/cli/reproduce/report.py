@@ -325,6 +325,22 @@ def _table_start(title_index: int | None, header: str) -> list[str]:
     return ["", "## " + TABLE_TITLES[title_index], "", header, rule]
 
 
+def _sampler_line(result: ReproductionResult) -> str:
+    """Return the header line naming the sampler of the paper's fits and of the extra ones."""
+    if not result.default_moves:  # a result pickled before the sampler was pinned
+        return (
+            "- Sampler: PCRPGibbs with the options it had at the time of the run (this "
+            "result predates the explicit Algorithm 1 and the default-moves rows)."
+        )
+    return (
+        f"- Sampler: the paper's {ALGORITHM_1_LABEL}, passed explicitly to every fit of the "
+        "paper's protocol (main and cross-validation fits). Beside each pCRP fit, one more "
+        f"with PCRPGibbs's default options at the time of the run ({result.default_moves}), "
+        f"same data, prior, r, seed and sweeps: the rows '{DEFAULT_MOVES}', which the "
+        "claims below do not use."
+    )
+
+
 def _header(result: ReproductionResult, digits_text: str) -> list[str]:
     """Return the opening lines: command, machine, code, protocol, prior and seeds."""
     p = result.protocol
@@ -349,11 +365,7 @@ def _header(result: ReproductionResult, digits_text: str) -> list[str]:
         "than 10% (`find_jump`).",
         f"- Prior: `NIWPrior.from_data(X, scale={PRIOR_SCALE:g})`, fixed (mu0 = mean of X, "
         f"kappa0 = 0.01, nu0 = D + 2, psi0 = {PRIOR_SCALE:g} diag(var X)), for every fit.",
-        f"- Sampler: the paper's {ALGORITHM_1_LABEL}, passed explicitly to every fit of the "
-        "paper's protocol (main and cross-validation fits). Beside each pCRP fit, one more "
-        f"with PCRPGibbs's default options at the time of the run ({result.default_moves}), "
-        "same data, prior, r, seed and sweeps: the rows "
-        f"'{DEFAULT_MOVES}', which the claims below do not use.",
+        _sampler_line(result),
         f"- Digits 1-4 data: **{digits_text}**.",
         f"- Seeds: base {result.seed}; data seeds below; sampler seed of each run in the "
         "diagnostics table.",
