@@ -232,6 +232,39 @@ def _fit_method(
     return result, idata, labels
 
 
+def _fit_sample(
+    data: _DataSet,
+    sample: _Sample,
+    power: float,
+    protocol: Protocol,
+    seeds: list[int],
+    total: int,
+    result: ReproductionResult,
+    stream: TextIO,
+) -> dict[str, tuple[RunResult, az.InferenceData, np.ndarray]]:
+    """Fit the paper's methods (seeds in order), then the pCRP with the default moves.
+
+    The runs are appended to ``result``; the fits of the paper's methods are returned
+    for the figures.
+    """
+    fits = {}
+    for method, run_seed in zip(METHODS, seeds, strict=True):
+        counter = f"[{len(result.runs) + 1:>2}/{total}]"
+        run, idata, labels = _fit_method(
+            data, sample, method, power, protocol, run_seed, counter, stream
+        )
+        result.runs.append(run)
+        fits[method] = (run, idata, labels)
+    # The default sampler beside Algorithm 1: the pCRP again, with the same seed.
+    counter = f"[{len(result.runs) + 1:>2}/{total}]"
+    pcrp_seed = fits["pCRP"][0].seed
+    run, _, _ = _fit_method(
+        data, sample, DEFAULT_MOVES, power, protocol, pcrp_seed, counter, stream
+    )
+    result.runs.append(run)
+    return fits
+
+
 def _announce(stream: TextIO, result: ReproductionResult, out: Path) -> None:
     """Print the protocol, machine and code of the run before it starts."""
     protocol, seed = result.protocol, result.seed
@@ -330,37 +363,10 @@ def run_reproduction(
         cv, _ = _cross_validate(data, protocol, cv_seed, stream)
         result.cv[data.name] = cv
         for sample in data.samples:
-            fits = {}
-            for method in METHODS:
-                done += 1
-                run_seed = seed + 1000 + done
-                counter = f"[{len(result.runs) + 1:>2}/{total}]"
-                run, idata, labels = _fit_method(
-                    data,
-                    sample,
-                    method,
-                    cv.result.chosen_power,
-                    protocol,
-                    run_seed,
-                    counter,
-                    stream,
-                )
-                result.runs.append(run)
-                fits[method] = (run, idata, labels)
-            # The default sampler beside Algorithm 1: the pCRP again, same seed.
-            counter = f"[{len(result.runs) + 1:>2}/{total}]"
-            pcrp_seed = fits["pCRP"][0].seed
-            run, _, _ = _fit_method(
-                data,
-                sample,
-                DEFAULT_MOVES,
-                cv.result.chosen_power,
-                protocol,
-                pcrp_seed,
-                counter,
-                stream,
-            )
-            result.runs.append(run)
+            seeds = [seed + 1000 + done + i for i in range(1, len(METHODS) + 1)]
+            done += len(METHODS)
+            power = cv.result.chosen_power
+            fits = _fit_sample(data, sample, power, protocol, seeds, total, result, stream)
             _figures_for_sample(data, sample, fits, out, protocol, result)
             del fits
         _figures_for_dataset(data, result, out, cv)
