@@ -49,12 +49,13 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     ),
     # cross-validation run several times over
     "test_model_selection": frozenset({"test_results_do_not_depend_on_n_jobs_or_grid_order"}),
-    # the three tests sharing the quick reproduction run (21 fits)
+    # the four tests sharing the quick reproduction run (28 fits)
     "test_reproduce": frozenset(
         {
             "test_quick_run_prints_progress",
             "test_quick_run_writes_every_table_and_figure",
             "test_quick_run_methods_and_settings",
+            "test_quick_run_pins_algorithm_1_and_the_fixed_prior",
         }
     ),
 }
