@@ -117,7 +117,9 @@ def cluster_eigenvalues(
         inv_kappa = 1.0 / (kappa0 + n)
         for i in range(d):
             for j in range(d):
-                b[i, j] = state.sumsq[slot, i, j] - state.sums[slot, i] * state.sums[slot, j] * inv_kappa
+                b[i, j] = (
+                    state.sumsq[slot, i, j] - state.sums[slot, i] * state.sums[slot, j] * inv_kappa
+                )
         # t = L0^{-1} B, then m = t L0^{-T} (symmetric); L0^{-1} is lower triangular.
         for i in range(d):
             for j in range(d):

@@ -26,6 +26,13 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
 
 from pymc_pcrp._kernels.chain import advance, labels_match
+from pymc_pcrp._kernels.hyper import (
+    FRESH_CHAIN,
+    REBUILT,
+    ScaleGrid,
+    advance_scaled,
+    make_scale_grid,
+)
 from pymc_pcrp._kernels.partitions import canonical_labels, sample_partitions
 from pymc_pcrp._kernels.state import NIWParams, SweepState, init_state, make_params
 from pymc_pcrp._kernels.sweep import sweep_tables
@@ -48,6 +55,8 @@ class SweepInputs(NamedTuple):
     xc: np.ndarray
     params: NIWParams
     tables: tuple
+    scale: ScaleGrid | None = None  # the grid of a learned NIW scale and the chain's current s
+    fixed_scale: tuple = (1.0, 0.0)  # (s, log weight) of a one-point grid: Psi_0 = s psi0
 
 
 class _InputCache(NamedTuple):
@@ -81,6 +90,7 @@ class _CompiledAdvance(NamedTuple):
     inputs: SweepInputs  # the same objects give the same types
     label_dtypes: tuple  # dtypes of the state's labels and of the returned labels
     call: Callable
+    kernel: Callable  # advance or advance_scaled
 
 
 def _same_objects(a: tuple, b: tuple) -> bool:
@@ -183,6 +193,7 @@ class PCRPGibbs(BlockedStep):
         "split_accepted": (np.int64, []),
         "merge_proposed": (np.int64, []),
         "merge_accepted": (np.int64, []),
+        "niw_scale": (np.float64, []),
     }
     _state_class = PCRPGibbsState
 
@@ -311,8 +322,11 @@ class PCRPGibbs(BlockedStep):
             )
         if niw is None:
             return None, None
-        _, mu0, kappa0, nu0, psi0 = niw.owner.op.dist_params(niw.owner)
-        readers = [_value_reader(v) for v in (model.rvs_to_values[niw], mu0, kappa0, nu0, psi0)]
+        _, mu0, kappa0, nu0, psi0, grid, log_w = niw.owner.op.dist_params(niw.owner)
+        readers = [
+            _value_reader(v)
+            for v in (model.rvs_to_values[niw], mu0, kappa0, nu0, psi0, grid, log_w)
+        ]
         return readers, niw
 
     # -- per-step arrays --------------------------------------------------
@@ -356,9 +370,9 @@ class PCRPGibbs(BlockedStep):
                 )
                 self._inputs = last
             return last.inputs
-        data, mu0, kappa0, nu0, psi0 = (read() for read in self._data_readers)
+        data, mu0, kappa0, nu0, psi0, grid, log_w = (read() for read in self._data_readers)
         values = (alpha, power, float(kappa0), float(nu0))
-        sources = (data, mu0, psi0)
+        sources = (data, mu0, psi0, grid, log_w)
         same_sources = last is not None and _same_objects(sources, last.sources)
         if same_sources and values == last.values:
             return last.inputs
@@ -375,8 +389,19 @@ class PCRPGibbs(BlockedStep):
                     f"labels {self._n} points."
                 )
             xc = np.ascontiguousarray(x - np.asarray(mu0, dtype=np.float64))
+        grid = np.asarray(grid, dtype=np.float64)
+        log_w = np.asarray(log_w, dtype=np.float64)
+        scale, fixed = None, (1.0, 0.0)
+        if grid.shape[0] == 1:
+            fixed = (float(grid[0]), float(log_w[0]))
+            if fixed[0] != 1.0:
+                psi0 = fixed[0] * np.asarray(psi0, dtype=np.float64)
+        elif same_sources and last.inputs.scale is not None and xc is last.inputs.xc:
+            scale = last.inputs.scale  # keeps the chain's current s
+        else:
+            scale = make_scale_grid(xc, psi0, grid, log_w)
         params = make_params(alpha, power, float(kappa0), float(nu0), psi0)
-        inputs = SweepInputs(xc, params, sweep_tables(xc, params))
+        inputs = SweepInputs(xc, params, sweep_tables(xc, params), scale, fixed)
         self._inputs = _InputCache(values, sources, (), inputs)
         return inputs
 
@@ -396,7 +421,7 @@ class PCRPGibbs(BlockedStep):
 
     # -- the step ---------------------------------------------------------
 
-    def _call_advance(self, inputs: SweepInputs, args: tuple) -> float:
+    def _call_advance(self, inputs: SweepInputs, args: tuple, kernel=advance) -> float:
         """Call :func:`~pymc_pcrp._kernels.chain.advance` without retyping its arguments.
 
         ``pm.sample`` calls the step thousands of times with arguments of the
@@ -416,16 +441,19 @@ class PCRPGibbs(BlockedStep):
         compiled = self._compiled
         if (
             compiled is not None
+            and compiled.kernel is kernel
             and _same_objects(compiled.inputs, inputs)
             and compiled.label_dtypes == label_dtypes
         ):
             return compiled.call(*args)
-        result = advance(*args)
+        result = kernel(*args)
         try:
-            call = advance.compile(tuple(numba.typeof(a) for a in args))
+            call = kernel.compile(tuple(numba.typeof(a) for a in args))
         except Exception:
             call = None
-        self._compiled = _CompiledAdvance(inputs, label_dtypes, call) if callable(call) else None
+        self._compiled = (
+            _CompiledAdvance(inputs, label_dtypes, call, kernel) if callable(call) else None
+        )
         return result
 
     def step(self, point):
@@ -434,11 +462,14 @@ class PCRPGibbs(BlockedStep):
         xc, params = inputs.xc, inputs.params
         current = point[self._name]
         kept = self._kept
+        scale = inputs.scale
         age = 0
         if self.fresh_chain:
             current = np.asarray(current, dtype=np.int64)
             state = init_state(xc, self._initial_labels(current, params), params)
             self.fresh_chain = False
+            if scale is not None:
+                scale.current[1] = FRESH_CHAIN  # draw s given the initial partition
         elif (
             kept is not None
             and kept.xc is xc
@@ -455,6 +486,9 @@ class PCRPGibbs(BlockedStep):
             if current.min() < 0:
                 raise ValueError(f"Labels of '{self._name}' must be non-negative.")
             state = init_state(xc, canonical_labels(current), params)
+            if scale is not None:
+                # built with Psi_0 = P: the kernel refreshes it for the current s
+                scale.current[1] = max(scale.current[1], REBUILT)
         counts = np.empty(4, dtype=np.int64)
         new_labels = np.empty(self._n, dtype=self._dtype)
         args = (
@@ -469,7 +503,13 @@ class PCRPGibbs(BlockedStep):
             counts,
             new_labels,
         )
-        log_density = self._call_advance(inputs, args)
+        if scale is None:
+            log_density = self._call_advance(inputs, args) + inputs.fixed_scale[1]
+            niw_scale = inputs.fixed_scale[0]
+        else:
+            args = (*args[:5], scale, *args[5:])
+            log_density = self._call_advance(inputs, args, advance_scaled)
+            niw_scale = math.exp(scale.log_s[scale.current[0]])
         self._kept = _KeptState(xc, state, new_labels, age)
         new_point = dict(point)
         new_point[self._name] = new_labels
@@ -482,6 +522,7 @@ class PCRPGibbs(BlockedStep):
             "split_accepted": int(counts[1]),
             "merge_proposed": int(counts[2]),
             "merge_accepted": int(counts[3]),
+            "niw_scale": niw_scale,
         }
         return new_point, [stats]
 
