@@ -108,7 +108,12 @@ class PartitionPredictor:
         self.xc = x - prior.mu0  # centring on mu0 keeps the update formulas short
         self.outer = (self.xc[:, :, None] * self.xc[:, None, :]).reshape(len(x), -1)
 
-    def __call__(self, labels: np.ndarray) -> Predictives:
+    def __call__(self, labels: np.ndarray, scale: float = 1.0) -> Predictives:
+        """Predictives of the clusters of ``labels`` with ``Psi_0 = scale * prior.psi0``.
+
+        ``scale`` is the draw's NIW scale for a prior that learns it (the sample
+        stat ``niw_scale``); for a fixed-scale prior leave it at 1.
+        """
         prior = self.prior
         d = prior.dim
         _, inverse = np.unique(labels, return_inverse=True)
@@ -126,7 +131,7 @@ class PartitionPredictor:
             prior.mu0,
             prior.kappa0,
             prior.nu0,
-            prior.psi0,
+            scale * prior.psi0,
         )
         df = nu - d + 1.0
         scale = psi * ((kappa + 1.0) / (kappa * df))[:, None, None]
@@ -166,16 +171,36 @@ def assign(
     power: float,
     alpha: float,
     allow_new: bool,
+    scale: float | None = None,
 ) -> np.ndarray:
     """Give each new point the cluster of ``labels`` that maximises ``n_k^r t_k(x)``.
 
     With ``allow_new``, a point whose new-cluster term ``alpha t_0(x)`` wins gets ``-1``.
+    ``scale`` is the NIW scale of the draw ``labels`` comes from (``Psi_0 = scale *
+    psi0``). If it is None and the prior learns its scale, each ``t_k`` is averaged
+    over the exact conditional ``p(s | labels, X)`` on the grid (grid values of
+    probability below ``1e-12`` left out); for a fixed-scale prior None means 1.
     No input checks: the callers validate once and call this per draw.
     """
     values = np.unique(labels)
-    pred = predictor(labels)
-    score = pred.logpdf(x_new)
-    score[:-1] += power * np.log(pred.sizes)[:, None]
+    prior = predictor.prior
+    if scale is not None or not prior.learns_scale:
+        pred = predictor(labels, 1.0 if scale is None else scale)
+        score = pred.logpdf(x_new)
+        sizes = pred.sizes
+    else:
+        log_post = scale_log_posterior(
+            predictor.xc, labels, prior.kappa0, prior.nu0, prior.psi0, *prior.grid_arrays()
+        )
+        log_post -= logsumexp(log_post)
+        keep = np.flatnonzero(log_post > np.log(1e-12))
+        parts = []
+        for g in keep:
+            pred = predictor(labels, prior.scale_grid[g])
+            parts.append(log_post[g] + pred.logpdf(x_new))
+        score = logsumexp(np.stack(parts), axis=0)
+        sizes = pred.sizes
+    score[:-1] += power * np.log(sizes)[:, None]
     score[-1] += np.log(alpha)
     best = np.argmax(score if allow_new else score[:-1], axis=0)
     out = np.where(best < values.size, values[np.minimum(best, values.size - 1)], -1)

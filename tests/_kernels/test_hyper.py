@@ -58,7 +58,10 @@ def test_grid_conditional_matches_the_marginal_likelihood_at_each_scale(d):
     out = np.empty(GRID.size)
     top = scale_conditional(state, kappa0, nu0, grid, out)
     ref = np.array(
-        [w + _reference_loglik(x, labels, mu0, kappa0, nu0, s * base) for s, w in zip(GRID, LOG_W)]
+        [
+            w + _reference_loglik(x, labels, mu0, kappa0, nu0, s * base)
+            for s, w in zip(GRID, LOG_W, strict=True)
+        ]
     )
     np.testing.assert_allclose(out, ref, rtol=1e-10, atol=1e-9)
     assert top == pytest.approx(logsumexp(ref), rel=1e-12)
@@ -160,7 +163,10 @@ def test_fresh_chain_draws_s_and_rebuilt_state_is_refreshed():
     # the returned log joint integrates s out
     prior_z = sum(math.lgamma(n) for n in np.bincount(out))
     ref = logsumexp(
-        [w + _reference_loglik(x, out, mu0, kappa0, nu0, s * base) for s, w in zip(GRID, LOG_W)]
+        [
+            w + _reference_loglik(x, out, mu0, kappa0, nu0, s * base)
+            for s, w in zip(GRID, LOG_W, strict=True)
+        ]
     )
     assert lj == pytest.approx(prior_z + ref, rel=1e-10)
     # a state rebuilt at Psi_0 = P is refreshed to the current s before sweeping
