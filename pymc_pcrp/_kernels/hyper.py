@@ -173,9 +173,16 @@ def log_marginal_grid(
         s = math.exp(ls)
         acc = const + 0.5 * nu_total * d * ls
         for p in range(k):
+            # sum_j log(s + lambda_j) as the log of a product, one log per ~D
+            # factors (the product is flushed before it can overflow or underflow)
             inner = 0.0
+            prod = 1.0
             for j in range(d):
-                inner += math.log(s + eig[p, j])
+                prod *= s + eig[p, j]
+                if prod > 1e150 or prod < 1e-150:
+                    inner += math.log(prod)
+                    prod = 1.0
+            inner += math.log(prod)
             acc -= 0.5 * (nu0 + sizes[p]) * inner
         out[g] = acc
 
@@ -302,10 +309,12 @@ def advance_scaled(
 ) -> float:
     """:func:`~pymc_pcrp._kernels.chain.advance` with an exact draw of ``s`` after each sweep.
 
-    ``params`` and ``tables`` may have been built for any ``Psi_0``: the current
-    ``s`` (``grid.current[0]``) is applied to them, and to the state if
-    ``grid.current[1]`` says it was rebuilt; a fresh chain first draws ``s``
-    given its initial partition. ``tables[0]`` is overwritten.
+    ``grid.current[1]`` says what changed since the last call: nothing
+    (``IN_SYNC``: the state's factors and ``tables[0]`` already hold the current
+    ``s``), the state, ``params`` or ``tables`` were rebuilt (``REBUILT``: they
+    may have been built for any ``Psi_0``, and the current ``s`` is applied to
+    them), or a new chain (``FRESH_CHAIN``: ``s`` is first drawn given the
+    initial partition). ``tables[0]`` is overwritten.
 
     Returns the log joint of the new labels with ``s`` integrated out,
     ``K log alpha + r sum_k log Gamma(n_k) + log sum_g w_g prod_k m(X_k | s_g P)``;
@@ -321,8 +330,6 @@ def advance_scaled(
         local = set_scale(grid.current[0], grid, state, params, tables)
     else:
         local = _params_at(params, grid)
-        # alpha may have changed since the last call: the table holds log alpha.
-        new_cluster_log_weights(grid, local, tables[1][0], tables[0])
     grid.current[1] = IN_SYNC
     total = np.zeros(4, dtype=np.int64)
     marginal = 0.0

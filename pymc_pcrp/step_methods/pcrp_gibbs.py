@@ -250,6 +250,7 @@ class PCRPGibbs(BlockedStep):
         self._inputs: _InputCache | None = None  # see _arrays
         self._kept: _KeptState | None = None  # see step
         self._compiled: _CompiledAdvance | None = None  # see _call_advance
+        self._scale_inputs: SweepInputs | None = None  # inputs the current s was applied to
 
     @staticmethod
     def competence(var, has_grad):
@@ -262,6 +263,7 @@ class PCRPGibbs(BlockedStep):
         """Pickle without the compiled function (looked up again on the first step)."""
         state = self.__dict__.copy()
         state["_compiled"] = None
+        state["_scale_inputs"] = None
         return state
 
     def set_rng(self, rng) -> None:
@@ -507,6 +509,10 @@ class PCRPGibbs(BlockedStep):
             log_density = self._call_advance(inputs, args) + inputs.fixed_scale[1]
             niw_scale = inputs.fixed_scale[0]
         else:
+            if self._scale_inputs is not inputs:
+                # new parameters or tables (alpha changed, or new data): apply s to them
+                scale.current[1] = max(scale.current[1], REBUILT)
+                self._scale_inputs = inputs
             args = (*args[:5], scale, *args[5:])
             log_density = self._call_advance(inputs, args, advance_scaled)
             niw_scale = math.exp(scale.log_s[scale.current[0]])

@@ -370,3 +370,24 @@ def test_pm_data_observations_are_reread_after_set_data():
         merged = pm.sample(pcrp_gibbs={"init": "singletons"}, **kw)
     assert np.all(split.posterior["n_clusters"].values[0, -10:] == 2)
     assert merged.posterior["n_clusters"].values[0, -20:].mean() < 1.5
+
+
+def test_learned_scale_tables_follow_a_changing_alpha():
+    # A random alpha rebuilds the sweep tables (at Psi_0 = P) whenever it changes; the
+    # new-cluster table must then be recomputed at the chain's current s, or the sweep
+    # would silently use another prior predictive for new clusters.
+    x = _data(30)
+    with pm.Model() as model:
+        a = pm.Gamma("a", 2.0, 2.0)
+        z = pcrp.PowerCRP("z", alpha=a, power=1.3, n=30)
+        pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(x), observed=x)
+        step = pcrp.PCRPGibbs([model.rvs_to_values[z]], rng=4)
+    prior = pcrp.NIWPrior.from_data(x)
+    point = model.initial_point()
+    for alpha in (0.7, 3.0, 3.0, 0.2):
+        point["a_log__"] = np.log(alpha)
+        point, stats = step.step(point)
+        inputs = step._arrays(point)
+        s = stats[0]["niw_scale"]
+        fresh = make_params(alpha, 1.3, prior.kappa0, prior.nu0, s * prior.psi0)
+        np.testing.assert_allclose(inputs.tables[0], sweep_tables(inputs.xc, fresh)[0], rtol=1e-12)
