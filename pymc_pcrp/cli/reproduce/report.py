@@ -322,7 +322,8 @@ def _header(result: ReproductionResult, digits_text: str) -> list[str]:
         "parallel; r is the last grid point before the held-out loss first rises by more "
         "than 10% (`find_jump`).",
         "- Prior: `NIWPrior.from_data(X)` defaults (mu0 = mean of X, kappa0 = 0.01, "
-        "nu0 = D + 2, psi0 = 0.1 diag(var X)) for every fit.",
+        "nu0 = D + 2, psi0 = s diag(var X) with the scale s learned: a log-uniform grid, "
+        "docs/model.md) for every fit.",
         f"- Digits 1-4 data: **{digits_text}**.",
         f"- Seeds: base {result.seed}; data seeds below; sampler seed of each run in the "
         "diagnostics table.",
