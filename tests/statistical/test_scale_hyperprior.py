@@ -91,5 +91,6 @@ def test_partition_and_scale_frequencies_match_exact_posterior(
     np.testing.assert_allclose(grid[index], scales, rtol=1e-12)  # every draw is a grid value
     s_freq = np.bincount(index, minlength=grid.size) / scales.size
     tv_s = 0.5 * np.abs(s_freq - ps).sum()
+    print(f"n={n} d={d} alpha={alpha} r={r} sm={split_merge}: TV(z) {tv_z:.4f}, TV(s) {tv_s:.4f}")
     assert tv_z < 0.02, f"total variation {tv_z:.4f} between sampled and exact p(z | X)"
     assert tv_s < 0.02, f"total variation {tv_s:.4f} between sampled and exact p(s | X)"
