@@ -171,14 +171,24 @@ class PCRPGibbs(BlockedStep):
 
     Notes
     -----
-    Sample stats: ``log_joint``, ``n_clusters``, and the split-merge counts of
-    the draw ``split_proposed``, ``split_accepted``, ``merge_proposed`` and
-    ``merge_accepted`` (zeros when ``split_merge=0``); acceptance rates are
+    When the NIW prior learns its scale (``NIWPrior.scale_grid``, the default of
+    ``NIWPrior.from_data``), the step samples the scale ``s`` of ``Psi_0 = s psi0``
+    along with the labels: after each sweep (and its split-merge proposals) it
+    draws ``s`` exactly from its conditional given the partition on the grid
+    (:mod:`pymc_pcrp._kernels.hyper`), so that the labels' marginal is the
+    model's posterior with ``s`` integrated out. The chain's ``s`` is kept
+    between draws; a new chain draws its first ``s`` given its initial partition.
+
+    Sample stats: ``log_joint``, ``n_clusters``, ``niw_scale`` (the draw's ``s``;
+    1 for a fixed-scale prior, whose ``Psi_0`` is ``psi0`` itself), and the
+    split-merge counts of the draw ``split_proposed``, ``split_accepted``,
+    ``merge_proposed`` and ``merge_accepted`` (zeros when ``split_merge=0``); acceptance rates are
     their ratios, e.g. ``idata.sample_stats.split_accepted.sum() /
     idata.sample_stats.split_proposed.sum()``. ``log_joint`` is the log
     density of the terms this step owns, the ``PowerCRP`` labels and the
     ``NIWMixture`` data given ``alpha``, exactly as PyMC computes them:
-    ``K log alpha + r sum_k log Gamma(n_k) + sum_k log m(X_k)``, minus
+    ``K log alpha + r sum_k log Gamma(n_k) + sum_k log m(X_k)`` (with a learned
+    scale ``log sum_g w_g prod_k m(X_k | s_g)`` in place of the last sum), minus
     ``log Z_N(alpha, r)`` when ``alpha`` is a random variable (for a fixed
     ``alpha`` the normaliser is a constant that ``PowerCRP`` leaves out). With a
     fixed ``alpha`` and no other terms it equals the model's log density.
