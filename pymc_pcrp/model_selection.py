@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import arviz as az
 import numpy as np
 
-from pymc_pcrp._idata import label_draws
+from pymc_pcrp._idata import draw_scales, label_draws
 from pymc_pcrp._logging import quiet_loggers
 from pymc_pcrp._niw_numpy import PartitionPredictor, assign, check_prior
 from pymc_pcrp._validation import check_data, check_positive_scalar
@@ -248,7 +248,8 @@ def _assign_to_clusters(
         The pCRP power ``r``.
     prior : NIWPrior, optional
         Defaults to ``NIWPrior.from_data(X_train)``, the default of
-        :func:`pymc_pcrp.fit`.
+        :func:`pymc_pcrp.fit`. If it learns its scale, the predictives are
+        averaged over the scale's exact conditional given ``labels``.
     alpha : float, default=1.0
         Concentration; it matters only when ``allow_new=True``.
     allow_new : bool, default=False
@@ -349,12 +350,13 @@ def _score_power(
         )
     labels = label_draws(idata)
     predictor = PartitionPredictor(x_train, prior)
+    scales = draw_scales(idata, prior.grid_arrays()[0], labels.shape[:2], "cross_validate_power")
     losses = np.empty(labels.shape[:2])
     n_clusters = np.empty(labels.shape[:2], dtype=np.int64)
     for c in range(labels.shape[0]):
         for d in range(labels.shape[1]):
             z = labels[c, d]
-            assigned = assign(predictor, z, x_test, power, alpha, allow_new=False)
+            assigned = assign(predictor, z, x_test, power, alpha, False, scales[c, d])
             losses[c, d] = _cluster_loss(x_test, assigned)
             n_clusters[c, d] = np.unique(z).size
     return losses, n_clusters

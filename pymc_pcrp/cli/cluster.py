@@ -100,6 +100,8 @@ def _marginal_prior(prior: NIWPrior, keep: int) -> NIWPrior | None:
             kappa0=prior.kappa0,
             nu0=prior.nu0 - drop,
             psi0=prior.psi0[:keep, :keep],
+            scale_grid=prior.scale_grid,  # Psi_0 = s P: the marginal keeps s
+            scale_log_weights=prior.scale_log_weights,
         )
     except ValueError:
         return None
