@@ -100,7 +100,11 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.niw import log_marginal_from_logdet, predictive_constants
+from pymc_pcrp._kernels.niw import (
+    chol_rank_one_at,
+    log_marginal_from_logdet,
+    predictive_constants,
+)
 from pymc_pcrp._kernels.state import (
     NIWParams,
     SweepState,
@@ -109,6 +113,7 @@ from pymc_pcrp._kernels.state import (
     free_slot,
     open_slot,
     remove_point,
+    shift_stats,
 )
 
 __all__ = ["split_merge_moves"]
@@ -161,22 +166,28 @@ def _group_norm2(
 
 
 @numba.njit(**NJIT_KWARGS)
-def _log_seat(
-    n: int, u: float, logdet: float, power: float, kappa0: float, nu0: float, log_pred_n: float
-) -> float:
+def _log_seat(n: int, u: float, logdet: float, kappa0: float, nu0: float, seat_n: float) -> float:
     """``r log n + log p(x | group)`` for a group of ``n`` points that does not hold ``x``.
 
     ``u`` is ``||L^{-1}(x - mu_n)||^2``, ``logdet`` is ``log|Psi_n|`` of the
-    group and ``log_pred_n`` the size constant of
-    :func:`~pymc_pcrp._kernels.niw.predictive_constants`.
+    group and ``seat_n`` is ``r log n`` plus the size constant of
+    :func:`~pymc_pcrp._kernels.niw.predictive_constants` (see :func:`_seat_constants`).
     """
     kappa_n = kappa0 + n
-    return (
-        power * math.log(n)
-        + log_pred_n
-        - 0.5 * logdet
-        - 0.5 * (nu0 + n + 1.0) * math.log1p(u * kappa_n / (kappa_n + 1.0))
-    )
+    return seat_n - 0.5 * logdet - 0.5 * (nu0 + n + 1.0) * math.log1p(u * kappa_n / (kappa_n + 1.0))
+
+
+@numba.njit(**NJIT_KWARGS)
+def _seat_constants(n_max: int, d: int, power: float, kappa0: float, nu0: float) -> np.ndarray:
+    """``r log n + const[n]`` for ``n = 0..n_max`` (``const`` of ``predictive_constants``).
+
+    Reading the pCRP weight and the size part of the predictive from this table
+    spares two logarithms per group and point visit.
+    """
+    out = predictive_constants(n_max, d, kappa0, nu0)
+    for n in range(1, n_max + 1):
+        out[n] += power * math.log(n)
+    return out
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -188,16 +199,15 @@ def _log_seat_weight(
     gsum: np.ndarray,
     gchol: np.ndarray,
     glogdet: np.ndarray,
-    power: float,
     kappa0: float,
     nu0: float,
-    pred_const: np.ndarray,
+    seat_const: np.ndarray,
     y: np.ndarray,
 ) -> float:
     """Restricted-Gibbs log weight of group ``g`` (which does not hold point ``p``)."""
     n = gcount[g]
     u = _group_norm2(g, xc, p, gcount, gsum, gchol, kappa0, y)
-    return _log_seat(n, u, glogdet[g], power, kappa0, nu0, pred_const[n])
+    return _log_seat(n, u, glogdet[g], kappa0, nu0, seat_const[n])
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -222,43 +232,81 @@ def _choose(rng: np.random.Generator, w0: float, w1: float, forced: int) -> tupl
 
 
 @numba.njit(**NJIT_KWARGS)
+def _add_known(
+    gcount: np.ndarray,
+    gsum: np.ndarray,
+    gsumsq: np.ndarray,
+    gchol: np.ndarray,
+    glogdet: np.ndarray,
+    g: int,
+    xc: np.ndarray,
+    p: int,
+    kappa0: float,
+    log_gain: float,
+    v: np.ndarray,
+) -> None:
+    """Add point ``p`` to group ``g``, given ``log_gain = log(1 + kappa_n u / (kappa_n + 1))``.
+
+    By the determinant lemma ``log|Psi_{n+1}| = log|Psi_n| + log_gain``, the very
+    term the group's predictive weight of ``p`` already computed; so the log
+    determinant needs no logarithm of the new factor's diagonal.
+    """
+    kappa_n = kappa0 + gcount[g]
+    c = math.sqrt(kappa_n / (kappa_n + 1.0))
+    for a in range(xc.shape[1]):
+        v[a] = c * (xc[p, a] - gsum[g, a] / kappa_n)
+    chol_rank_one_at(gchol, g, v, 1.0)
+    glogdet[g] += log_gain
+    gcount[g] += 1
+    shift_stats(gsum, gsumsq, g, xc, p, 1.0)
+
+
+@numba.njit(**NJIT_KWARGS)
 def _sequential_allocation(
     rng: np.random.Generator,
     xc: np.ndarray,
     members: np.ndarray,
     m: int,
     side: np.ndarray,
+    target: np.ndarray,
+    forced: bool,
     gcount: np.ndarray,
     gsum: np.ndarray,
     gsumsq: np.ndarray,
     gchol: np.ndarray,
     glogdet: np.ndarray,
     params: NIWParams,
-    pred_const: np.ndarray,
+    seat_const: np.ndarray,
     v: np.ndarray,
     y: np.ndarray,
     buf: np.ndarray,
-) -> None:
+) -> float:
     """Seat ``members[:m]`` one after another in the two groups (the launch's start).
 
     The groups must hold their anchors only. Each point joins group ``g`` with
     probability proportional to ``n_g^r`` times its predictive given the points
-    seated so far; ``side`` receives the groups.
+    seated so far, or, when ``forced`` is true, joins group ``target[t]``;
+    ``side`` receives the groups. Returns the log probability of the choices
+    made (the proposal probability of a SAMS move).
     """
-    power = params.power
     kappa0 = params.kappa0
     nu0 = params.nu0
+    log_q = 0.0
     for t in range(m):
         p = members[t]
-        w0 = _log_seat_weight(
-            0, xc, p, gcount, gsum, gchol, glogdet, power, kappa0, nu0, pred_const, y
-        )
-        w1 = _log_seat_weight(
-            1, xc, p, gcount, gsum, gchol, glogdet, power, kappa0, nu0, pred_const, y
-        )
-        g = _choose(rng, w0, w1, -1)[0]
+        n0 = gcount[0]
+        n1 = gcount[1]
+        k0 = kappa0 + n0
+        k1 = kappa0 + n1
+        l0 = math.log1p(_group_norm2(0, xc, p, gcount, gsum, gchol, kappa0, y) * k0 / (k0 + 1.0))
+        l1 = math.log1p(_group_norm2(1, xc, p, gcount, gsum, gchol, kappa0, y) * k1 / (k1 + 1.0))
+        w0 = seat_const[n0] - 0.5 * glogdet[0] - 0.5 * (nu0 + n0 + 1.0) * l0
+        w1 = seat_const[n1] - 0.5 * glogdet[1] - 0.5 * (nu0 + n1 + 1.0) * l1
+        g, log_p = _choose(rng, w0, w1, target[t] if forced else -1)
+        log_q += log_p
         side[t] = g
-        add_point(gcount, gsum, gsumsq, gchol, glogdet, g, xc, p, kappa0, v)
+        _add_known(gcount, gsum, gsumsq, gchol, glogdet, g, xc, p, kappa0, l0 if g == 0 else l1, v)
+    return log_q
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -276,7 +324,7 @@ def _restricted_scan(
     gchol: np.ndarray,
     glogdet: np.ndarray,
     params: NIWParams,
-    pred_const: np.ndarray,
+    seat_const: np.ndarray,
     v: np.ndarray,
     y: np.ndarray,
     buf: np.ndarray,
@@ -291,7 +339,6 @@ def _restricted_scan(
     """
     log_q = 0.0
     kappa0 = params.kappa0
-    power = params.power
     nu0 = params.nu0
     for t in range(m):
         p = members[t]
@@ -311,13 +358,12 @@ def _restricted_scan(
                 n_g - 1,
                 c * c * u / shrink,
                 glogdet[g] + math.log(shrink),
-                power,
                 kappa0,
                 nu0,
-                pred_const[n_g - 1],
+                seat_const[n_g - 1],
             )
             w_other = _log_seat_weight(
-                1 - g, xc, p, gcount, gsum, gchol, glogdet, power, kappa0, nu0, pred_const, y
+                1 - g, xc, p, gcount, gsum, gchol, glogdet, kappa0, nu0, seat_const, y
             )
             if g == 0:
                 new, log_p = _choose(rng, w_own, w_other, forced_g)
@@ -330,10 +376,10 @@ def _restricted_scan(
             # The shortcut is numerically unsafe: take the point out explicitly.
             remove_point(gcount, gsum, gsumsq, gchol, glogdet, g, xc, p, params, v, buf)
             w0 = _log_seat_weight(
-                0, xc, p, gcount, gsum, gchol, glogdet, power, kappa0, nu0, pred_const, y
+                0, xc, p, gcount, gsum, gchol, glogdet, kappa0, nu0, seat_const, y
             )
             w1 = _log_seat_weight(
-                1, xc, p, gcount, gsum, gchol, glogdet, power, kappa0, nu0, pred_const, y
+                1, xc, p, gcount, gsum, gchol, glogdet, kappa0, nu0, seat_const, y
             )
             new, log_p = _choose(rng, w0, w1, forced_g)
             add_point(gcount, gsum, gsumsq, gchol, glogdet, new, xc, p, kappa0, v)
@@ -488,7 +534,7 @@ def _split_merge_moves(
     # Size-dependent predictive constants, computed on demand up to the largest
     # union of clusters seen so far (doubling), so that a call costs nothing in
     # proportion to N beyond the member lists.
-    pred_const = predictive_constants(min(n, 16), d, params.kappa0, params.nu0)
+    seat_const = _seat_constants(min(n, 16), d, params.power, params.kappa0, params.nu0)
     members = np.empty(n, dtype=np.int64)
     side = np.empty(n, dtype=np.int64)
     target = np.empty(n, dtype=np.int64)
@@ -521,10 +567,10 @@ def _split_merge_moves(
 
         m = _gather_members(head, nxt, si, sj, i, j, members, target)
 
-        if m + 2 >= pred_const.shape[0]:
-            size = min(n, max(m + 2, 2 * pred_const.shape[0]))
-            pred_const = predictive_constants(size, d, kappa0, nu0)
-        work = (params, pred_const, v, y, buf)
+        if m + 2 >= seat_const.shape[0]:
+            size = min(n, max(m + 2, 2 * seat_const.shape[0]))
+            seat_const = _seat_constants(size, d, params.power, kappa0, nu0)
+        work = (params, seat_const, v, y, buf)
 
         # Launch: a uniformly random order of S (Fisher-Yates), then sequential
         # allocation from the two anchors, then the intermediate scans.
@@ -541,11 +587,20 @@ def _split_merge_moves(
                 gsumsq[1, a, b] = xc[j, a] * xc[j, b]
         for g in range(2):
             glogdet[g] = factorise(1, gsum[g], gsumsq[g], params, buf, gchol[g])
-        _sequential_allocation(rng, xc, members, m, side, *groups, *work)
-        for _scan in range(n_restricted_scans):
-            _restricted_scan(rng, xc, members, m, side, target, False, *groups, *work)
-        # Final scan: it draws the proposed split, or (merge) scores the current one.
-        log_q = _restricted_scan(rng, xc, members, m, side, target, not is_split, *groups, *work)
+        if n_restricted_scans < 0:
+            # SAMS: the sequential allocation itself is the proposal; it draws the
+            # proposed split, or (merge) scores the current one.
+            log_q = _sequential_allocation(
+                rng, xc, members, m, side, target, not is_split, *groups, *work
+            )
+        else:
+            _sequential_allocation(rng, xc, members, m, side, target, False, *groups, *work)
+            for _scan in range(n_restricted_scans):
+                _restricted_scan(rng, xc, members, m, side, target, False, *groups, *work)
+            # Final scan: it draws the proposed split, or (merge) scores the current one.
+            log_q = _restricted_scan(
+                rng, xc, members, m, side, target, not is_split, *groups, *work
+            )
 
         if is_split:
             n_split += 1
