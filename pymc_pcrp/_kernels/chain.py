@@ -12,7 +12,7 @@ import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.partitions import canonical_labels
-from pymc_pcrp._kernels.splitmerge import split_merge_moves
+from pymc_pcrp._kernels.splitmerge import _split_merge_moves
 from pymc_pcrp._kernels.sweep import NIWParams, SweepState, gibbs_sweeps, log_joint
 
 __all__ = ["advance", "labels_match"]
@@ -68,6 +68,9 @@ def advance(
     else:
         whole = int(n_split_merge)
         frac = n_split_merge - whole
+        # r log n + size constant of the predictive, for n = 0..N: the sweep's table
+        # (copied to contiguous memory on the first proposal of the draw).
+        seat_const = np.empty(0)
         for _ in range(n_sweeps):
             gibbs_sweeps(rng, xc, state, params, tables, 1)
             n_moves = whole
@@ -75,7 +78,11 @@ def advance(
                 n_moves += 1
             if n_moves == 0:
                 continue
-            sp, sa, mp, ma = split_merge_moves(rng, xc, state, params, n_moves, n_scans)
+            if seat_const.shape[0] == 0:
+                seat_const = np.ascontiguousarray(tables[2][:, 0])
+            sp, sa, mp, ma = _split_merge_moves(
+                rng, xc, state, params, n_moves, n_scans, params.power, 1.0, seat_const
+            )
             counts[0] += sp
             counts[1] += sa
             counts[2] += mp

@@ -34,7 +34,11 @@ from enumeration import exact_posterior, log_pcrp_prior_unnorm, set_partitions
 from reference import log_pcrp_joint
 
 from pymc_pcrp._kernels.partitions import canonical_labels
-from pymc_pcrp._kernels.splitmerge import _split_merge_moves, split_merge_moves
+from pymc_pcrp._kernels.splitmerge import (
+    _seat_constants,
+    _split_merge_moves,
+    split_merge_moves,
+)
 from pymc_pcrp._kernels.sweep import (
     gibbs_sweeps,
     init_state,
@@ -82,11 +86,12 @@ def _run_moves(rng, xc, params, starts, n_steps, n_scans, ratio_power, proposal_
     """
     out = np.empty(starts.shape[0] * n_steps, dtype=np.int64)
     tally = np.zeros(4, dtype=np.int64)
+    table = _seat_constants(2, xc.shape[1], params.power, params.kappa0, params.nu0)
     for s in range(starts.shape[0]):
         state = init_state(xc, starts[s], params)
         for t in range(n_steps):
             got = _split_merge_moves(
-                rng, xc, state, params, 1, n_scans, ratio_power, proposal_weight
+                rng, xc, state, params, 1, n_scans, ratio_power, proposal_weight, table
             )
             for a in range(4):
                 tally[a] += got[a]
