@@ -32,6 +32,10 @@ startup    import pymc_pcrp to first sweep, cold (empty numba cache) and warm (s
 scale      N=100,000, D=10: single-site Gibbs from one cluster and from the default
            (random) initialisation; from one cluster with split-merge moves
 scaling    kernel seconds per sweep against N for D = 1, 2, 10; writes the log-log plot
+moves      the default move set (sweep + split-merge at PCRPGibbs's default rate) against
+           plain sweeps (split_merge=0), per sweep, N=2,000 D=2, same data and start
+start      the default initialisation at N=1,000,000, D=10: seconds to the first draw
+           (step built, start drawn, first sweep and moves), with the largest K0 it can draw
 """
 
 from __future__ import annotations
@@ -74,6 +78,8 @@ SECTIONS = (
     "startup",
     "scale",
     "scaling",
+    "moves",
+    "start",
 )
 DOC = REPO / "docs" / "performance.md"
 PLOT = REPO / "docs" / "performance_scaling.png"
@@ -112,6 +118,8 @@ class Config:
     scaling_ns: tuple = (1000, 3162, 10_000, 31_623, 100_000)
     scaling_ds: tuple = (1, 2, 10)
     scaling_updates: float = 1e6  # point-updates per timed measurement (>= 10 sweeps at 1e5)
+    moves: tuple = (2000, 2, 2000, 9)  # N, D, sweeps per block, paired blocks
+    start: tuple = (1_000_000, 10)
     quick: bool = False
 
     @classmethod
@@ -138,6 +146,8 @@ class Config:
             scale_time_cap=20.0,
             scaling_ns=(1000, 3000, 10_000),
             scaling_updates=3e4,
+            moves=(2000, 2, 500, 3),
+            start=(100_000, 10),
             quick=True,
         )
 
@@ -863,6 +873,100 @@ def section_scaling(cfg: Config, rep: Report, cache: dict, plot_path: Path) -> N
     rep.log(f"  plot written to {plot_path}")
 
 
+def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
+    """Default move set against plain sweeps, per sweep, in paired interleaved blocks."""
+    import numpy as np
+
+    from pymc_pcrp._kernels.chain import advance
+    from pymc_pcrp._kernels.sweep import init_state
+    from pymc_pcrp.step_methods import pcrp_gibbs
+
+    n, d, sweeps, blocks = cfg.moves
+    rate, scans = pcrp_gibbs.SPLIT_MERGE_RATE, pcrp_gibbs.SPLIT_MERGE_SCANS
+    _, z, _, xc, params, tables = problem(n, d)
+    counts = np.empty(4, dtype=np.int64)
+    out = np.empty(n, dtype=np.int64)
+
+    def block(sm: float, sc: int, seed: int) -> tuple[float, np.ndarray]:
+        state = init_state(xc, z, params)
+        rng = np.random.default_rng(seed)
+        c0 = time.thread_time()
+        advance(rng, xc, state, params, tables, sweeps, sm, sc, counts, out)
+        return (time.thread_time() - c0) / sweeps, counts.copy()
+
+    block(0.0, 0, 0)  # warm-up: numba cache load
+    block(rate, scans, 0)
+    plain, moves, ratios, tally = [], [], [], np.zeros(4, dtype=np.int64)
+    for b in range(blocks):
+        # alternate which runs first, so that a drift of the load hits both alike
+        if b % 2:
+            m, c = block(rate, scans, 10 + b)
+            p, _ = block(0.0, 0, 10 + b)
+        else:
+            p, _ = block(0.0, 0, 10 + b)
+            m, c = block(rate, scans, 10 + b)
+        plain.append(p)
+        moves.append(m)
+        ratios.append(m / p)
+        tally += c
+    ratio = med(ratios)
+    rep.log(
+        f"  N={n} D={d}, from the true clusters, {blocks} paired blocks of {sweeps} sweeps "
+        f"(CPU time, load {load()}): plain ms/sweep {fmt_list([1e3 * v for v in plain])}, "
+        f"default (split_merge={rate}, split_merge_scans={scans}) "
+        f"{fmt_list([1e3 * v for v in moves])}; ratios {fmt_list(ratios)}; "
+        f"split acc/prop {tally[1]}/{tally[0]}, merge {tally[3]}/{tally[2]}"
+    )
+    r, status = goal_max(ratio, 1.5)
+    rep.row(
+        f"default move set (split_merge={rate}, split_merge_scans={scans}) / plain sweep "
+        f"(split_merge=0), CPU per sweep, N={n:,} D={d}, same data and start "
+        "(median of paired ratios)",
+        f"{ratio:.2f} ({1e3 * med(moves):.3f} / {1e3 * med(plain):.3f} ms)",
+        "<= 1.5",
+        r,
+        status,
+    )
+
+
+def section_start(cfg: Config, rep: Report, cache: dict) -> None:
+    """Seconds from building the step to its first draw, default init, the largest K0."""
+    import numpy as np
+
+    import pymc_pcrp as pcrp
+
+    from pymc_pcrp.step_methods import pcrp_gibbs
+
+    n, d = cfg.start
+    x, _, prior, _, _, _ = problem(n, d)
+    model = build_model(x, prior)
+    k_max = pcrp_gibbs.random_init_max_k(n)
+    # The chain whose start costs most: the first seed that draws the largest K0.
+    seed = next(
+        s for s in range(10_000) if int(np.random.default_rng(s).integers(1, k_max + 1)) == k_max
+    )
+    point = model.initial_point()
+    c0, t0 = time.process_time(), time.perf_counter()
+    with model:
+        step = pcrp.PCRPGibbs([model["z"]], rng=np.random.default_rng(seed))
+    _, stats = step.step(point)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    k = int(stats[0]["n_clusters"])
+    rep.log(
+        f"  N={n} D={d}, seed {seed} draws K0={k_max} (the cap): first draw after {wall:.2f} s "
+        f"wall, {cpu:.2f} s CPU (load {load()}); K after it {k}"
+    )
+    r, status = goal_max(wall, 10.0, " s")
+    rep.row(
+        f"default init (init='random', K0 <= {k_max}) to the first draw, N={n:,} D={d}, "
+        f"worst case K0={k_max}: step built, start drawn, first sweep (wall)",
+        f"{wall:.2f} s (CPU {cpu:.2f} s)",
+        "< 10 s",
+        r,
+        status,
+    )
+
+
 # ---------------------------------------------------------------------------
 # subprocess entry points
 
@@ -1099,6 +1203,8 @@ def main(argv=None) -> int:
         "startup": section_startup,
         "scale": section_scale,
         "scaling": lambda c, r, k: section_scaling(c, r, k, plot),
+        "moves": section_moves,
+        "start": section_start,
     }
     cache: dict = {}
     for name in SECTIONS:
