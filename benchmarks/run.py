@@ -52,7 +52,6 @@ import hashlib  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
-import math  # noqa: E402
 import platform  # noqa: E402
 import shlex  # noqa: E402
 import statistics  # noqa: E402
@@ -726,6 +725,8 @@ def section_scale(cfg: Config, rep: Report, cache: dict) -> None:
 
     import pymc_pcrp as pcrp
 
+    from pymc_pcrp.step_methods import pcrp_gibbs
+
     n, d = cfg.scale
     x, z, prior, _, _, _ = problem(n, d)
     model = build_model(x, prior)
@@ -733,13 +734,15 @@ def section_scale(cfg: Config, rep: Report, cache: dict) -> None:
 
     def drive(init: str, seed: int, max_sweeps: int, stop_after: int | None, **step_kw):
         """Run the step itself (one sweep per step); return per-sweep records."""
+        step_kw.setdefault("split_merge", 0)  # single-site Gibbs unless asked otherwise
         with model:
             step = pcrp.PCRPGibbs(
                 [model["z"]], init=init, rng=np.random.default_rng(seed), **step_kw
             )
         k0 = None
         if init == "random":
-            k0 = int(copy.deepcopy(step.rng).integers(1, math.ceil(math.sqrt(n)) + 1))
+            k_max = pcrp_gibbs.random_init_max_k(n)
+            k0 = int(copy.deepcopy(step.rng).integers(1, k_max + 1))
         point = model.initial_point()
         found, recs, t_start = None, [], time.perf_counter()
         for s in range(1, max_sweeps + 1):
