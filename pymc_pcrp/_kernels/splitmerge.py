@@ -577,8 +577,10 @@ def _split_merge_moves(
     ratio_power: float,
     proposal_weight: float,
     seat_const: np.ndarray,
+    cluster_first: bool = False,
+    selection_weight: float = 1.0,
 ) -> tuple[int, int, int, int]:
-    """Run :func:`split_merge_moves` with two hooks for the tests and a given size table.
+    """Run :func:`split_merge_moves` with hooks for the tests, a size table and a pair rule.
 
     ``seat_const`` is :func:`_seat_constants` up to some size (it is regrown
     when a move needs larger sizes); the sweep's own table (column 0 of
@@ -591,6 +593,18 @@ def _split_merge_moves(
     move is exact only with ``ratio_power == params.power`` and
     ``proposal_weight == 1``; other values exist so that the tests can show
     that they detect a wrong acceptance ratio.
+
+    ``cluster_first`` changes how the ordered pair ``(i, j)`` is drawn: a
+    cluster uniformly among the ``K`` occupied ones, ``i`` uniformly in it, then
+    ``j`` uniformly among the other ``N - 1`` points, so that small clusters
+    ("specks") are picked as often as large ones. The pair then has probability
+    ``1 / (K n_{c(i)} (N - 1))``, which depends on the state, and the test
+    multiplies in the ratio of the pair's probability from the proposed state
+    to that from the current one (the reverse move uses the same ordered pair):
+    ``K n_C / ((K + 1) n_0)`` for a split of ``C`` whose group 0 holds ``n_0``
+    points, ``K n_A / ((K - 1)(n_A + n_B))`` for a merge of ``A`` (holding
+    ``i``) and ``B``. ``selection_weight`` multiplies its log (1 is exact; 0
+    exists for the tests). Not used by the step yet: its mixing is not measured.
     """
     n, d = xc.shape
     if n < 2 or n_moves <= 0:
@@ -630,7 +644,14 @@ def _split_merge_moves(
     n_merge = 0
     n_merge_acc = 0
     for _ in range(n_moves):
-        i = rng.integers(0, n)
+        k_now = state.k[0]
+        if cluster_first:
+            slot = state.order[rng.integers(0, k_now)]
+            i = head[slot]
+            for _step in range(rng.integers(0, state.counts[slot])):
+                i = nxt[i]
+        else:
+            i = rng.integers(0, n)
         j = rng.integers(0, n - 1)
         if j >= i:
             j += 1
@@ -687,6 +708,10 @@ def _split_merge_moves(
                 - log_marginal_from_logdet(n0 + n1, state.logdet[sj], d, kappa0, nu0, logdet0)
                 - proposal_weight * log_q
             )
+            if cluster_first:
+                log_a += selection_weight * (
+                    math.log(k_now * (n0 + n1)) - math.log((k_now + 1) * n0)
+                )
             if log_a >= 0.0 or math.log(rng.random()) < log_a:
                 n_split_acc += 1
                 _accept_split(state, sj, i, j, members, m, side, *groups, head, nxt)
@@ -707,6 +732,10 @@ def _split_merge_moves(
                 - log_marginal_from_logdet(nj, state.logdet[sj], d, kappa0, nu0, logdet0)
                 + proposal_weight * log_q
             )
+            if cluster_first:
+                log_a += selection_weight * (
+                    math.log(k_now * ni) - math.log((k_now - 1) * (ni + nj))
+                )
             if log_a >= 0.0 or math.log(rng.random()) < log_a:
                 n_merge_acc += 1
                 state.counts[sj] = ni + nj
