@@ -33,7 +33,7 @@ from pymc_pcrp import (
     posterior,
     prior,
 )
-from pymc_pcrp.diagnostics import ConvergenceWarning, check_convergence
+from pymc_pcrp.diagnostics import ConvergenceWarning, SamplingInterrupted, check_convergence
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 from pymc_pcrp.fitting import build_model, fit
 from pymc_pcrp.posterior import (
@@ -57,6 +57,7 @@ __all__ = [
     "NIWPrior",
     "PCRPGibbs",
     "PowerCRP",
+    "SamplingInterrupted",
     "__version__",
     "build_model",
     "check_convergence",

@@ -120,6 +120,8 @@ def draw_indices(n_chains: int, n_draws: int, max_draws: int | None) -> np.ndarr
 
 #: Names of the constant_data variables written by :func:`store_model_parameters`.
 PARAMETER_NAMES = ("power", "alpha", "mu0", "kappa0", "nu0", "psi0")
+#: Added for a prior with a learned scale (``NIWPrior.scale_grid``).
+SCALE_NAMES = ("scale_grid", "scale_log_weights")
 _MARK = "pcrp_parameters"
 
 
@@ -147,7 +149,12 @@ def store_model_parameters(
         },
         coords={"feature": feature, "feature_bis": feature},
     )
-    ds.attrs[_MARK] = ", ".join(PARAMETER_NAMES)
+    names = PARAMETER_NAMES
+    if prior.learns_scale:
+        ds["scale_grid"] = (("niw_scale_grid",), prior.scale_grid)
+        ds["scale_log_weights"] = (("niw_scale_grid",), prior.scale_log_weights)
+        names = (*names, *SCALE_NAMES)
+    ds.attrs[_MARK] = ", ".join(names)
     if "constant_data" in idata.groups():
         merged = idata.constant_data.assign(ds.data_vars)
         merged.attrs.update(ds.attrs)
@@ -170,11 +177,14 @@ def stored_model_parameters(idata: az.InferenceData) -> dict | None:
     if _MARK not in cd.attrs or any(name not in cd for name in PARAMETER_NAMES):
         return None
     values = {name: np.asarray(cd[name].values, dtype=np.float64) for name in PARAMETER_NAMES}
+    learned = "scale_grid" in cd.attrs[_MARK].split(", ")
     prior = NIWPrior(
         mu0=values["mu0"],
         kappa0=float(values["kappa0"]),
         nu0=float(values["nu0"]),
         psi0=values["psi0"],
+        scale_grid=np.asarray(cd["scale_grid"].values) if learned else None,
+        scale_log_weights=np.asarray(cd["scale_log_weights"].values) if learned else None,
     )
     return {"power": float(values["power"]), "alpha": float(values["alpha"]), "prior": prior}
 
@@ -222,12 +232,46 @@ def resolve_model_parameters(idata: az.InferenceData, power, alpha, prior) -> tu
             )
     if prior is not None:
         ref = stored["prior"]
-        for field in ("mu0", "kappa0", "nu0", "psi0"):
+        for field in ("mu0", "kappa0", "nu0", "psi0", "scale_grid", "scale_log_weights"):
             mine, theirs = getattr(prior, field), getattr(ref, field)
-            if not _same(mine, theirs):
+            if (mine is None) != (theirs is None) or (mine is not None and not _same(mine, theirs)):
                 raise ValueError(
                     f"Argument 'prior' conflicts with the NIW prior the posterior was sampled "
                     f"with (stored in idata.constant_data): {field} = {mine} given, {theirs} "
                     "stored; leave 'prior' out to use the stored prior."
                 )
     return stored["power"], stored["alpha"], stored["prior"]
+
+
+def draw_scales(idata: az.InferenceData, grid, shape: tuple, what: str) -> np.ndarray:
+    """Return the NIW scale ``s`` of each draw (``Psi_0 = s psi0``), shape ``(chain, draw)``.
+
+    A one-value ``grid`` (a fixed scale) gives that value for every draw; a
+    learned scale is read from the sample stat ``niw_scale`` that
+    :class:`~pymc_pcrp.PCRPGibbs` records, and each value must lie on ``grid``.
+
+    Raises
+    ------
+    ValueError
+        If the scale is learned but ``idata`` has no usable ``niw_scale`` stat,
+        or its values are not on the prior's grid (another prior was sampled).
+    """
+    grid = np.atleast_1d(np.asarray(grid, dtype=np.float64))
+    if grid.size == 1:
+        return np.full(shape, float(grid[0]))
+    stats = idata.sample_stats if "sample_stats" in idata.groups() else None
+    if stats is None or "niw_scale" not in stats or stats["niw_scale"].shape != tuple(shape):
+        raise ValueError(
+            f"{what}: the NIW prior learns its scale, so each posterior draw needs its own "
+            "scale, but idata.sample_stats has no 'niw_scale' of shape (chain, draw) "
+            f"{tuple(shape)}; sample with pymc_pcrp's PCRPGibbs step, or pass a fixed-scale "
+            "prior (NIWPrior.from_data(X, scale=...)) that matches the run."
+        )
+    scales = np.asarray(stats["niw_scale"].values, dtype=np.float64)
+    gap = np.abs(np.log(scales)[..., None] - np.log(grid)).min(axis=-1)
+    if not np.all(gap < 1e-9):
+        raise ValueError(
+            f"{what}: the draws' 'niw_scale' values are not on the prior's scale grid; the "
+            "posterior was sampled with another prior."
+        )
+    return scales

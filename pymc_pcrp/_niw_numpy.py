@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scipy.special import gammaln
+from scipy.special import gammaln, logsumexp, multigammaln
 
 from pymc_pcrp.distributions import NIWPrior
 
@@ -26,6 +26,8 @@ __all__ = [
     "check_prior",
     "niw_posterior",
     "prediction_weights",
+    "scale_log_posterior",
+    "scale_marginal_loglik",
 ]
 
 
@@ -106,7 +108,12 @@ class PartitionPredictor:
         self.xc = x - prior.mu0  # centring on mu0 keeps the update formulas short
         self.outer = (self.xc[:, :, None] * self.xc[:, None, :]).reshape(len(x), -1)
 
-    def __call__(self, labels: np.ndarray) -> Predictives:
+    def __call__(self, labels: np.ndarray, scale: float = 1.0) -> Predictives:
+        """Predictives of the clusters of ``labels`` with ``Psi_0 = scale * prior.psi0``.
+
+        ``scale`` is the draw's NIW scale for a prior that learns it (the sample
+        stat ``niw_scale``); for a fixed-scale prior leave it at 1.
+        """
         prior = self.prior
         d = prior.dim
         _, inverse = np.unique(labels, return_inverse=True)
@@ -124,7 +131,7 @@ class PartitionPredictor:
             prior.mu0,
             prior.kappa0,
             prior.nu0,
-            prior.psi0,
+            scale * prior.psi0,
         )
         df = nu - d + 1.0
         scale = psi * ((kappa + 1.0) / (kappa * df))[:, None, None]
@@ -164,17 +171,93 @@ def assign(
     power: float,
     alpha: float,
     allow_new: bool,
+    scale: float | None = None,
 ) -> np.ndarray:
     """Give each new point the cluster of ``labels`` that maximises ``n_k^r t_k(x)``.
 
     With ``allow_new``, a point whose new-cluster term ``alpha t_0(x)`` wins gets ``-1``.
+    ``scale`` is the NIW scale of the draw ``labels`` comes from (``Psi_0 = scale *
+    psi0``). If it is None and the prior learns its scale, each ``t_k`` is averaged
+    over the exact conditional ``p(s | labels, X)`` on the grid (grid values of
+    probability below ``1e-12`` left out); for a fixed-scale prior None means 1.
     No input checks: the callers validate once and call this per draw.
     """
     values = np.unique(labels)
-    pred = predictor(labels)
-    score = pred.logpdf(x_new)
-    score[:-1] += power * np.log(pred.sizes)[:, None]
+    prior = predictor.prior
+    if scale is not None or not prior.learns_scale:
+        pred = predictor(labels, 1.0 if scale is None else scale)
+        score = pred.logpdf(x_new)
+        sizes = pred.sizes
+    else:
+        log_post = scale_log_posterior(
+            predictor.xc, labels, prior.kappa0, prior.nu0, prior.psi0, *prior.grid_arrays()
+        )
+        log_post -= logsumexp(log_post)
+        keep = np.flatnonzero(log_post > np.log(1e-12))
+        parts = []
+        for g in keep:
+            pred = predictor(labels, prior.scale_grid[g])
+            parts.append(log_post[g] + pred.logpdf(x_new))
+        score = logsumexp(np.stack(parts), axis=0)
+        sizes = pred.sizes
+    score[:-1] += power * np.log(sizes)[:, None]
     score[-1] += np.log(alpha)
     best = np.argmax(score if allow_new else score[:-1], axis=0)
     out = np.where(best < values.size, values[np.minimum(best, values.size - 1)], -1)
     return out.astype(np.int64)
+
+
+def scale_log_posterior(
+    xc: np.ndarray,
+    labels: np.ndarray,
+    kappa0: float,
+    nu0: float,
+    base: np.ndarray,
+    grid: np.ndarray,
+    log_weights: np.ndarray,
+) -> np.ndarray:
+    """``log w_g + sum_k log m(X_k | s_g P)`` for each grid value ``s_g`` (unnormalised).
+
+    ``xc`` are the data centred at ``mu0`` and ``base`` is ``P``. With
+    ``B_k = Q_k - S_k S_k^T / kappa_n`` (``Q_k``, ``S_k`` the sums of outer
+    products and of points) and ``lambda_kj`` the eigenvalues of
+    ``L^{-1} B_k L^{-T}`` (``P = L L^T``), ``log|s P + B_k| = log|P| + sum_j
+    log(s + lambda_kj)``: ``O(N D^2 + K D^3 + G K D)`` in all.
+    """
+    xc = np.asarray(xc, dtype=np.float64)
+    d = xc.shape[1]
+    _, inv = np.unique(np.asarray(labels), return_inverse=True)
+    k = int(inv.max()) + 1 if inv.size else 0
+    counts = np.bincount(inv, minlength=k).astype(np.float64)
+    sums = np.zeros((k, d))
+    np.add.at(sums, inv, xc)
+    chol = np.linalg.cholesky(np.asarray(base, dtype=np.float64))
+    y = np.linalg.solve(chol, xc.T).T  # L^{-1} x_i
+    ys = np.linalg.solve(chol, sums.T).T
+    outer = np.zeros((k, d, d))
+    np.add.at(outer, inv, y[:, :, None] * y[:, None, :])
+    kappa_n = kappa0 + counts
+    nu_n = nu0 + counts
+    b = outer - ys[:, :, None] * ys[:, None, :] / kappa_n[:, None, None]
+    eig = np.linalg.eigvalsh(b)  # (K, D)
+    logdet_base = 2.0 * float(np.sum(np.log(np.diag(chol))))
+    const = np.sum(
+        -0.5 * counts * d * np.log(np.pi)
+        + multigammaln(0.5 * nu_n, d)
+        - multigammaln(0.5 * nu0, d)
+        + 0.5 * d * np.log(kappa0 / kappa_n)
+        - 0.5 * counts * logdet_base
+    )
+    s = np.asarray(grid, dtype=np.float64)
+    logdets = np.log(s[:, None, None] + eig[None, :, :]).sum(axis=2)  # (G, K)
+    return (
+        np.asarray(log_weights, dtype=np.float64)
+        + const
+        + 0.5 * k * nu0 * d * np.log(s)
+        - 0.5 * logdets @ nu_n
+    )
+
+
+def scale_marginal_loglik(xc, labels, kappa0, nu0, base, grid, log_weights) -> float:
+    """``log sum_g w_g prod_k m(X_k | s_g P)``: the log likelihood with the scale integrated out."""
+    return float(logsumexp(scale_log_posterior(xc, labels, kappa0, nu0, base, grid, log_weights)))

@@ -24,8 +24,16 @@ def check_data(x, name: str = "observed") -> np.ndarray:
     Raises
     ------
     ValueError
-        If ``x`` is not 1-D or 2-D, is empty, or holds NaN or infinite values.
+        If ``x`` is not 1-D or 2-D, is empty, holds complex numbers, NaN or
+        infinite values, or has a column whose magnitude the NIW arithmetic
+        cannot represent (above ``1e100`` or, when not all zero, below ``1e-100``:
+        sums of squares would overflow or underflow).
     """
+    if np.iscomplexobj(np.asarray(x)):
+        raise ValueError(
+            f"Argument '{name}' holds complex numbers; pass real data (for example the real "
+            "and imaginary parts as separate columns)."
+        )
     arr = np.asarray(x, dtype=np.float64)
     if arr.ndim == 1:
         arr = arr[:, None]
@@ -44,7 +52,26 @@ def check_data(x, name: str = "observed") -> np.ndarray:
             f"Argument '{name}' contains {int(bad.sum())} NaN or infinite value(s), first in "
             f"row(s) {rows[:5].tolist()}. Drop or impute those rows before clustering."
         )
+    _check_magnitude(arr, name)
     return arr
+
+
+#: Column magnitudes outside [_TINY, _HUGE] make sums of squares overflow or underflow.
+_HUGE, _TINY = 1e100, 1e-100
+
+
+def _check_magnitude(arr: np.ndarray, name: str) -> None:
+    """Refuse columns too large or too small for sums of squares in double precision."""
+    size = np.abs(arr).max(axis=0)
+    huge = np.flatnonzero(size > _HUGE)
+    tiny = np.flatnonzero((size > 0) & (size < _TINY))
+    for columns, what in ((huge, f"above {_HUGE:g}"), (tiny, f"below {_TINY:g}")):
+        if columns.size:
+            raise ValueError(
+                f"Argument '{name}' has column(s) {columns[:5].tolist()} with values {what} in "
+                "magnitude, which sums of squares cannot represent in double precision. "
+                "Rescale the data (for example standardise each column) before clustering."
+            )
 
 
 def check_positive_scalar(value, name: str) -> float:

@@ -18,6 +18,11 @@ Two cases ArviZ does not settle on its own are decided here:
   quantity fails, with R-hat reported as infinite.
 * **One chain.** R-hat compares chains and needs at least two; only the ESS is
   checked, and the report says so.
+
+A run cut short (Ctrl-C, or a worker that died) must never pass for a complete
+one: PyMC catches ``KeyboardInterrupt`` and returns the draws it has, so
+:func:`check_complete` compares what came back with what was asked and raises
+:class:`SamplingInterrupted`, which carries the partial InferenceData.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ __all__ = [
     "ConvergenceReport",
     "ConvergenceWarning",
     "QuantityDiagnostics",
+    "SamplingInterrupted",
+    "check_complete",
     "check_convergence",
     "warn_if_not_converged",
 ]
@@ -53,6 +60,52 @@ REMEDY = (
 
 class ConvergenceWarning(UserWarning):
     """The chains of a pCRP fit have not converged or are too short to trust."""
+
+
+class SamplingInterrupted(RuntimeError):
+    """Sampling stopped before every chain had all its draws (for example on Ctrl-C).
+
+    Attributes
+    ----------
+    idata : arviz.InferenceData
+        What came back: fewer chains or fewer draws than asked. It is kept for
+        inspection only; do not report it as the posterior.
+    """
+
+    def __init__(self, message: str, idata: az.InferenceData) -> None:
+        super().__init__(message)
+        self.idata = idata
+
+
+def check_complete(idata: az.InferenceData, chains: int | None, draws: int) -> None:
+    """Raise :class:`SamplingInterrupted` unless ``idata`` holds every chain and draw asked.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        The result of ``pm.sample``.
+    chains : int or None
+        Chains asked for (``None``: PyMC chose, only the draws are checked).
+    draws : int
+        Kept draws asked for per chain.
+
+    Raises
+    ------
+    SamplingInterrupted
+        When the posterior has fewer chains or fewer draws than asked.
+    """
+    sizes = idata.posterior.sizes
+    got_chains, got_draws = int(sizes.get("chain", 0)), int(sizes.get("draw", 0))
+    if got_draws >= draws and (chains is None or got_chains >= chains):
+        return
+    asked = f"{chains} chain(s) x {draws} draws" if chains is not None else f"{draws} draws"
+    raise SamplingInterrupted(
+        f"Sampling stopped early: {got_chains} chain(s) x {got_draws} draws came back, "
+        f"{asked} were asked (interrupted, or a chain failed). The result is incomplete and "
+        "is not a posterior to report; the partial InferenceData is in the exception's "
+        "'idata' attribute.",
+        idata,
+    )
 
 
 @dataclass(frozen=True)

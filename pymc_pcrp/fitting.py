@@ -24,7 +24,7 @@ from pymc.util import RandomState
 
 from pymc_pcrp._idata import store_model_parameters
 from pymc_pcrp._validation import check_data, check_positive_scalar
-from pymc_pcrp.diagnostics import check_convergence, warn_if_not_converged
+from pymc_pcrp.diagnostics import check_complete, check_convergence, warn_if_not_converged
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 
 __all__ = ["build_model", "fit"]
@@ -146,13 +146,23 @@ def fit(
     -------
     arviz.InferenceData
         ``posterior`` holds ``z`` and ``n_clusters``; ``sample_stats`` holds
-        ``log_joint`` and ``n_clusters``; ``observed_data`` holds ``x``.
+        ``log_joint``, ``n_clusters`` and ``niw_scale`` (each draw's NIW scale
+        ``s``, ``Psi_0 = s psi0``); ``observed_data`` holds ``x``.
         ``constant_data`` holds the model's fixed parameters: the scalars
         ``power``, ``alpha``, ``kappa0`` and ``nu0``, ``mu0`` (dims
-        ``feature``) and ``psi0`` (dims ``feature, feature_bis``), so that
-        :func:`~pymc_pcrp.predict` needs nothing else. The coords ``obs_id``
+        ``feature``) and ``psi0`` (dims ``feature, feature_bis``; the base
+        matrix when the scale is learned), plus ``scale_grid`` and
+        ``scale_log_weights`` (dims ``niw_scale_grid``) for a learned scale,
+        so that :func:`~pymc_pcrp.predict` needs nothing else. The coords ``obs_id``
         and ``feature`` are a DataFrame's index and columns (see
         :func:`build_model`).
+
+    Raises
+    ------
+    SamplingInterrupted
+        When ``pm.sample`` returned fewer chains or draws than asked (it catches
+        Ctrl-C and returns what it has): an interrupted run never looks
+        complete. The partial InferenceData is the exception's ``idata``.
 
     Warns
     -----
@@ -193,6 +203,7 @@ def fit(
     store_model_parameters(
         idata, power=power, alpha=alpha, prior=prior, feature=model.coords["feature"]
     )
+    check_complete(idata, chains=chains, draws=draws)
     if checks and ("n_clusters" in idata.posterior or "log_joint" in idata.get("sample_stats", {})):
         warn_if_not_converged(check_convergence(idata), stacklevel=2)
     return idata

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import arviz as az
 import numpy as np
 
-from pymc_pcrp._idata import label_draws
+from pymc_pcrp._idata import draw_scales, label_draws
 from pymc_pcrp._logging import quiet_loggers
 from pymc_pcrp._niw_numpy import PartitionPredictor, assign, check_prior
 from pymc_pcrp._validation import check_data, check_positive_scalar
@@ -248,7 +248,8 @@ def _assign_to_clusters(
         The pCRP power ``r``.
     prior : NIWPrior, optional
         Defaults to ``NIWPrior.from_data(X_train)``, the default of
-        :func:`pymc_pcrp.fit`.
+        :func:`pymc_pcrp.fit`. If it learns its scale, the predictives are
+        averaged over the scale's exact conditional given ``labels``.
     alpha : float, default=1.0
         Concentration; it matters only when ``allow_new=True``.
     allow_new : bool, default=False
@@ -349,12 +350,13 @@ def _score_power(
         )
     labels = label_draws(idata)
     predictor = PartitionPredictor(x_train, prior)
+    scales = draw_scales(idata, prior.grid_arrays()[0], labels.shape[:2], "cross_validate_power")
     losses = np.empty(labels.shape[:2])
     n_clusters = np.empty(labels.shape[:2], dtype=np.int64)
     for c in range(labels.shape[0]):
         for d in range(labels.shape[1]):
             z = labels[c, d]
-            assigned = assign(predictor, z, x_test, power, alpha, allow_new=False)
+            assigned = assign(predictor, z, x_test, power, alpha, False, scales[c, d])
             losses[c, d] = _cluster_loss(x_test, assigned)
             n_clusters[c, d] = np.unique(z).size
     return losses, n_clusters
@@ -367,6 +369,19 @@ def _mcse(values: np.ndarray) -> float:
     if not np.isfinite(se):  # too few draws for ArviZ; fall back to the iid formula
         se = float(np.std(values, ddof=1) / np.sqrt(values.size))
     return se
+
+
+def _check_power_grid(powers) -> np.ndarray:
+    """Return the grid of powers sorted; refuse fewer than two distinct positive values."""
+    grid = np.asarray(powers, dtype=np.float64)
+    if grid.ndim != 1 or grid.size < 2:
+        raise ValueError(f"Argument 'powers' must hold at least two values, got {powers!r}.")
+    grid = np.sort(grid)
+    if np.any(np.diff(grid) == 0):
+        raise ValueError("Argument 'powers' holds repeated values.")
+    for value in grid:
+        check_positive_scalar(value, "powers")
+    return grid
 
 
 def cross_validate_power(
@@ -447,14 +462,7 @@ def cross_validate_power(
     shows in ``loss_se``.
     """
     x_train, x_test = _check_train_and_other(X_train, X_test, "X_test")
-    grid = np.asarray(powers, dtype=np.float64)
-    if grid.ndim != 1 or grid.size < 2:
-        raise ValueError(f"Argument 'powers' must hold at least two values, got {powers!r}.")
-    grid = np.sort(grid)
-    if np.any(np.diff(grid) == 0):
-        raise ValueError("Argument 'powers' holds repeated values.")
-    for value in grid:
-        check_positive_scalar(value, "powers")
+    grid = _check_power_grid(powers)
     alpha = check_positive_scalar(alpha, "alpha")
     jump_tol = check_positive_scalar(jump_tol, "jump_tol")
     prior = check_prior(prior, x_train, x_train.shape[1])

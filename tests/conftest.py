@@ -41,14 +41,21 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     ),
     # a local dask cluster; test_cross_validation_on_dask_equals_sequential stays fast
     "test_distributed": frozenset({"test_fit_parallel_on_dask_equals_fit"}),
+    # a real cluster command interrupted by SIGINT (the fit-level check stays fast)
+    "test_interrupts": frozenset({"test_cluster_command_interrupted_publishes_nothing"}),
+    # two fresh processes, the first compiling every kernel into an empty cache
+    "test_compile_notice": frozenset(
+        {"test_cold_cache_announces_compilation_once_and_warm_cache_does_not"}
+    ),
     # cross-validation run several times over
     "test_model_selection": frozenset({"test_results_do_not_depend_on_n_jobs_or_grid_order"}),
-    # the three tests sharing the quick reproduction run (21 fits)
+    # the four tests sharing the quick reproduction run (28 fits)
     "test_reproduce": frozenset(
         {
             "test_quick_run_prints_progress",
             "test_quick_run_writes_every_table_and_figure",
             "test_quick_run_methods_and_settings",
+            "test_quick_run_pins_algorithm_1_and_the_fixed_prior",
         }
     ),
 }

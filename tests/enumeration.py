@@ -55,3 +55,31 @@ def exact_posterior(X, alpha, r, mu0, kappa0, nu0, psi0):
     probs = np.exp(log_p)
     assert abs(scipy.special.logsumexp(log_p)) < 1e-12
     return partitions, probs
+
+
+def exact_posterior_scaled(X, alpha, r, mu0, kappa0, nu0, base, grid, log_weights):
+    """Exact posterior of (z, s) with Psi_0 = s * base and s on a grid with log weights.
+
+    Returns (partitions, probs_z, probs_s): the marginal posterior of the partition,
+    p(z | X) ∝ alpha^K prod Gamma(n_k)^r sum_g w_g prod_k m(X_k | s_g base), and the
+    marginal posterior of s over the grid. Each block's marginal is computed from
+    scratch with niw_log_marginal (no eigenvalue shortcut).
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim == 1:
+        X = X[:, None]
+    grid = np.asarray(grid, dtype=float)
+    log_weights = np.asarray(log_weights, dtype=float)
+    partitions = []
+    log_joint = []  # (partitions, G)
+    for z in set_partitions(len(X)):
+        row = log_weights + log_pcrp_prior_unnorm(z, alpha, r)
+        for g, s in enumerate(grid):
+            for k in range(z.max() + 1):
+                row[g] += niw_log_marginal(X[z == k], mu0, kappa0, nu0, s * np.asarray(base))
+        partitions.append(tuple(int(v) for v in z))
+        log_joint.append(row)
+    log_joint = np.array(log_joint)
+    log_joint -= scipy.special.logsumexp(log_joint)
+    joint = np.exp(log_joint)
+    return partitions, joint.sum(axis=1), joint.sum(axis=0)

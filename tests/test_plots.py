@@ -32,6 +32,9 @@ def _idata(labels, x=None, n_clusters=True):
     groups = {"posterior": posterior}
     if x is not None:
         groups["observed_data"] = {"x": x}
+        # every draw at one value of the learned scale grid of NIWPrior.from_data(x)
+        scale = pcrp.NIWPrior.from_data(x).scale_grid[60]
+        groups["sample_stats"] = {"niw_scale": np.full(labels.shape[:2], scale)}
     return az.from_dict(**groups)
 
 

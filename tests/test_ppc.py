@@ -13,15 +13,24 @@ import pymc_pcrp as pcrp
 SEED = sum(ord(c) for c in "test_predictive")
 
 
-def test_replicates_follow_the_student_t_predictive():
+@pytest.mark.parametrize("learned", [False, True])
+def test_replicates_follow_the_student_t_predictive(learned):
+    # with a learned scale every draw replicates with its own s (here all at s = 5, far
+    # from the base matrix, so using psi0 itself would fail the KS test)
     rng = np.random.default_rng(SEED)
     x = np.r_[rng.normal(size=10) - 5.0, rng.normal(size=12) * 2.0 + 5.0]
     labels = np.r_[np.zeros(10, dtype=int), np.ones(12, dtype=int)]
-    prior = pcrp.NIWPrior(mu0=np.zeros(1), kappa0=0.5, nu0=3.0, psi0=np.eye(1))
+    grid = {"scale_grid": [0.2, 5.0]} if learned else {}
+    prior = pcrp.NIWPrior(mu0=np.zeros(1), kappa0=0.5, nu0=3.0, psi0=np.eye(1), **grid)
     with pm.Model() as model:
         z = pcrp.PowerCRP("z", alpha=1.0, power=1.0, n=len(x))
         pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
-    idata = az.from_dict(posterior={"z": np.broadcast_to(labels, (2, 3000, len(x))).copy()})
+    idata = az.from_dict(
+        posterior={"z": np.broadcast_to(labels, (2, 3000, len(x))).copy()},
+        sample_stats={"niw_scale": np.full((2, 3000), 5.0)},
+    )
+    if learned:
+        prior = prior.at_scale(5.0)
     pp = pcrp.sample_posterior_predictive(idata, model, random_seed=SEED)
     reps = pp.posterior_predictive["x"].values
     assert reps.shape == (2, 3000, len(x))
@@ -41,7 +50,11 @@ def test_same_seed_same_draws_and_extend():
     with pm.Model() as model:
         z = pcrp.PowerCRP("z", alpha=1.0, power=1.2, n=6)
         pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(x), observed=x)
-    idata = az.from_dict(posterior={"z": np.zeros((1, 4, 6), dtype=int)})
+    scale = pcrp.NIWPrior.from_data(x).scale_grid[50]
+    idata = az.from_dict(
+        posterior={"z": np.zeros((1, 4, 6), dtype=int)},
+        sample_stats={"niw_scale": np.full((1, 4), scale)},
+    )
     a = pcrp.sample_posterior_predictive(idata, model, random_seed=3)
     b = pcrp.sample_posterior_predictive(idata, model, random_seed=3)
     np.testing.assert_array_equal(a.posterior_predictive["x"], b.posterior_predictive["x"])

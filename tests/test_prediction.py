@@ -15,10 +15,22 @@ from pymc_pcrp.posterior.prediction import PredictResult, predict, predictive_de
 SEED = sum(ord(c) for c in "test_prediction")
 
 
-def _idata(labels, x):
-    """InferenceData holding label draws of shape (chain, draw, N) and the data."""
+def _default_scale(x):
+    """A value on the scale grid of NIWPrior.from_data(x): the scale of every hand-made draw."""
+    return float(pcrp.NIWPrior.from_data(x).scale_grid[60])
+
+
+def _idata(labels, x, scales=None):
+    """InferenceData holding label draws of shape (chain, draw, N), the data and niw_scale.
+
+    Every draw's NIW scale is ``_default_scale(x)`` unless ``scales`` (chain, draw) is given.
+    """
     labels = np.asarray(labels, dtype=np.int64)
-    return az.from_dict(posterior={"z": labels}, observed_data={"x": x})
+    if scales is None:
+        scales = np.full(labels.shape[:2], _default_scale(x))
+    return az.from_dict(
+        posterior={"z": labels}, observed_data={"x": x}, sample_stats={"niw_scale": scales}
+    )
 
 
 def _rule_by_hand(x, labels, points, prior, power, alpha):
@@ -80,17 +92,42 @@ def test_identical_draws_give_the_one_draw_answer():
     many = predict(_idata(draws, x), points, power=1.2, point=labels)
     assert many.n_draws == 10
     np.testing.assert_allclose(many.probabilities, one.probabilities, rtol=1e-12)
-    # the default prior is NIWPrior.from_data of the observed points
-    prior = pcrp.NIWPrior.from_data(x)
+    # the default prior is NIWPrior.from_data of the observed points, at the draw's scale
+    prior = pcrp.NIWPrior.from_data(x).at_scale(_default_scale(x))
     np.testing.assert_allclose(
         _rule_by_hand(x, labels, points, prior, 1.2, 1.0), one.probabilities, rtol=1e-9
     )
 
 
+def test_each_draw_uses_its_own_learned_scale():
+    rng = np.random.default_rng(SEED + 11)
+    x, labels = _three_blobs(rng)
+    points = rng.normal(1.0, 2.5, (12, 2))
+    grid = pcrp.NIWPrior.from_data(x).scale_grid
+    scales = np.array([[grid[20], grid[70]]])
+    both = predict(
+        _idata(np.stack([labels, labels])[None], x, scales), points, power=1.2, point=labels
+    )
+    singles = [
+        _rule_by_hand(x, labels, points, pcrp.NIWPrior.from_data(x).at_scale(s), 1.2, 1.0)
+        for s in scales[0]
+    ]
+    assert not np.allclose(singles[0], singles[1], rtol=1e-3)  # the scale matters here
+    np.testing.assert_allclose(both.probabilities, np.mean(singles, axis=0), rtol=1e-9)
+    # without niw_scale (or off the prior's grid) a learned-scale prior is refused
+    bare = az.from_dict(posterior={"z": labels[None, None]}, observed_data={"x": x})
+    with pytest.raises(ValueError, match=r"learns its scale.*'niw_scale'"):
+        predict(bare, points, power=1.2, point=labels)
+    with pytest.raises(ValueError, match="not on the prior's scale grid"):
+        predict(
+            _idata(labels[None, None], x, np.full((1, 1), 0.123)), points, power=1.2, point=labels
+        )
+
+
 def test_draw_that_merges_and_splits_point_clusters_is_mapped_by_overlap():
     rng = np.random.default_rng(SEED + 2)
     x, labels = _three_blobs(rng)
-    prior = pcrp.NIWPrior.from_data(x, kappa0=0.5)
+    prior = pcrp.NIWPrior.from_data(x, kappa0=0.5, scale=0.1)
     points = rng.normal(1.5, 2.0, (9, 2))
     # draw: clusters 0 and 1 of the point estimate merged, cluster 2 split into 4 + 2 points
     draw = np.r_[np.zeros(18), np.ones(4), np.full(2, 2)].astype(int)

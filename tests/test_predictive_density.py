@@ -12,12 +12,18 @@ import pymc_pcrp as pcrp
 SEED = sum(ord(c) for c in "test_density")
 
 
+def _default_scale(x):
+    """A value on the scale grid of NIWPrior.from_data(x): the scale of every hand-made draw."""
+    return float(pcrp.NIWPrior.from_data(x).scale_grid[60])
+
+
 def _idata(labels, x, log_joint=None):
-    """InferenceData holding label draws of shape (chain, draw, N) and the data."""
+    """InferenceData holding label draws of shape (chain, draw, N), the data and niw_scale."""
     labels = np.asarray(labels, dtype=np.int64)
-    groups = {"posterior": {"z": labels}, "observed_data": {"x": x}}
+    stats = {"niw_scale": np.full(labels.shape[:2], _default_scale(x))}
     if log_joint is not None:
-        groups["sample_stats"] = {"log_joint": np.asarray(log_joint, dtype=float)}
+        stats["log_joint"] = np.asarray(log_joint, dtype=float)
+    groups = {"posterior": {"z": labels}, "observed_data": {"x": x}, "sample_stats": stats}
     return az.from_dict(**groups)
 
 
@@ -74,7 +80,7 @@ def test_one_draw_2d_equals_a_hand_computation():
     rng = np.random.default_rng(SEED + 1)
     x = np.r_[rng.normal(0, 1, (9, 2)), rng.normal(4, 1, (5, 2)) * [1.0, 2.0]]
     labels = np.r_[np.full(9, 1), np.full(5, 0)]
-    prior = pcrp.NIWPrior.from_data(x, kappa0=0.2)
+    prior = pcrp.NIWPrior.from_data(x, kappa0=0.2).at_scale(_default_scale(x))
     points = rng.normal(2, 3, (40, 2))
     dens = pcrp.posterior.predictive_density(
         _idata(labels[None, None], x), points, power=1.2, alpha=1.5
@@ -91,7 +97,7 @@ def test_one_draw_2d_equals_a_hand_computation():
 def test_averages_over_draws_and_max_draws_thins_evenly():
     rng = np.random.default_rng(SEED + 2)
     x = rng.normal(size=(10, 2))
-    prior = pcrp.NIWPrior.from_data(x)
+    prior = pcrp.NIWPrior.from_data(x).at_scale(_default_scale(x))  # the default at the draws' s
     draws = np.array(
         [
             [np.zeros(10), np.r_[np.zeros(5), np.ones(5)]],

@@ -1,5 +1,6 @@
 """The ``reproduce`` command: its quick run writes every table and figure."""
 
+import inspect
 import io
 import re
 import sys
@@ -7,18 +8,44 @@ import sys
 import numpy as np
 import pytest
 
+from pymc_pcrp import NIWPrior, PCRPGibbs
+from pymc_pcrp import model_selection as _model_selection
 from pymc_pcrp.cli import reproduce
+from pymc_pcrp.cli.reproduce import moves as _moves
+from pymc_pcrp.cli.reproduce import run as _run
 from pymc_pcrp.prior import crp_oracle_alpha
 
 K_TRUE = {"Sim 1": 3, "Sim 2": 2, "Digits 1-4": 4, "Old Faithful": 2}
 
 
+def _spy(calls, where, function):
+    """Wrap ``function`` so that each call's data and keyword arguments land in ``calls``."""
+
+    def spy(*args, **kwargs):
+        calls.append((where, args, kwargs))
+        return function(*args, **kwargs)
+
+    return spy
+
+
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
-    """One quick run (about 40 s) shared by the tests below."""
+    """One quick run (a minute or two) shared by the tests below.
+
+    The run's calls of ``fit`` (main fits and, through ``cross_validate_power``,
+    the cross-validation fits) and of ``cross_validate_power`` are recorded in
+    ``result.spied`` (the quick protocol cross-validates in this process).
+    """
     out = tmp_path_factory.mktemp("repro")
     stream = io.StringIO()
-    result = reproduce.run_reproduction(out, quick=True, stream=stream)
+    calls = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_run, "fit", _spy(calls, "main", _run.fit))
+        patch.setattr(_model_selection, "fit", _spy(calls, "cv", _model_selection.fit))
+        cv = _spy(calls, "cross_validate_power", _run.cross_validate_power)
+        patch.setattr(_run, "cross_validate_power", cv)
+        result = reproduce.run_reproduction(out, quick=True, stream=stream)
+    result.spied = calls
     return result, stream.getvalue(), out
 
 
@@ -41,8 +68,12 @@ def test_paper_values_are_complete_and_consistent():
 def test_quick_run_prints_progress(quick):
     _, printed, _ = quick
     # One line per run with data set, N, method, r and elapsed seconds.
-    assert re.search(r"\[ 1/21\] Sim 1, N = 100, CRP-Oracle: alpha = 0\.651, r = 1, seed", printed)
-    assert re.search(r"\[21/21\] Old Faithful, N = 172, pCRP: \d+\.\d s; K ", printed)
+    assert re.search(r"\[ 1/28\] Sim 1, N = 100, CRP-Oracle: alpha = 0\.651, r = 1, seed", printed)
+    assert re.search(r"\[27/28\] Old Faithful, N = 172, pCRP: \d+\.\d s; K ", printed)
+    assert re.search(
+        r"\[28/28\] Old Faithful, N = 172, pCRP \(default moves\): \d+\.\d s; K ", printed
+    )
+    assert "Default moves of PCRPGibbs (extra pCRP fit): " in printed
     assert printed.count("chosen r =") == 4
     assert "Total wall time" in printed
 
@@ -57,6 +88,16 @@ def test_quick_run_writes_every_table_and_figure(quick):
     # The paper's values appear beside ours.
     assert "0.827 (7.0e-04)" in tables  # pCRP, Sim 1, N = 300
     assert "1.389 (1.1e-03)" in tables  # pCRP, digits, N = 3000
+    # The protocol's sampler and prior are named, and the default-moves rows sit beside it.
+    assert "`NIWPrior.from_data(X, scale=0.1)`, fixed" in tables
+    assert "Algorithm 1 (init='random', split_merge=0)" in tables
+    label = f"pCRP (default moves): {result.default_moves}"
+    assert result.default_moves == _moves.describe_options(_moves.default_step_options())
+    # Tables 1 and 2: one row per size of each data set; Old Faithful: one row.
+    assert tables.count(f"| {label} |") == 7
+    section = tables.split("## The default sampler beside Algorithm 1")[1].split("\n## ")[0]
+    assert section.count("| Algorithm 1 (") == 7
+    assert section.count(f"| default ({result.default_moves}) |") == 7
 
     linked = re.findall(r"\]\((fig[^)]+\.png)\)", tables)
     assert sorted(linked) == sorted(path.name for path in result.figures)
@@ -83,7 +124,7 @@ def test_quick_run_writes_every_table_and_figure(quick):
 
 def test_quick_run_methods_and_settings(quick):
     result, _, _ = quick
-    assert len(result.runs) == 21
+    assert len(result.runs) == 28
     assert set(result.cv) == set(K_TRUE)
     for cv in result.cv.values():
         assert cv.result.chosen_power in reproduce.QUICK_PROTOCOL.powers
@@ -92,7 +133,8 @@ def test_quick_run_methods_and_settings(quick):
             assert run.alpha == pytest.approx(crp_oracle_alpha(K_TRUE[run.dataset], run.n))
         else:
             assert run.alpha == 1.0
-        expected_power = result.cv[run.dataset].result.chosen_power if run.method == "pCRP" else 1
+        pcrp = run.method in ("pCRP", "pCRP (default moves)")
+        expected_power = result.cv[run.dataset].result.chosen_power if pcrp else 1
         assert run.power == expected_power
         assert run.k_draws.shape == (2, reproduce.QUICK_PROTOCOL.draws)
         assert run.summary.k_mean == pytest.approx(np.mean(run.k_draws))
@@ -101,6 +143,53 @@ def test_quick_run_methods_and_settings(quick):
         assert 0 <= run.summary.nmi_mean <= 1
     faithful = [run for run in result.runs if run.dataset == "Old Faithful"]
     assert {run.n for run in faithful} == {172}
+    # The default-moves fit repeats the pCRP fit of each size with the same seed.
+    extra = [run for run in result.runs if run.method == "pCRP (default moves)"]
+    assert len(extra) == 7
+    for run in extra:
+        assert run.seed == result.run(run.dataset, run.n, "pCRP").seed
+
+
+def _same_prior(prior, expected):
+    assert isinstance(prior, NIWPrior)
+    np.testing.assert_array_equal(prior.mu0, expected.mu0)
+    np.testing.assert_array_equal(prior.psi0, expected.psi0)
+    assert (prior.kappa0, prior.nu0) == (expected.kappa0, expected.nu0)
+
+
+def test_quick_run_pins_algorithm_1_and_the_fixed_prior(quick):
+    result, _, _ = quick
+    calls = result.spied
+    main = [kwargs | {"X": args[0]} for where, args, kwargs in calls if where == "main"]
+    cv_fits = [kwargs | {"X": args[0]} for where, args, kwargs in calls if where == "cv"]
+    cv_calls = [(args, kwargs) for where, args, kwargs in calls if where == "cross_validate_power"]
+    assert len(main) == 28 and len(cv_calls) == 4
+    assert len(cv_fits) == 4 * len(reproduce.QUICK_PROTOCOL.powers)
+    # Every fit, the cross-validation fits included, gets the fixed prior explicitly.
+    for kwargs in main + cv_fits:
+        _same_prior(kwargs["prior"], NIWPrior.from_data(kwargs["X"], scale=0.1))
+    for args, kwargs in cv_calls:
+        _same_prior(kwargs["prior"], NIWPrior.from_data(args[0], scale=0.1))
+        assert kwargs["fit_kwargs"]["pcrp_gibbs"]["split_merge"] == 0
+    # Algorithm 1 everywhere but in the default-moves fits, which pass no step options.
+    pinned = [kwargs for kwargs in main if "pcrp_gibbs" in kwargs]
+    unpinned = [kwargs for kwargs in main if "pcrp_gibbs" not in kwargs]
+    assert len(pinned) == 21 and len(unpinned) == 7
+    for kwargs in pinned + cv_fits:
+        assert kwargs["pcrp_gibbs"] == {"split_merge": 0, "init": "random"}
+    chosen = {cv.result.chosen_power for cv in result.cv.values()}
+    assert all(kwargs["alpha"] == 1.0 and kwargs["power"] in chosen for kwargs in unpinned)
+
+
+def test_default_step_options_follow_the_step_signature(monkeypatch):
+    defaults = inspect.signature(PCRPGibbs.__init__).parameters
+    options = _moves.default_step_options()
+    assert options["split_merge"] == defaults["split_merge"].default
+    assert options["split_merge_scans"] == defaults["split_merge_scans"].default
+    assert not {"model", "rng", "sweeps_per_draw", "compile_kwargs", "blocked"} & set(options)
+    # A change of the step's defaults shows in the label at run time.
+    monkeypatch.setitem(PCRPGibbs.__init__.__kwdefaults__, "split_merge", 7)
+    assert "split_merge=7" in _moves.describe_options(_moves.default_step_options())
 
 
 @pytest.fixture

@@ -14,12 +14,46 @@ as a log weight.
 
 ``parallel`` is never used: the sweep is sequential by nature, and ``pm.sample``
 already runs chains on separate cores.
+
+``cache`` is on when numba can write its cache somewhere (beside the package, in
+``NUMBA_CACHE_DIR`` or in the user's cache folder). When it cannot (a read-only
+installation with no writable cache folder), numba would refuse to decorate the
+kernels at import; the package then compiles without caching and says so once.
 """
 
-__all__ = ["NJIT_KWARGS"]
+import warnings
+
+import numba
+
+__all__ = ["CACHING", "NJIT_KWARGS"]
+
+
+def _numba_can_cache() -> bool:
+    """Whether numba finds a writable cache location for a function of this package."""
+
+    def probe() -> int:
+        return 0
+
+    try:
+        numba.njit(cache=True)(probe)
+    except RuntimeError:
+        return False
+    return True
+
+
+CACHING: bool = _numba_can_cache()
+if not CACHING:
+    warnings.warn(
+        "pymc_pcrp: numba found no writable cache folder (beside the package, NUMBA_CACHE_DIR "
+        "or the user cache folder), so its kernels are compiled again in every new process "
+        "(tens of seconds). Set the environment variable NUMBA_CACHE_DIR to a writable folder "
+        "to keep them.",
+        RuntimeWarning,
+        stacklevel=2,
+    )
 
 NJIT_KWARGS: dict = {
-    "cache": True,
+    "cache": CACHING,
     "nogil": True,
     "fastmath": False,
 }

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from pymc_pcrp.cli.cluster import add_cluster_parser, run_cluster
 from pymc_pcrp.cli.demo import run_demo
+from pymc_pcrp.diagnostics import SamplingInterrupted
 
 __all__ = ["main", "run_demo"]
 
@@ -88,6 +89,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "cluster":
         return run_cluster(args)
+    try:
+        _run_other(args, argv)
+    except (KeyboardInterrupt, SamplingInterrupted) as err:
+        what = str(err) if isinstance(err, SamplingInterrupted) else "Interrupted."
+        print(f"error: {what} The {args.command} run did not finish.", file=sys.stderr)
+        return 130
+    return 0
+
+
+def _run_other(args: argparse.Namespace, argv: Sequence[str] | None) -> None:
+    """Run the ``reproduce`` or ``demo`` command."""
     if args.command == "reproduce":
         from pymc_pcrp.cli import reproduce
 
@@ -111,4 +123,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             sweeps_per_draw=args.sweeps_per_draw,
             seed=args.seed,
         )
-    return 0

@@ -44,7 +44,9 @@ has been written. On an error the temporary directory is removed; if the
 process is killed, what remains carries ``incomplete`` in its name, and ``DIR``
 itself never appears half-filled. An existing non-empty ``DIR`` is replaced
 only with ``--overwrite`` and only if it looks like an earlier output of this
-command (it holds a ``summary.md``).
+command (it holds a ``summary.md``). An interrupted run (Ctrl-C, or sampling that
+returned fewer chains or draws than asked) publishes nothing, leaves an earlier
+result in ``DIR`` as it was, says so on stderr and exits with status 130.
 
 **Errors.** Problems with the input (missing or unreadable file, unknown
 column, non-numeric, empty, NaN or infinite cells, fewer than two rows, a
@@ -55,6 +57,7 @@ reported on stderr as one message naming the problem, with exit status 2.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import time
@@ -77,7 +80,7 @@ from pymc_pcrp.cli.io import (
     save_figure,
     write_labels,
 )
-from pymc_pcrp.diagnostics import ConvergenceReport, check_convergence
+from pymc_pcrp.diagnostics import ConvergenceReport, SamplingInterrupted, check_convergence
 from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.fitting import fit
 from pymc_pcrp.model_selection import CVResult, cross_validate_power, split_train_test
@@ -97,6 +100,8 @@ def _marginal_prior(prior: NIWPrior, keep: int) -> NIWPrior | None:
             kappa0=prior.kappa0,
             nu0=prior.nu0 - drop,
             psi0=prior.psi0[:keep, :keep],
+            scale_grid=prior.scale_grid,  # Psi_0 = s P: the marginal keeps s
+            scale_log_weights=prior.scale_log_weights,
         )
     except ValueError:
         return None
@@ -165,6 +170,18 @@ def _error(message: str) -> int:
     return 2
 
 
+def _interrupted(out: Path, err: BaseException) -> int:
+    """Say that the run was cut short and nothing was published; return 130 (as for SIGINT)."""
+    what = str(err) if isinstance(err, SamplingInterrupted) else "Interrupted."
+    earlier = " (the earlier result there is untouched)" if out.exists() else ""
+    print(
+        f"error: {what}\nNothing was written to '{out}'{earlier}.",
+        file=sys.stderr,
+        flush=True,
+    )
+    return 130
+
+
 def _seed_int(seq: np.random.SeedSequence) -> int:
     return int(seq.generate_state(1, dtype=np.uint32)[0])
 
@@ -173,6 +190,10 @@ def _check_inputs(args: argparse.Namespace) -> tuple[ClusterData, Path, int]:
     """Read the data and check the output path before any work; raise InputError if invalid."""
     data = load_data(args)
     out = Path(args.out)
+    if out.is_symlink():
+        # Work on the link's target (existing or not): the temporary folder is made beside
+        # the target and renamed onto it, so the link keeps pointing at the result.
+        out = Path(os.path.realpath(out))
     check_output(out, args.overwrite, Path(args.data))
     n = data.x.shape[0]
     n_train = 0
@@ -192,8 +213,14 @@ def _choose_power(
     n_train: int,
     split_seq: np.random.SeedSequence,
     cv_seq: np.random.SeedSequence,
+    prior: NIWPrior,
 ) -> tuple[float, tuple[CVResult, tuple[int, int], list[str]] | None]:
-    """Return ``r`` (given, or chosen by cross-validation) and the cross-validation record."""
+    """Return ``r`` (given, or chosen by cross-validation) and the cross-validation record.
+
+    The training fits use ``prior``, the prior of the final fit, built from all the
+    data: a prior built from the training half alone would fail on a column that
+    happens to be constant in that half (a rare binary flag, say).
+    """
     if args.power != "auto":
         return float(args.power), None
     train, test = split_train_test(x, n_train, seed=_seed_int(split_seq))
@@ -212,6 +239,7 @@ def _choose_power(
             test,
             grid,
             alpha=args.alpha,
+            prior=prior,
             draws=args.cv_draws,
             tune=args.cv_tune,
             chains=args.cv_chains,
@@ -320,7 +348,7 @@ def run_cluster(args: argparse.Namespace) -> int:
     int
         ``0`` on success, ``2`` when the input or the options are invalid (a
         message has then been printed to stderr and no output directory is
-        left behind).
+        left behind), ``130`` when the run was interrupted (nothing published).
 
     Notes
     -----
@@ -350,8 +378,8 @@ def run_cluster(args: argparse.Namespace) -> int:
         return _error(f"cannot create the output directory '{out}': {err.strerror or err}")
 
     try:
-        power, cv_info = _choose_power(args, x, n_train, split_seq, cv_seq)
         prior = NIWPrior.from_data(x)
+        power, cv_info = _choose_power(args, x, n_train, split_seq, cv_seq, prior)
         idata = _sample(args, x, power, prior, fit_seq)
         report = _report_convergence(idata)
         estimate = point_estimate(idata, loss="vi", random_seed=_seed_int(estimate_seq))
@@ -375,6 +403,9 @@ def run_cluster(args: argparse.Namespace) -> int:
         )
         (tmp / "summary.md").write_text(text, encoding="utf-8")
         publish(tmp, out)
+    except (KeyboardInterrupt, SamplingInterrupted) as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return _interrupted(out, err)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

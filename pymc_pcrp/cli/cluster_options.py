@@ -91,6 +91,10 @@ def _n_jobs(text: str) -> int:
     return value
 
 
+#: Largest cross-validation grid: every power costs a separate set of fits.
+MAX_GRID_SIZE = 200
+
+
 def _grid_option(text: str) -> np.ndarray:
     """Parse ``START:STOP:STEP`` (both ends included) or a comma-separated list of powers."""
     text = text.strip()
@@ -105,6 +109,11 @@ def _grid_option(text: str) -> np.ndarray:
                     f"in START:STOP:STEP the step must be > 0 and STOP >= START, got {text!r}"
                 )
             count = math.floor((stop - start) / step + 1e-9) + 1
+            if count > MAX_GRID_SIZE:
+                raise argparse.ArgumentTypeError(
+                    f"{text!r} makes a grid of {count:,} powers; at most {MAX_GRID_SIZE} are "
+                    "allowed (each is a separate fit): use a larger STEP or a shorter range"
+                )
             grid = np.round(start + step * np.arange(count), 10)
         else:
             grid = np.array([float(p) for p in text.split(",") if p.strip()])

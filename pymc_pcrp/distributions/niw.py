@@ -9,18 +9,33 @@ import pytensor.tensor as pt
 
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Continuous
-from pytensor.graph.basic import Constant
+from pytensor.gradient import grad_not_implemented
+from pytensor.graph.basic import Apply, Constant
+from pytensor.graph.op import Op
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.sharedvar import TensorSharedVariable
 from pytensor.tensor.variable import TensorVariable
 from scipy import stats
+from scipy.special import logsumexp
 
 from pymc_pcrp._validation import check_data, check_positive_scalar, check_spd
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 
-__all__ = ["NIWMixture", "NIWMixtureRV", "NIWPrior", "niw_mixture", "niw_mixture_1d"]
+__all__ = [
+    "DEFAULT_SCALE_FRACTIONS",
+    "NIWMixture",
+    "NIWMixtureRV",
+    "NIWPrior",
+    "niw_mixture",
+    "niw_mixture_1d",
+]
 
 _LOG_PI = float(np.log(np.pi))
+
+#: Grid of ``c``, the typical within-cluster variance as a fraction of the data
+#: variance, of the learned scale of :meth:`NIWPrior.from_data`: log-spaced on
+#: ``[1e-4, 3]``, 20 values per decade, equal weights (log-uniform ``s``).
+DEFAULT_SCALE_FRACTIONS = np.logspace(-4.0, np.log10(3.0), 91)
 
 
 @dataclass(frozen=True)
@@ -43,6 +58,16 @@ class NIWPrior:
     psi0 : array-like of shape (D, D)
         Scale matrix of the inverse-Wishart; symmetric positive definite. For
         ``nu0 > D + 1`` the prior mean of each covariance is ``psi0 / (nu0 - D - 1)``.
+        With ``scale_grid`` it is the base matrix ``P`` of ``Psi_0 = s P``.
+    scale_grid : array-like of shape (G,), optional
+        A hyperprior on the scale: the inverse-Wishart scale matrix is
+        ``s * psi0`` with ``s`` taking the values of ``scale_grid`` (finite,
+        ``> 0``, distinct). ``None`` (default) fixes ``Psi_0 = psi0``. The model
+        integrates ``s`` out exactly; :class:`~pymc_pcrp.PCRPGibbs` samples it
+        along with the labels and records it as the sample stat ``niw_scale``.
+    scale_log_weights : array-like of shape (G,), optional
+        Log prior weights of the grid values (finite; normalised to sum to one
+        on the probability scale). Defaults to equal weights.
 
     See Also
     --------
@@ -58,6 +83,8 @@ class NIWPrior:
     kappa0: float
     nu0: float
     psi0: np.ndarray = field(repr=False)
+    scale_grid: np.ndarray | None = field(default=None, repr=False)
+    scale_log_weights: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         mu0 = np.atleast_1d(np.asarray(self.mu0, dtype=np.float64))
@@ -78,6 +105,25 @@ class NIWPrior:
         object.__setattr__(self, "kappa0", kappa0)
         object.__setattr__(self, "nu0", nu0)
         object.__setattr__(self, "psi0", psi0)
+        grid, log_w = _check_scale_grid(self.scale_grid, self.scale_log_weights)
+        object.__setattr__(self, "scale_grid", grid)
+        object.__setattr__(self, "scale_log_weights", log_w)
+
+    @property
+    def learns_scale(self) -> bool:
+        """Whether the prior has a hyperprior on the scale of ``psi0`` (a ``scale_grid``)."""
+        return self.scale_grid is not None
+
+    def grid_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(scale_grid, scale_log_weights)``; ``([1.0], [0.0])`` for a fixed scale."""
+        if self.scale_grid is None:
+            return np.ones(1), np.zeros(1)
+        return self.scale_grid, self.scale_log_weights
+
+    def at_scale(self, s: float) -> NIWPrior:
+        """Return the fixed-scale prior with ``Psi_0 = s * psi0`` (for a draw of ``s``)."""
+        s = check_positive_scalar(s, "s")
+        return NIWPrior(mu0=self.mu0, kappa0=self.kappa0, nu0=self.nu0, psi0=s * self.psi0)
 
     @property
     def dim(self) -> int:
@@ -86,7 +132,7 @@ class NIWPrior:
 
     @classmethod
     def from_data(
-        cls, X, *, kappa0: float = 0.01, nu0: float | None = None, scale: float = 0.1
+        cls, X, *, kappa0: float = 0.01, nu0: float | None = None, scale: float | str = "learn"
     ) -> NIWPrior:
         """Weakly informative defaults computed from the data.
 
@@ -94,14 +140,23 @@ class NIWPrior:
         * ``kappa0 = 0.01``: the component means are almost unconstrained;
         * ``nu0 = D + 2``: the least informative choice for which the prior mean
           of each covariance, ``psi0 / (nu0 - D - 1)``, exists;
-        * ``psi0 = (nu0 - D - 1) * scale * diag(var(X))``: a component's
-          covariance is a priori ``scale`` (default 10%) of the per-feature
-          variance of all the data, with no prior correlation.
+        * the scale matrix is ``s * diag(var(X))``: no prior correlation, and a
+          size ``s`` that is learned from the data by default.
 
-        These follow the spirit of Fraley & Raftery (2007), "Bayesian
-        regularization for normal mixture estimation and model-based clustering".
-        ``scale`` sets the size of a typical cluster: smaller values allow
-        tighter clusters, larger ones merge more.
+        With ``scale="learn"`` (default) ``s`` has a discrete log-uniform
+        hyperprior, ``s = nu0 * c`` with ``c`` on :data:`DEFAULT_SCALE_FRACTIONS`
+        (91 values, 20 per decade, from ``1e-4`` to ``3``): ``c`` is the typical
+        (harmonic) within-cluster variance as a fraction of the data variance,
+        since ``E[Sigma^{-1}] = diag(var(X))^{-1} / c``. The data then choose
+        the cluster scale; docs/model.md explains the range.
+
+        With a number, ``scale=0.1`` say, the scale is fixed:
+        ``psi0 = (nu0 - D - 1) * scale * diag(var(X))`` (``max(nu0 - D - 1, 1)``
+        for ``nu0 < D + 2``), so that a component's covariance is a priori
+        ``scale`` of the per-feature variance of all the data. This was the
+        default before the hyperprior (with ``scale=0.1``). These choices follow
+        the spirit of Fraley & Raftery (2007), "Bayesian regularization for
+        normal mixture estimation and model-based clustering".
 
         Parameters
         ----------
@@ -110,8 +165,9 @@ class NIWPrior:
         kappa0 : float, default=0.01
         nu0 : float, optional
             Defaults to ``D + 2``.
-        scale : float, default=0.1
-            Prior cluster covariance as a fraction of the data variance.
+        scale : "learn" or float, default="learn"
+            ``"learn"`` for the hyperprior on the scale, or a fixed prior
+            cluster covariance as a fraction of the data variance.
 
         Returns
         -------
@@ -121,7 +177,11 @@ class NIWPrior:
         n, d = data.shape
         if n < 2:
             raise ValueError("Argument 'X' needs at least 2 points to set data-based defaults.")
-        scale = check_positive_scalar(scale, "scale")
+        learn = isinstance(scale, str)
+        if learn and scale != "learn":
+            raise ValueError(f"Argument 'scale' must be 'learn' or a number > 0, got {scale!r}.")
+        if not learn:
+            scale = check_positive_scalar(scale, "scale")
         nu0 = float(d + 2) if nu0 is None else float(nu0)
         var = data.var(axis=0, ddof=1)
         if np.any(var <= 0):
@@ -130,8 +190,44 @@ class NIWPrior:
                 f"Argument 'X' has constant column(s) {cols}; drop them or pass psi0 explicitly "
                 "via NIWPrior(mu0, kappa0, nu0, psi0)."
             )
+        if learn:
+            return cls(
+                mu0=data.mean(axis=0),
+                kappa0=kappa0,
+                nu0=nu0,
+                psi0=np.diag(var),
+                scale_grid=nu0 * DEFAULT_SCALE_FRACTIONS,
+            )
         psi0 = np.diag(max(nu0 - d - 1, 1.0) * scale * var)
         return cls(mu0=data.mean(axis=0), kappa0=kappa0, nu0=nu0, psi0=psi0)
+
+
+def _check_scale_grid(grid, log_weights) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Validate a scale grid and its log weights; return them (weights normalised)."""
+    if grid is None:
+        if log_weights is not None:
+            raise ValueError("Argument 'scale_log_weights' needs a 'scale_grid'.")
+        return None, None
+    g = np.atleast_1d(np.asarray(grid, dtype=np.float64))
+    if g.ndim != 1 or g.size == 0 or not np.all(np.isfinite(g)) or np.any(g <= 0):
+        raise ValueError(
+            f"Argument 'scale_grid' must be a non-empty vector of finite numbers > 0, got {grid!r}."
+        )
+    if np.unique(g).size != g.size:
+        raise ValueError("Argument 'scale_grid' must not repeat a value.")
+    if log_weights is None:
+        w = np.zeros(g.size)
+    else:
+        w = np.atleast_1d(np.asarray(log_weights, dtype=np.float64))
+        if w.shape != g.shape:
+            raise ValueError(
+                f"Argument 'scale_log_weights' must have the shape of 'scale_grid' {g.shape}, "
+                f"got {w.shape}."
+            )
+        if not np.all(np.isfinite(w)):
+            raise ValueError("Argument 'scale_log_weights' must be finite.")
+    w = w - float(logsumexp(w))
+    return g, w
 
 
 class NIWMixtureRV(RandomVariable):
@@ -142,13 +238,15 @@ class NIWMixtureRV(RandomVariable):
     _print_name = ("NIWMixture", "\\operatorname{NIWMixture}")
 
     @classmethod
-    def rng_fn(cls, rng, z, mu0, kappa0, nu0, psi0, size):
-        """Draw each cluster's mean and covariance from the NIW prior, then its points."""
+    def rng_fn(cls, rng, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights, size):
+        """Draw the scale, each cluster's mean and covariance from the prior, then its points."""
         if size is not None or z.ndim != 1:
             raise NotImplementedError(
                 "NIWMixture draws one data set per label vector; batched sizes are not supported."
             )
         d = mu0.shape[0]
+        weights = np.exp(scale_log_weights - np.max(scale_log_weights))
+        psi0 = psi0 * scale_grid[rng.choice(scale_grid.shape[0], p=weights / weights.sum())]
         out = np.empty((z.shape[0], d))
         for label in np.unique(z):
             members = z == label
@@ -158,8 +256,8 @@ class NIWMixtureRV(RandomVariable):
         return out
 
 
-niw_mixture = NIWMixtureRV(signature="(n),(d),(),(),(d,d)->(n,d)")
-niw_mixture_1d = NIWMixtureRV(signature="(n),(d),(),(),(d,d)->(n)")
+niw_mixture = NIWMixtureRV(signature="(n),(d),(),(),(d,d),(g),(g)->(n,d)")
+niw_mixture_1d = NIWMixtureRV(signature="(n),(d),(),(),(d,d),(g),(g)->(n)")
 
 
 def _log_multigamma(a: TensorVariable, d) -> TensorVariable:
@@ -196,6 +294,48 @@ def niw_mixture_logp(value, z, mu0, kappa0, nu0, psi0) -> TensorVariable:
     valid = pt.all(pt.ge(z, 0)) & pt.all(pt.lt(z, n)) & pt.eq(x.shape[0], n)
     res = pt.switch(valid, res, -np.inf)
     return check_parameters(res, kappa0 > 0, nu0 > d - 1, msg="kappa0 > 0, nu0 > D - 1")
+
+
+class ScaleMarginalLogp(Op):
+    """``log sum_g w_g prod_k m(X_k | s_g P)``: the log density with the scale integrated out.
+
+    Computed in NumPy over the occupied clusters only, ``O(N D^2 + K D^3 + G K D)``
+    (:func:`pymc_pcrp._niw_numpy.scale_marginal_loglik`); the labels are discrete
+    and the data observed, so there is no gradient. Invalid labels give ``-inf``.
+    """
+
+    __props__ = ()
+
+    def make_node(self, x, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights):
+        """Build the node: data ``(N, D)``, labels, NIW parameters, grid and log weights."""
+        inputs = [pt.as_tensor_variable(v) for v in (x, z, mu0, kappa0, nu0, psi0)]
+        inputs += [pt.as_tensor_variable(scale_grid), pt.as_tensor_variable(scale_log_weights)]
+        return Apply(self, inputs, [pt.dscalar()])
+
+    def perform(self, node, inputs, output_storage):
+        """Evaluate the marginal log likelihood in NumPy."""
+        from pymc_pcrp._niw_numpy import scale_marginal_loglik
+
+        x, z, mu0, kappa0, nu0, psi0, grid, log_w = inputs
+        n = x.shape[0]
+        z = np.asarray(z)
+        if z.shape[0] != n or (n and (z.min() < 0 or z.max() >= n)):
+            value = -np.inf
+        else:
+            value = scale_marginal_loglik(
+                np.asarray(x, dtype=np.float64) - mu0,
+                z,
+                float(kappa0),
+                float(nu0),
+                psi0,
+                grid,
+                log_w,
+            )
+        output_storage[0][0] = np.asarray(value, dtype=np.float64)
+
+    def L_op(self, inputs, outputs, output_grads):
+        """No gradient: the labels are discrete and the data observed."""
+        return [grad_not_implemented(self, i, v) for i, v in enumerate(inputs)]
 
 
 def _static_length(z: TensorVariable) -> int | None:
@@ -282,13 +422,23 @@ class NIWMixture(Continuous):
                 f"1-D observed data need a 1-D prior, but 'prior' has dimension {prior.dim}."
             )
         op = niw_mixture_1d if one_d else niw_mixture
-        params = [z, prior.mu0, prior.kappa0, prior.nu0, prior.psi0]
+        params = [z, prior.mu0, prior.kappa0, prior.nu0, prior.psi0, *prior.grid_arrays()]
         return op(*params, **{k: v for k, v in kwargs.items() if k in ("size", "rng")})
 
     @staticmethod
-    def logp(value, z, mu0, kappa0, nu0, psi0):
-        """Sum of the NIW log marginal likelihoods of the clusters."""
-        return niw_mixture_logp(value, z, mu0, kappa0, nu0, psi0)
+    def logp(value, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights):
+        """Sum of the NIW log marginal likelihoods of the clusters (scale integrated out)."""
+        if scale_grid.type.shape[0] == 1:
+            # A fixed scale (a one-point grid): the PyTensor graph over N slots.
+            return (
+                niw_mixture_logp(value, z, mu0, kappa0, nu0, psi0 * scale_grid[0])
+                + scale_log_weights[0]
+            )
+        x = value if value.ndim == 2 else value[:, None]
+        res = ScaleMarginalLogp()(x, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights)
+        return check_parameters(
+            res, kappa0 > 0, nu0 > mu0.shape[0] - 1, msg="kappa0 > 0, nu0 > D - 1"
+        )
 
 
 def _check_observed(observed, z, prior: NIWPrior) -> None:

@@ -44,10 +44,10 @@ from pytensor.graph.op import Op
 from pytensor.graph.traversal import graph_inputs
 
 from pymc_pcrp._kernels.partitions import (
-    _log_gamma_table,
     _log_stirling_next_column,
     _log_stirling_rows,
     check_prior_args,
+    log_gamma_table,
     log_stirling_bounds,
     truncation_certified,
 )
@@ -94,7 +94,7 @@ class _LogStirlingRow:
             self._column = None
             self._lgam = None
         else:
-            self._lgam = _log_gamma_table(n)
+            self._lgam = log_gamma_table(n)
             self._column = np.full(n + 1, -np.inf)
             self._column[0] = 0.0
             self._row = np.array([self._column[n]])

@@ -16,7 +16,8 @@ from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.variable import TensorVariable
 
-from pymc_pcrp._kernels.partitions import count_distinct, sample_partitions
+from pymc_pcrp._kernels.partitions import count_distinct
+from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp._validation import check_positive_scalar, depends_on_random_variable
 from pymc_pcrp.distributions.normaliser import PCRPLogNormaliser, is_fixed
 

@@ -16,6 +16,7 @@ import pymc as pm
 from pymc.util import RandomState
 from scipy import stats
 
+from pymc_pcrp._idata import draw_scales
 from pymc_pcrp._niw_numpy import niw_posterior
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 
@@ -33,7 +34,9 @@ def sample_posterior_predictive(
 
     For each draw and each cluster of that draw's partition, the cluster mean
     and covariance are drawn from their NIW posterior given the cluster's data,
-    then each of its points is replicated from the Gaussian they define.
+    then each of its points is replicated from the Gaussian they define. With a
+    learned NIW scale (``NIWPrior.scale_grid``) each draw uses its own scale,
+    the sample stat ``niw_scale``; an ``idata`` without it is refused.
 
     Parameters
     ----------
@@ -57,21 +60,24 @@ def sample_posterior_predictive(
     for obs in model.observed_RVs:
         if not isinstance(obs.owner.op, NIWMixtureRV):
             continue
-        z_rv, mu0, kappa0, nu0, psi0 = obs.owner.inputs[2:]
+        z_rv, mu0, kappa0, nu0, psi0, grid, _ = obs.owner.inputs[2:]
         if z_rv.name not in idata.posterior:
             raise ValueError(
                 f"The labels '{z_rv.name}' of '{obs.name}' are not in idata.posterior."
             )
-        mu0, kappa0, nu0, psi0 = (
-            np.asarray(v.eval(), dtype=np.float64) for v in (mu0, kappa0, nu0, psi0)
+        mu0, kappa0, nu0, psi0, grid = (
+            np.asarray(v.eval(), dtype=np.float64) for v in (mu0, kappa0, nu0, psi0, grid)
         )
         data = np.asarray(model.rvs_to_values[obs].eval(), dtype=np.float64)
         x = data[:, None] if data.ndim == 1 else data
         labels = idata.posterior[z_rv.name].values
+        scales = draw_scales(idata, grid, labels.shape[:2], obs.name)
         reps = np.empty((*labels.shape[:2], *x.shape))
         for c in range(labels.shape[0]):
             for d in range(labels.shape[1]):
-                reps[c, d] = _replicate(rng, x, labels[c, d], mu0, float(kappa0), float(nu0), psi0)
+                reps[c, d] = _replicate(
+                    rng, x, labels[c, d], mu0, float(kappa0), float(nu0), scales[c, d] * psi0
+                )
         out[obs.name] = reps if data.ndim == 2 else reps[..., 0]
     if not out:
         raise ValueError("The model has no observed NIWMixture to replicate.")

@@ -53,6 +53,7 @@ from scipy.special import logsumexp
 
 from pymc_pcrp._idata import (
     draw_indices,
+    draw_scales,
     label_draws,
     observed_points,
     resolve_model_parameters,
@@ -162,6 +163,7 @@ def _draw_terms(
     training_index: np.ndarray,
     power: float,
     alpha: float,
+    scale: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return the prediction rule of one draw and its overlap with the training partition.
 
@@ -171,7 +173,7 @@ def _draw_terms(
     """
     n_point_clusters = int(training_index.max()) + 1
     _, draw_index = np.unique(z, return_inverse=True)
-    pred = predictor(z)
+    pred = predictor(z, scale)
     log_score = pred.logpdf(x_new)  # (K + 1, M)
     log_score[:-1] += power * np.log(pred.sizes)[:, None]
     log_score[-1] += np.log(alpha)
@@ -272,11 +274,14 @@ def predict(
     n_point_clusters = cluster_labels.size
 
     predictor = PartitionPredictor(x, prior)
+    scales = draw_scales(idata, prior.grid_arrays()[0], draws.shape[:2], "predict").reshape(-1)
     flat = draws.reshape(-1, n)
     chosen = draw_indices(draws.shape[0], draws.shape[1], max_draws)
     total = np.zeros((x_new.shape[0], n_point_clusters + 1))
     for index in chosen:
-        rule, overlap = _draw_terms(predictor, flat[index], x_new, training_index, power, alpha)
+        rule, overlap = _draw_terms(
+            predictor, flat[index], x_new, training_index, power, alpha, scales[index]
+        )
         total[:, :-1] += rule[:-1].T @ overlap
         total[:, -1] += rule[-1]
     probabilities = total / chosen.size
@@ -405,11 +410,12 @@ def predictive_density(
     predictor = PartitionPredictor(x, prior)
 
     n_chains, n_draws = labels.shape[:2]
+    scales = draw_scales(idata, prior.grid_arrays()[0], (n_chains, n_draws), "predictive_density")
     flat = labels.reshape(n_chains * n_draws, -1)
     chosen = draw_indices(n_chains, n_draws, max_draws)
     density = np.zeros(points.shape[0])
     for index in chosen:
-        pred = predictor(flat[index])
+        pred = predictor(flat[index], scales.reshape(-1)[index])
         weights = prediction_weights(pred.sizes, power, alpha)
         density += weights @ np.exp(pred.logpdf(points))
     density /= chosen.size
@@ -417,7 +423,7 @@ def predictive_density(
         return density
 
     chain, draw = _representative_draw(idata, labels)
-    pred = predictor(labels[chain, draw])
+    pred = predictor(labels[chain, draw], scales[chain, draw])
     weights = prediction_weights(pred.sizes, power, alpha)
     parts = DensityComponents(
         densities=weights[:, None] * np.exp(pred.logpdf(points)),

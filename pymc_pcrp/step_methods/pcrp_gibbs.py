@@ -26,13 +26,22 @@ from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors
 
 from pymc_pcrp._kernels.chain import advance, labels_match
-from pymc_pcrp._kernels.partitions import canonical_labels, sample_partitions
+from pymc_pcrp._kernels.hyper import (
+    FRESH_CHAIN,
+    REBUILT,
+    ScaleGrid,
+    advance_scaled,
+    make_scale_grid,
+)
+from pymc_pcrp._kernels.partitions import canonical_labels
+from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp._kernels.state import NIWParams, SweepState, init_state, make_params
 from pymc_pcrp._kernels.sweep import sweep_tables
 from pymc_pcrp._validation import depends_on_random_variable
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
+from pymc_pcrp.step_methods._compile_notice import announce_compilation
 
 __all__ = ["INIT_STRATEGIES", "PCRPGibbs", "PCRPGibbsState"]
 
@@ -56,6 +65,8 @@ class SweepInputs(NamedTuple):
     xc: np.ndarray
     params: NIWParams
     tables: tuple
+    scale: ScaleGrid | None = None  # the grid of a learned NIW scale and the chain's current s
+    fixed_scale: tuple = (1.0, 0.0)  # (s, log weight) of a one-point grid: Psi_0 = s psi0
 
 
 class _InputCache(NamedTuple):
@@ -89,6 +100,7 @@ class _CompiledAdvance(NamedTuple):
     inputs: SweepInputs  # the same objects give the same types
     label_dtypes: tuple  # dtypes of the state's labels and of the returned labels
     call: Callable
+    kernel: Callable  # advance or advance_scaled
 
 
 def _same_objects(a: tuple, b: tuple) -> bool:
@@ -194,14 +206,24 @@ class PCRPGibbs(BlockedStep):
 
     Notes
     -----
-    Sample stats: ``log_joint``, ``n_clusters``, and the split-merge counts of
-    the draw ``split_proposed``, ``split_accepted``, ``merge_proposed`` and
-    ``merge_accepted`` (zeros when ``split_merge=0``); acceptance rates are
+    When the NIW prior learns its scale (``NIWPrior.scale_grid``, the default of
+    ``NIWPrior.from_data``), the step samples the scale ``s`` of ``Psi_0 = s psi0``
+    along with the labels: after each sweep (and its split-merge proposals) it
+    draws ``s`` exactly from its conditional given the partition on the grid
+    (:mod:`pymc_pcrp._kernels.hyper`), so that the labels' marginal is the
+    model's posterior with ``s`` integrated out. The chain's ``s`` is kept
+    between draws; a new chain draws its first ``s`` given its initial partition.
+
+    Sample stats: ``log_joint``, ``n_clusters``, ``niw_scale`` (the draw's ``s``;
+    1 for a fixed-scale prior, whose ``Psi_0`` is ``psi0`` itself), and the
+    split-merge counts of the draw ``split_proposed``, ``split_accepted``,
+    ``merge_proposed`` and ``merge_accepted`` (zeros when ``split_merge=0``); acceptance rates are
     their ratios, e.g. ``idata.sample_stats.split_accepted.sum() /
     idata.sample_stats.split_proposed.sum()``. ``log_joint`` is the log
     density of the terms this step owns, the ``PowerCRP`` labels and the
     ``NIWMixture`` data given ``alpha``, exactly as PyMC computes them:
-    ``K log alpha + r sum_k log Gamma(n_k) + sum_k log m(X_k)``, minus
+    ``K log alpha + r sum_k log Gamma(n_k) + sum_k log m(X_k)`` (with a learned
+    scale ``log sum_g w_g prod_k m(X_k | s_g)`` in place of the last sum), minus
     ``log Z_N(alpha, r)`` when ``alpha`` is a random variable (for a fixed
     ``alpha`` the normaliser is a constant that ``PowerCRP`` leaves out). With a
     fixed ``alpha`` and no other terms it equals the model's log density.
@@ -216,6 +238,7 @@ class PCRPGibbs(BlockedStep):
         "split_accepted": (np.int64, []),
         "merge_proposed": (np.int64, []),
         "merge_accepted": (np.int64, []),
+        "niw_scale": (np.float64, []),
     }
     _state_class = PCRPGibbsState
 
@@ -274,6 +297,7 @@ class PCRPGibbs(BlockedStep):
         rv = model.values_to_rvs[vars[0]]
         if not isinstance(getattr(rv.owner, "op", None), PowerCRPRV):
             raise ValueError(f"PCRPGibbs can only update PowerCRP variables; '{rv.name}' is not.")
+        announce_compilation()
         self._name = vars[0].name
         self._dtype = np.dtype(rv.dtype)
         self._n = int(rv.owner.op.dist_params(rv.owner)[-1].eval())
@@ -284,6 +308,7 @@ class PCRPGibbs(BlockedStep):
         self._inputs: _InputCache | None = None  # see _arrays
         self._kept: _KeptState | None = None  # see step
         self._compiled: _CompiledAdvance | None = None  # see _call_advance
+        self._scale_inputs: SweepInputs | None = None  # inputs the current s was applied to
 
     @staticmethod
     def competence(var, has_grad):
@@ -296,6 +321,7 @@ class PCRPGibbs(BlockedStep):
         """Pickle without the compiled function (looked up again on the first step)."""
         state = self.__dict__.copy()
         state["_compiled"] = None
+        state["_scale_inputs"] = None
         return state
 
     def set_rng(self, rng) -> None:
@@ -356,8 +382,11 @@ class PCRPGibbs(BlockedStep):
             )
         if niw is None:
             return None, None
-        _, mu0, kappa0, nu0, psi0 = niw.owner.op.dist_params(niw.owner)
-        readers = [_value_reader(v) for v in (model.rvs_to_values[niw], mu0, kappa0, nu0, psi0)]
+        _, mu0, kappa0, nu0, psi0, grid, log_w = niw.owner.op.dist_params(niw.owner)
+        readers = [
+            _value_reader(v)
+            for v in (model.rvs_to_values[niw], mu0, kappa0, nu0, psi0, grid, log_w)
+        ]
         return readers, niw
 
     # -- per-step arrays --------------------------------------------------
@@ -401,9 +430,9 @@ class PCRPGibbs(BlockedStep):
                 )
                 self._inputs = last
             return last.inputs
-        data, mu0, kappa0, nu0, psi0 = (read() for read in self._data_readers)
+        data, mu0, kappa0, nu0, psi0, grid, log_w = (read() for read in self._data_readers)
         values = (alpha, power, float(kappa0), float(nu0))
-        sources = (data, mu0, psi0)
+        sources = (data, mu0, psi0, grid, log_w)
         same_sources = last is not None and _same_objects(sources, last.sources)
         if same_sources and values == last.values:
             return last.inputs
@@ -420,8 +449,19 @@ class PCRPGibbs(BlockedStep):
                     f"labels {self._n} points."
                 )
             xc = np.ascontiguousarray(x - np.asarray(mu0, dtype=np.float64))
+        grid = np.asarray(grid, dtype=np.float64)
+        log_w = np.asarray(log_w, dtype=np.float64)
+        scale, fixed = None, (1.0, 0.0)
+        if grid.shape[0] == 1:
+            fixed = (float(grid[0]), float(log_w[0]))
+            if fixed[0] != 1.0:
+                psi0 = fixed[0] * np.asarray(psi0, dtype=np.float64)
+        elif same_sources and last.inputs.scale is not None and xc is last.inputs.xc:
+            scale = last.inputs.scale  # keeps the chain's current s
+        else:
+            scale = make_scale_grid(xc, psi0, grid, log_w)
         params = make_params(alpha, power, float(kappa0), float(nu0), psi0)
-        inputs = SweepInputs(xc, params, sweep_tables(xc, params))
+        inputs = SweepInputs(xc, params, sweep_tables(xc, params), scale, fixed)
         self._inputs = _InputCache(values, sources, (), inputs)
         return inputs
 
@@ -441,7 +481,7 @@ class PCRPGibbs(BlockedStep):
 
     # -- the step ---------------------------------------------------------
 
-    def _call_advance(self, inputs: SweepInputs, args: tuple) -> float:
+    def _call_advance(self, inputs: SweepInputs, args: tuple, kernel=advance) -> float:
         """Call :func:`~pymc_pcrp._kernels.chain.advance` without retyping its arguments.
 
         ``pm.sample`` calls the step thousands of times with arguments of the
@@ -461,16 +501,19 @@ class PCRPGibbs(BlockedStep):
         compiled = self._compiled
         if (
             compiled is not None
+            and compiled.kernel is kernel
             and _same_objects(compiled.inputs, inputs)
             and compiled.label_dtypes == label_dtypes
         ):
             return compiled.call(*args)
-        result = advance(*args)
+        result = kernel(*args)
         try:
-            call = advance.compile(tuple(numba.typeof(a) for a in args))
+            call = kernel.compile(tuple(numba.typeof(a) for a in args))
         except Exception:
             call = None
-        self._compiled = _CompiledAdvance(inputs, label_dtypes, call) if callable(call) else None
+        self._compiled = (
+            _CompiledAdvance(inputs, label_dtypes, call, kernel) if callable(call) else None
+        )
         return result
 
     def step(self, point):
@@ -479,11 +522,14 @@ class PCRPGibbs(BlockedStep):
         xc, params = inputs.xc, inputs.params
         current = point[self._name]
         kept = self._kept
+        scale = inputs.scale
         age = 0
         if self.fresh_chain:
             current = np.asarray(current, dtype=np.int64)
             state = init_state(xc, self._initial_labels(current, params), params)
             self.fresh_chain = False
+            if scale is not None:
+                scale.current[1] = FRESH_CHAIN  # draw s given the initial partition
         elif (
             kept is not None
             and kept.xc is xc
@@ -500,6 +546,9 @@ class PCRPGibbs(BlockedStep):
             if current.min() < 0:
                 raise ValueError(f"Labels of '{self._name}' must be non-negative.")
             state = init_state(xc, canonical_labels(current), params)
+            if scale is not None:
+                # built with Psi_0 = P: the kernel refreshes it for the current s
+                scale.current[1] = max(scale.current[1], REBUILT)
         counts = np.empty(4, dtype=np.int64)
         new_labels = np.empty(self._n, dtype=self._dtype)
         args = (
@@ -514,7 +563,17 @@ class PCRPGibbs(BlockedStep):
             counts,
             new_labels,
         )
-        log_density = self._call_advance(inputs, args)
+        if scale is None:
+            log_density = self._call_advance(inputs, args) + inputs.fixed_scale[1]
+            niw_scale = inputs.fixed_scale[0]
+        else:
+            if self._scale_inputs is not inputs:
+                # new parameters or tables (alpha changed, or new data): apply s to them
+                scale.current[1] = max(scale.current[1], REBUILT)
+                self._scale_inputs = inputs
+            args = (*args[:5], scale, *args[5:])
+            log_density = self._call_advance(inputs, args, advance_scaled)
+            niw_scale = math.exp(scale.log_s[scale.current[0]])
         self._kept = _KeptState(xc, state, new_labels, age)
         new_point = dict(point)
         new_point[self._name] = new_labels
@@ -527,6 +586,7 @@ class PCRPGibbs(BlockedStep):
             "split_accepted": int(counts[1]),
             "merge_proposed": int(counts[2]),
             "merge_accepted": int(counts[3]),
+            "niw_scale": niw_scale,
         }
         return new_point, [stats]
 

@@ -15,9 +15,8 @@ from pymc_pcrp._kernels.partitions import (
     log_prior_k,
     log_stirling_bounds,
     log_stirling_r_table,
-    sample_partition,
-    sample_partitions,
 )
+from pymc_pcrp._kernels.prior_draws import sample_partition, sample_partitions
 from pymc_pcrp.distributions.normaliser import log_normaliser
 
 

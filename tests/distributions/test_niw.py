@@ -5,6 +5,7 @@ import pymc as pm
 import pytest
 
 from reference import niw_log_marginal
+from scipy.special import logsumexp
 
 import pymc_pcrp as pcrp
 
@@ -65,9 +66,76 @@ def test_from_data_defaults():
     np.testing.assert_allclose(prior.mu0, x.mean(0))
     assert prior.kappa0 == 0.01
     assert prior.nu0 == 5.0
-    np.testing.assert_allclose(prior.psi0, np.diag(0.1 * x.var(0, ddof=1)))
+    # the default learns the scale: psi0 is the base diag(var), s = nu0 * c on the grid
+    assert prior.learns_scale
+    np.testing.assert_allclose(prior.psi0, np.diag(x.var(0, ddof=1)))
+    c = prior.scale_grid / prior.nu0
+    assert c.size == 91
+    assert c[0] == pytest.approx(1e-4) and c[-1] == pytest.approx(3.0)
+    np.testing.assert_allclose(np.diff(np.log10(c)), np.log10(3e4) / 90)  # ~20 per decade
+    np.testing.assert_allclose(prior.scale_log_weights, -np.log(91.0))
+    # a number gives the old fixed-scale prior exactly
+    fixed = pcrp.NIWPrior.from_data(x, scale=0.1)
+    assert not fixed.learns_scale
+    np.testing.assert_array_equal(fixed.psi0, np.diag(0.1 * x.var(0, ddof=1)))
     one_d = pcrp.NIWPrior.from_data(x[:, 0])
     assert one_d.dim == 1 and one_d.psi0.shape == (1, 1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"scale_grid": [0.1, -1.0]}, "'scale_grid'.*> 0"),
+        ({"scale_grid": [0.1, np.inf]}, "'scale_grid'.*finite"),
+        ({"scale_grid": []}, "'scale_grid'.*non-empty"),
+        ({"scale_grid": [0.1, 0.1]}, "'scale_grid'.*repeat"),
+        ({"scale_grid": [0.1, 1.0], "scale_log_weights": [0.0]}, "'scale_log_weights'.*shape"),
+        ({"scale_grid": [0.1, 1.0], "scale_log_weights": [0.0, np.nan]}, "'scale_log_weights'"),
+        ({"scale_log_weights": [0.0]}, "'scale_log_weights' needs a 'scale_grid'"),
+    ],
+)
+def test_scale_grid_validation(kwargs, match):
+    base = {"mu0": np.zeros(2), "kappa0": 1.0, "nu0": 4.0, "psi0": np.eye(2)}
+    with pytest.raises(ValueError, match=match):
+        pcrp.NIWPrior(**base, **kwargs)
+
+
+def test_scale_validation_in_from_data():
+    x = np.random.default_rng(SEED).normal(size=(10, 2))
+    with pytest.raises(ValueError, match=r"'scale'.*'learn'"):
+        pcrp.NIWPrior.from_data(x, scale="fixed")
+    with pytest.raises(ValueError, match="'scale'"):
+        pcrp.NIWPrior.from_data(x, scale=-0.1)
+
+
+def test_model_logp_integrates_the_scale_out_exactly():
+    # logp of the model = log p(z) + log sum_g w_g prod_k m(X_k | s_g P), against the
+    # fixed-scale graph evaluated at every grid value
+    rng = np.random.default_rng(SEED)
+    x = rng.normal(size=(25, 2)) + 3.0 * rng.integers(0, 2, size=(25, 1))
+    prior = pcrp.NIWPrior(
+        mu0=np.ones(2),
+        kappa0=0.2,
+        nu0=3.5,
+        psi0=np.array([[1.0, 0.3], [0.3, 0.5]]),
+        scale_grid=[0.05, 0.4, 2.0],
+        scale_log_weights=np.log([0.2, 0.5, 0.3]),
+    )
+    z0 = np.array([0, 1, 2] * 8 + [0])
+    with pm.Model() as model:
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.3, n=25)
+        pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
+    total = model.compile_logp()({"z": z0})
+    prior_z = model.compile_logp(vars=[model["z"]])({"z": z0})
+    terms = []
+    for s, w in zip(prior.scale_grid, prior.scale_log_weights, strict=True):
+        with pm.Model() as fixed_model:
+            zf = pcrp.PowerCRP("z", alpha=1.0, power=1.3, n=25)
+            pcrp.NIWMixture("x", z=zf, prior=prior.at_scale(s), observed=x)
+        terms.append(w + fixed_model.compile_logp(vars=[fixed_model["x"]])({"z": z0}))
+    assert total == pytest.approx(prior_z + logsumexp(terms), rel=1e-11)
+    # invalid labels are refused as in the fixed-scale graph
+    assert model.compile_logp(vars=[model["x"]])({"z": np.full(25, 30)}) == -np.inf
 
 
 @pytest.mark.parametrize(

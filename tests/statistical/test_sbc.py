@@ -31,10 +31,15 @@ def _rank(rng, true_value, draws):
     return below + rng.integers(0, tie.sum() + 1)
 
 
-@pytest.mark.parametrize(("alpha", "r"), [(1.0, 1.0), (1.0, 1.8)])
-def test_ranks_of_n_clusters_and_log_joint_are_uniform(alpha, r):
+@pytest.mark.parametrize(
+    ("alpha", "r", "learned"), [(1.0, 1.0, False), (1.0, 1.8, False), (1.0, 1.3, True)]
+)
+def test_ranks_of_n_clusters_and_log_joint_are_uniform(alpha, r, learned):
+    # learned: the NIW scale has a grid prior; the forward sampler draws it, the model
+    # integrates it out and the step samples it with the labels.
     rng = np.random.default_rng(SEED + int(10 * r))
-    prior = pcrp.NIWPrior(mu0=np.zeros(2), kappa0=0.2, nu0=4.0, psi0=np.eye(2))
+    grid = {"scale_grid": [0.1, 0.3, 1.0, 3.0, 10.0]} if learned else {}
+    prior = pcrp.NIWPrior(mu0=np.zeros(2), kappa0=0.2, nu0=4.0, psi0=np.eye(2), **grid)
     with pm.Model() as model:
         data = pm.Data("data", np.zeros((N_POINTS, 2)))
         z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=N_POINTS)

@@ -14,9 +14,12 @@ from pymc.step_methods.compound import Competence
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp._kernels.partitions import canonical_labels, log_prior_k, sample_partitions
+from pymc_pcrp._kernels.hyper import advance_scaled, make_scale_grid
+from pymc_pcrp._kernels.partitions import canonical_labels, log_prior_k
+from pymc_pcrp._kernels.prior_draws import sample_partitions
+from pymc_pcrp._kernels.scores import sweep_tables
 from pymc_pcrp._kernels.splitmerge import split_merge_moves
-from pymc_pcrp._kernels.state import init_state
+from pymc_pcrp._kernels.state import init_state, make_params
 from pymc_pcrp._kernels.sweep import gibbs_sweeps
 from pymc_pcrp.step_methods import _convergence
 
@@ -29,10 +32,10 @@ def _data(n=40, seed=SEED):
     return np.r_[rng.normal(size=(n // 2, 2)), rng.normal(size=(n - n // 2, 2)) + 6.0]
 
 
-def _model(x, alpha=1.0, power=1.5):
+def _model(x, alpha=1.0, power=1.5, scale="learn"):
     with pm.Model() as model:
         z = pcrp.PowerCRP("z", alpha=alpha, power=power, n=len(x))
-        pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(x), observed=x)
+        pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(x, scale=scale), observed=x)
     return model
 
 
@@ -120,13 +123,13 @@ def test_random_start_is_capped_and_still_over_dispersed():
     assert len(set(spread)) == len(spread) >= 35
 
 
-def _step_once(init="random", sweeps_per_draw=1, labels=None, seed=5, n=20, data=True):
+def _step_once(init="random", sweeps_per_draw=1, labels=None, seed=5, n=20, data=True, scale=0.1):
     """One step of a fresh chain; returns the step, a copy of its stream before it, the point.
 
     Without ``data`` the model is the pCRP prior alone, whose chains forget their
     start slowly enough that one sweep from different starts gives different draws.
     """
-    model = _model(_data(n)) if data else pm.Model()
+    model = _model(_data(n), scale=scale) if data else pm.Model()
     if not data:
         with model:
             pcrp.PowerCRP("z", alpha=1.0, power=1.5, n=n)
@@ -138,7 +141,8 @@ def _step_once(init="random", sweeps_per_draw=1, labels=None, seed=5, n=20, data
         if labels is not None:
             point["z"] = np.asarray(labels, dtype=point["z"].dtype)
         before = copy.deepcopy(step.rng)
-        new_point, _ = step.step(point)
+        new_point, stats = step.step(point)
+    step.last_stats = stats[0]
     return step, before, new_point
 
 
@@ -148,7 +152,8 @@ def _kernel_sweeps(step, rng, start, n_sweeps):
     Each sweep is followed by the step's split-merge moves: the Bernoulli draw of
     the fractional rate, then the proposals it calls for.
     """
-    xc, params, tables = step._arrays()
+    inputs = step._arrays()
+    xc, params, tables = inputs.xc, inputs.params, inputs.tables
     state = init_state(xc, np.asarray(start, dtype=np.int64), params)
     whole = int(step.split_merge)
     frac = step.split_merge - whole
@@ -216,6 +221,40 @@ def test_sweeps_per_draw_runs_that_many_sweeps_per_step(sweeps):
     if sweeps > 1:
         one_less = _step_once("one", sweeps_per_draw=sweeps - 1)[0]
         assert one_less.rng.bit_generator.state != step.rng.bit_generator.state
+
+
+def test_learned_scale_step_replays_the_kernel():
+    """A fresh chain draws s given its start, sweeps, draws s: the kernel on the same stream."""
+    n = 20
+    x = _data(n)
+    step, rng, new_point = _step_once("one", sweeps_per_draw=2, n=n, scale="learn")
+    prior = pcrp.NIWPrior.from_data(x)
+    xc = np.ascontiguousarray(x - prior.mu0)
+    grid = make_scale_grid(xc, prior.psi0, *prior.grid_arrays())
+    params = make_params(1.0, 1.5, prior.kappa0, prior.nu0, prior.psi0)
+    tables = sweep_tables(xc, params)
+    state = init_state(xc, np.zeros(n, dtype=np.int64), params)
+    out = np.empty(n, dtype=np.int64)
+    moves = (step.split_merge, step.split_merge_scans)  # the step's default move set
+    lj = advance_scaled(rng, xc, state, params, tables, grid, 2, *moves, np.empty(4, np.int64), out)
+    np.testing.assert_array_equal(new_point["z"], out)
+    assert step.rng.bit_generator.state == rng.bit_generator.state
+    assert step.last_stats["niw_scale"] == math.exp(grid.log_s[grid.current[0]])
+    assert step.last_stats["log_joint"] == pytest.approx(lj, rel=1e-12)
+    # the fixed-scale prior records its scale factor 1 (psi0 itself)
+    assert _step_once("one", n=n)[0].last_stats["niw_scale"] == 1.0
+
+
+def test_learned_scale_state_does_not_leak_between_chains():
+    # Two chains run one after the other in one process (cores=1) equal the same chains
+    # run in two processes: the second chain draws its own s, it does not inherit one.
+    x = _data(30)
+    runs = []
+    for cores in (1, 2):
+        with _model(x):
+            idata = pm.sample(draws=15, tune=0, chains=2, cores=cores, random_seed=3, **QUIET)
+        runs.append(idata.sample_stats["niw_scale"].values)
+    np.testing.assert_array_equal(runs[0], runs[1])
 
 
 @pytest.mark.parametrize("kind", ["potential", "random_variable", "second_mixture", "transformed"])
@@ -365,3 +404,24 @@ def test_pm_data_observations_are_reread_after_set_data():
     # two groups 30 sd apart are never merged (a third, tiny cluster comes and goes)
     assert np.all(split.posterior["n_clusters"].values[0, -10:] >= 2)
     assert merged.posterior["n_clusters"].values[0, -20:].mean() < 1.5
+
+
+def test_learned_scale_tables_follow_a_changing_alpha():
+    # A random alpha rebuilds the sweep tables (at Psi_0 = P) whenever it changes; the
+    # new-cluster table must then be recomputed at the chain's current s, or the sweep
+    # would silently use another prior predictive for new clusters.
+    x = _data(30)
+    with pm.Model() as model:
+        a = pm.Gamma("a", 2.0, 2.0)
+        z = pcrp.PowerCRP("z", alpha=a, power=1.3, n=30)
+        pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(x), observed=x)
+        step = pcrp.PCRPGibbs([model.rvs_to_values[z]], rng=4)
+    prior = pcrp.NIWPrior.from_data(x)
+    point = model.initial_point()
+    for alpha in (0.7, 3.0, 3.0, 0.2):
+        point["a_log__"] = np.log(alpha)
+        point, stats = step.step(point)
+        inputs = step._arrays(point)
+        s = stats[0]["niw_scale"]
+        fresh = make_params(alpha, 1.3, prior.kappa0, prior.nu0, s * prior.psi0)
+        np.testing.assert_allclose(inputs.tables[0], sweep_tables(inputs.xc, fresh)[0], rtol=1e-12)

@@ -11,6 +11,7 @@ from pymc_pcrp.cli.reproduce.data import (
     _DataSet,
     _Sample,
 )
+from pymc_pcrp.cli.reproduce.moves import paper_prior
 from pymc_pcrp.cli.reproduce.paper_values import (
     METHODS,
 )
@@ -58,7 +59,6 @@ def _figures_for_sample(
     protocol: Protocol,
     result: ReproductionResult,
 ) -> None:
-    from pymc_pcrp.distributions import NIWPrior
     from pymc_pcrp.plots import (
         plot_cluster_sizes,
         plot_clusters_2d,
@@ -94,7 +94,7 @@ def _figures_for_sample(
         )
         _save(fig, out / f"fig4_density_{tag}.png", result)
     else:
-        prior = NIWPrior.from_data(sample.X)
+        prior = paper_prior(sample.X)
         truth_name = "Manual" if data.key == "old_faithful" else "True digits"
         axis_names = (
             ("eruption duration (z-score)", "waiting time (z-score)")

@@ -228,6 +228,9 @@ class ReproductionResult:
         Git commit of the package and the package files changed since.
     seconds : float
         Total wall time.
+    default_moves : str
+        The default options of :class:`~pymc_pcrp.PCRPGibbs` used by the
+        ``"pCRP (default moves)"`` fits (empty in results pickled before them).
     """
 
     protocol: Protocol
@@ -243,6 +246,7 @@ class ReproductionResult:
     machine: str = ""
     code: str = ""
     seconds: float = 0.0
+    default_moves: str = ""
 
     def run(self, dataset: str, n: int, method: str) -> RunResult:
         """Return the run of ``method`` on ``dataset`` at size ``n``."""

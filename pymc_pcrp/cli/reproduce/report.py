@@ -12,6 +12,12 @@ import numpy as np
 from pymc_pcrp.cli.reproduce.data import (
     _SEED_OFFSETS,
 )
+from pymc_pcrp.cli.reproduce.moves import (
+    ALGORITHM_1_LABEL,
+    DEFAULT_MOVES,
+    PRIOR_SCALE,
+    moves_section,
+)
 from pymc_pcrp.cli.reproduce.paper_values import (
     K_TRUE,
     METHODS,
@@ -91,7 +97,27 @@ def _results_table(
                     f"{_our_cell(s.vi_mean, s.vi_se, s.vi_mcse, 3)} | {pk} | "
                     f"{_our_cell(s.k_mean, s.k_se, s.k_mcse, 2)} | {pkmax} | {s.k_max} |"
                 )
+            lines += _default_moves_row(result, name, n, n_label)
     return lines
+
+
+def _default_moves_row(result: ReproductionResult, name: str, n: int, n_label: str) -> list[str]:
+    """Return the row of the pCRP with the step's default moves, if the run has one."""
+    try:
+        run = result.run(name, n, DEFAULT_MOVES)
+    except KeyError:
+        return []
+    s = run.summary
+    return [
+        f"| {n_label} | {name} | {_default_label(result)} | - | "
+        f"{_our_cell(s.nmi_mean, s.nmi_se, s.nmi_mcse, 3)} | - | "
+        f"{_our_cell(s.vi_mean, s.vi_se, s.vi_mcse, 3)} | - | "
+        f"{_our_cell(s.k_mean, s.k_se, s.k_mcse, 2)} | - | {s.k_max} |"
+    ]
+
+
+def _default_label(result: ReproductionResult) -> str:
+    return f"{DEFAULT_MOVES}: {result.default_moves}"
 
 
 def _tolerance(*runs_and_fields: tuple[RunResult, str]) -> float:
@@ -299,6 +325,22 @@ def _table_start(title_index: int | None, header: str) -> list[str]:
     return ["", "## " + TABLE_TITLES[title_index], "", header, rule]
 
 
+def _sampler_line(result: ReproductionResult) -> str:
+    """Return the header line naming the sampler of the paper's fits and of the extra ones."""
+    if not result.default_moves:  # a result pickled before the sampler was pinned
+        return (
+            "- Sampler: PCRPGibbs with the options it had at the time of the run (this "
+            "result predates the explicit Algorithm 1 and the default-moves rows)."
+        )
+    return (
+        f"- Sampler: the paper's {ALGORITHM_1_LABEL}, passed explicitly to every fit of the "
+        "paper's protocol (main and cross-validation fits). Beside each pCRP fit, one more "
+        f"with PCRPGibbs's default options at the time of the run ({result.default_moves}), "
+        f"same data, prior, r, seed and sweeps: the rows '{DEFAULT_MOVES}', which the "
+        "claims below do not use."
+    )
+
+
 def _header(result: ReproductionResult, digits_text: str) -> list[str]:
     """Return the opening lines: command, machine, code, protocol, prior and seeds."""
     p = result.protocol
@@ -321,8 +363,9 @@ def _header(result: ReproductionResult, digits_text: str) -> list[str]:
         f"grid r = {', '.join(f'{r:g}' for r in p.powers)}, {p.n_jobs} grid point(s) in "
         "parallel; r is the last grid point before the held-out loss first rises by more "
         "than 10% (`find_jump`).",
-        "- Prior: `NIWPrior.from_data(X)` defaults (mu0 = mean of X, kappa0 = 0.01, "
-        "nu0 = D + 2, psi0 = 0.1 diag(var X)) for every fit.",
+        f"- Prior: `NIWPrior.from_data(X, scale={PRIOR_SCALE:g})`, fixed (mu0 = mean of X, "
+        f"kappa0 = 0.01, nu0 = D + 2, psi0 = {PRIOR_SCALE:g} diag(var X)), for every fit.",
+        _sampler_line(result),
         f"- Digits 1-4 data: **{digits_text}**.",
         f"- Seeds: base {result.seed}; data seeds below; sampler seed of each run in the "
         "diagnostics table.",
@@ -428,11 +471,16 @@ def _faithful_section(result: ReproductionResult) -> list[str]:
         "K_max ours | P(K = 2) | NMI ours | VI ours |",
     )
     (n_faithful,) = sorted({r.n for r in result.runs if r.dataset == "Old Faithful"})
-    for method in METHODS:
-        run = result.run("Old Faithful", n_faithful, method)
+    rows = [(m, result.run("Old Faithful", n_faithful, m)) for m in METHODS]
+    rows += [
+        (_default_label(result), r)
+        for r in result.runs
+        if (r.dataset, r.n, r.method) == ("Old Faithful", n_faithful, DEFAULT_MOVES)
+    ]
+    for label, run in rows:
         s = run.summary
         lines.append(
-            f"| {method} | {PAPER_OLD_FAITHFUL[method]} | {len(run.point_sizes)} "
+            f"| {label} | {PAPER_OLD_FAITHFUL.get(run.method, '-')} | {len(run.point_sizes)} "
             f"({', '.join(str(x) for x in run.point_sizes)}) | "
             f"{_our_cell(s.k_mean, s.k_se, s.k_mcse, 2)} | {s.k_max} | "
             f"{run.k_probability(2):.3f} | {_our_cell(s.nmi_mean, s.nmi_se, s.nmi_mcse, 3)} | "
@@ -465,7 +513,7 @@ def _k_probability_section(result: ReproductionResult) -> list[str]:
 def _diagnostics_section(result: ReproductionResult) -> list[str]:
     """R-hat and ESS of K, seeds and run time of every fit."""
     lines = _table_start(
-        7,
+        8,
         "| Data | N | Method | alpha | r | seed | R-hat(K) | bulk ESS(K) | tail ESS(K) | "
         "point estimate K | seconds |",
     )
@@ -487,7 +535,7 @@ def _diagnostics_section(result: ReproductionResult) -> list[str]:
 
 def _figures_section(result: ReproductionResult) -> list[str]:
     """Links to the figures."""
-    lines = ["", "## " + TABLE_TITLES[8], ""]
+    lines = ["", "## " + TABLE_TITLES[9], ""]
     for path in result.figures:
         lines.append(f"- [{path.name}]({path.name})")
     lines.append("")
@@ -517,7 +565,8 @@ def format_tables(result: ReproductionResult) -> str:
     lines += _tables_1_and_2(result, digits_text)
     lines += _faithful_section(result)
     lines += _k_probability_section(result)
-    lines += ["", "## " + TABLE_TITLES[6], ""]
+    lines += moves_section(result, TABLE_TITLES[6], tuple(K_TRUE))
+    lines += ["", "## " + TABLE_TITLES[7], ""]
     lines += _claims(result)
     lines += _diagnostics_section(result)
     lines += _figures_section(result)

@@ -25,6 +25,13 @@ from pymc_pcrp.cli.reproduce.data import (
     _simulation,
 )
 from pymc_pcrp.cli.reproduce.figures import _figures_for_dataset, _figures_for_sample
+from pymc_pcrp.cli.reproduce.moves import (
+    ALGORITHM_1,
+    DEFAULT_MOVES,
+    default_step_options,
+    describe_options,
+    paper_prior,
+)
 from pymc_pcrp.cli.reproduce.paper_values import (
     K_TRUE,
     METHODS,
@@ -143,6 +150,8 @@ def _cross_validate(
             sweeps_per_draw=protocol.cv_sweeps_per_draw,
             random_seed=seed,
             n_jobs=protocol.n_jobs,
+            prior=paper_prior(data.cv_train),
+            fit_kwargs={"pcrp_gibbs": dict(ALGORITHM_1)},
         )
     seconds = time.perf_counter() - start
     messages = [str(w.message) for w in caught if "never rose" in str(w.message)]
@@ -168,7 +177,9 @@ def _fit_method(
     stream: TextIO,
 ) -> tuple[RunResult, az.InferenceData, np.ndarray]:
     alpha = crp_oracle_alpha(data.k_true, sample.n) if method == "CRP-Oracle" else 1.0
-    r = power if method == "pCRP" else 1.0
+    r = power if method in ("pCRP", DEFAULT_MOVES) else 1.0
+    # The paper's fits pin Algorithm 1; the extra fit takes the step's defaults.
+    step = {} if method == DEFAULT_MOVES else {"pcrp_gibbs": dict(ALGORITHM_1)}
     _say(
         stream,
         f"{counter} {data.name}, N = {sample.n}, {method}: alpha = {alpha:.3f}, r = {r:g}, "
@@ -180,6 +191,7 @@ def _fit_method(
             sample.X,
             power=r,
             alpha=alpha,
+            prior=paper_prior(sample.X),
             draws=protocol.draws,
             tune=protocol.tune,
             chains=protocol.chains,
@@ -187,6 +199,7 @@ def _fit_method(
             sweeps_per_draw=protocol.sweeps_per_draw,
             random_seed=seed,
             compute_convergence_checks=False,
+            **step,
         )
     seconds = time.perf_counter() - start
     summary = clustering_summary(idata, sample.labels)
@@ -217,6 +230,39 @@ def _fit_method(
         f"point estimate K = {len(sizes)}",
     )
     return result, idata, labels
+
+
+def _fit_sample(
+    data: _DataSet,
+    sample: _Sample,
+    power: float,
+    protocol: Protocol,
+    seeds: list[int],
+    total: int,
+    result: ReproductionResult,
+    stream: TextIO,
+) -> dict[str, tuple[RunResult, az.InferenceData, np.ndarray]]:
+    """Fit the paper's methods (seeds in order), then the pCRP with the default moves.
+
+    The runs are appended to ``result``; the fits of the paper's methods are returned
+    for the figures.
+    """
+    fits = {}
+    for method, run_seed in zip(METHODS, seeds, strict=True):
+        counter = f"[{len(result.runs) + 1:>2}/{total}]"
+        run, idata, labels = _fit_method(
+            data, sample, method, power, protocol, run_seed, counter, stream
+        )
+        result.runs.append(run)
+        fits[method] = (run, idata, labels)
+    # The default sampler beside Algorithm 1: the pCRP again, with the same seed.
+    counter = f"[{len(result.runs) + 1:>2}/{total}]"
+    pcrp_seed = fits["pCRP"][0].seed
+    run, _, _ = _fit_method(
+        data, sample, DEFAULT_MOVES, power, protocol, pcrp_seed, counter, stream
+    )
+    result.runs.append(run)
+    return fits
 
 
 def _announce(stream: TextIO, result: ReproductionResult, out: Path) -> None:
@@ -307,31 +353,20 @@ def run_reproduction(
         result.notes[data.name] = data.note
         _say(stream, "  " + data.note)
 
-    total = sum(len(d.samples) for d in datasets) * len(METHODS)
-    done = 0
+    result.default_moves = describe_options(default_step_options())
+    _say(stream, f"Default moves of PCRPGibbs (extra pCRP fit): {result.default_moves}")
+    total = sum(len(d.samples) for d in datasets) * (len(METHODS) + 1)
+    done = 0  # fits of the paper's methods; their seeds follow this count
     for index, data in enumerate(datasets):
         cv_seed = seed + 2000 + index
         _say(stream, f"Cross-validating r for {data.name} (seed {cv_seed}) ...")
         cv, _ = _cross_validate(data, protocol, cv_seed, stream)
         result.cv[data.name] = cv
         for sample in data.samples:
-            fits = {}
-            for method in METHODS:
-                done += 1
-                run_seed = seed + 1000 + done
-                counter = f"[{done:>2}/{total}]"
-                run, idata, labels = _fit_method(
-                    data,
-                    sample,
-                    method,
-                    cv.result.chosen_power,
-                    protocol,
-                    run_seed,
-                    counter,
-                    stream,
-                )
-                result.runs.append(run)
-                fits[method] = (run, idata, labels)
+            seeds = [seed + 1000 + done + i for i in range(1, len(METHODS) + 1)]
+            done += len(METHODS)
+            power = cv.result.chosen_power
+            fits = _fit_sample(data, sample, power, protocol, seeds, total, result, stream)
             _figures_for_sample(data, sample, fits, out, protocol, result)
             del fits
         _figures_for_dataset(data, result, out, cv)

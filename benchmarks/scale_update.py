@@ -1,0 +1,104 @@
+"""Cost of the learned-scale update of ``s`` relative to one plain Gibbs sweep (kernels only).
+
+Run from the repository root: ``PYTHONPATH=. python benchmarks/scale_update.py``.
+Two problems: N=2,000, D=2 (two unit Gaussians at -2 and +2) and breast cancer
+(N=569, D=30, raw features), each burnt in for 300 draws with the learned scale
+from 10 random clusters. Prints (1) the median over interleaved rounds of the
+time of ``advance`` (one sweep) and of ``advance_scaled`` (one sweep, then the
+exact draw of ``s``), and (2) the parts of the update timed alone, each the
+minimum over rounds of the mean per call: the sweep, the grid conditional
+(eigenvalues and ``O(G K D)`` sum) and ``set_scale`` (factors and new-cluster
+table, only run when ``s`` changes). On a loaded machine (2) is the steadier figure.
+"""
+
+import time
+
+import numpy as np
+
+from sklearn import datasets as skd
+
+import pymc_pcrp as pc
+
+from pymc_pcrp._kernels.chain import advance
+from pymc_pcrp._kernels.hyper import (
+    _params_at,
+    advance_scaled,
+    make_scale_grid,
+    scale_conditional,
+    set_scale,
+)
+from pymc_pcrp._kernels.scores import sweep_tables
+from pymc_pcrp._kernels.state import init_state, make_params
+
+
+def setup(x, seed=0):
+    """A chain with the learned scale, burnt in for 300 draws from 10 random clusters."""
+    prior = pc.NIWPrior.from_data(x)
+    xc = np.ascontiguousarray(x - prior.mu0)
+    n = len(x)
+    params = make_params(1.0, 1.1, prior.kappa0, prior.nu0, prior.psi0)
+    grid = make_scale_grid(xc, prior.psi0, *prior.grid_arrays())
+    tables = sweep_tables(xc, params)
+    rng = np.random.default_rng(seed)
+    labels = np.unique(rng.integers(0, 10, n), return_inverse=True)[1].astype(np.int64)
+    state = init_state(xc, labels, params)
+    counts, out = np.empty(4, np.int64), np.empty(n, np.int64)
+    for _ in range(300):
+        advance_scaled(rng, xc, state, params, tables, grid, 1, 0, 3, counts, out)
+    return rng, xc, state, params, tables, grid, counts, out
+
+
+def calls(chain):
+    """The functions timed, as closures over one chain."""
+    rng, xc, state, params, tables, grid, counts, out = chain
+    local = _params_at(params, grid)  # plain sweeps at the chain's current s
+    logp = np.empty(grid.log_s.size)
+    g0 = int(grid.current[0])
+    return {
+        "sweep": lambda: advance(rng, xc, state, local, tables, 1, 0, 3, counts, out),
+        "sweep+s": lambda: advance_scaled(
+            rng, xc, state, params, tables, grid, 1, 0, 3, counts, out
+        ),
+        "conditional": lambda: scale_conditional(state, params.kappa0, params.nu0, grid, logp),
+        "set_scale": lambda: set_scale(g0, grid, state, params, tables),
+    }
+
+
+def main() -> None:
+    """Print both measurements for both problems."""
+    rng0 = np.random.default_rng(1)
+    x2 = np.r_[rng0.normal(size=(1000, 2)) - 2, rng0.normal(size=(1000, 2)) + 2]
+    xb = skd.load_breast_cancer(return_X_y=True)[0]
+    for name, x, reps in (("N=2000 D=2", x2, 100), ("breast N=569 D=30", xb, 30)):
+        chain = setup(x)
+        fns = calls(chain)
+        rounds = {k: [] for k in fns}
+        for _ in range(15):
+            for key in ("sweep", "sweep+s"):
+                start = time.perf_counter()
+                for _ in range(reps):
+                    fns[key]()
+                rounds[key].append((time.perf_counter() - start) / reps)
+        plain, both = np.array(rounds["sweep"]), np.array(rounds["sweep+s"])
+        print(
+            f"{name}: K={chain[2].k[0]}  interleaved medians: sweep {np.median(plain) * 1e3:.3f}"
+            f" ms, sweep + s update {np.median(both) * 1e3:.3f} ms, "
+            f"median ratio {np.median(both / plain):.2f}"
+        )
+        best = {}
+        for _ in range(10):
+            for key in ("sweep", "conditional", "set_scale"):
+                start = time.perf_counter()
+                for _ in range(reps):
+                    fns[key]()
+                best[key] = min(best.get(key, np.inf), (time.perf_counter() - start) / reps)
+        update = (best["conditional"] + best["set_scale"]) / best["sweep"]
+        print(
+            "    parts alone (min of means): "
+            + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in best.items())
+            + f"; (conditional + set_scale) / sweep = {update:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,348 @@
+r"""A learned NIW scale: the exact update of ``s`` in ``Psi_0 = s P`` given the partition.
+
+With a hyperprior the NIW scale matrix is ``Psi_0 = s P``: ``P`` is a fixed base
+matrix and ``s`` takes values on a grid ``s_1 < ... < s_G`` with prior weights
+``w_g``. The step samples the pair ``(z, s)``: sweeps (and split-merge moves)
+update ``z`` given ``s``, then :func:`advance_scaled` draws ``s`` exactly from
+its conditional given ``z``,
+
+.. math::
+
+    p(s_g \mid z, X) \propto w_g \prod_k m(X_k \mid s_g P).
+
+For a cluster with ``n`` points, centred sums ``S`` and outer products ``Q``,
+``Psi_n = s P + B`` with ``B = Q - S S^T / (kappa0 + n)``, which does not depend
+on ``s``. With ``P = L0 L0^T`` and ``lambda_j`` the eigenvalues of
+``L0^{-1} B L0^{-T}``,
+
+.. math::
+
+    \log|s P + B| = \log|P| + \sum_j \log(s + \lambda_j),
+
+so after one ``O(D^3)`` eigen-decomposition per cluster every grid value costs
+``O(D)``: ``O(K D^3 + G K D)`` for the whole conditional. After a new ``s`` the
+occupied slots' Cholesky factors (``O(K D^3)``) and every point's new-cluster
+weight (``O(N)``, from the cached ``q_i = x_i^T P^{-1} x_i``) are recomputed.
+
+The data are centred at the prior mean, as everywhere in :mod:`pymc_pcrp._kernels`.
+"""
+
+import math
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.chain import advance
+from pymc_pcrp._kernels.niw import log_multigamma
+from pymc_pcrp._kernels.state import NIWParams, SweepState, refresh_slot
+
+__all__ = [
+    "ScaleGrid",
+    "advance_scaled",
+    "cluster_eigenvalues",
+    "log_marginal_grid",
+    "make_scale_grid",
+    "scale_conditional",
+]
+
+_LOG_PI = math.log(math.pi)
+
+# Values of ``ScaleGrid.current[1]``: what the step did to the state since the last call.
+IN_SYNC = 0  # the state's factors already use the current s
+REBUILT = 1  # the state was rebuilt from labels with another Psi_0: refresh it
+FRESH_CHAIN = 2  # a new chain: draw s from its conditional given the initial partition
+
+
+class ScaleGrid(NamedTuple):
+    """Grid of the scale ``s``, the base matrix ``P`` and the chain's current ``s``.
+
+    ``psi0`` and ``chol0`` hold ``s P`` and its Cholesky factor for the current
+    ``s``; ``current`` is ``[grid index of s, status]`` (see the module constants).
+    """
+
+    log_s: np.ndarray
+    log_w: np.ndarray
+    base_chol_inv: np.ndarray
+    base_chol: np.ndarray
+    logdet_base: float
+    q: np.ndarray
+    psi0: np.ndarray
+    chol0: np.ndarray
+    current: np.ndarray
+
+
+def make_scale_grid(xc: np.ndarray, base: np.ndarray, grid, log_weights) -> ScaleGrid:
+    """Build a :class:`ScaleGrid` for centred data ``xc`` (status: fresh chain, ``s = s_1``)."""
+    base = np.ascontiguousarray(base, dtype=np.float64)
+    chol = np.linalg.cholesky(base)
+    chol_inv = np.ascontiguousarray(np.linalg.inv(chol))
+    y = xc @ chol_inv.T
+    q = np.ascontiguousarray(np.einsum("ij,ij->i", y, y))
+    log_s = np.log(np.asarray(grid, dtype=np.float64))
+    log_w = np.asarray(log_weights, dtype=np.float64)
+    logdet = 2.0 * float(np.sum(np.log(np.diag(chol))))
+    s = math.exp(log_s[0])
+    return ScaleGrid(
+        np.ascontiguousarray(log_s),
+        np.ascontiguousarray(log_w),
+        chol_inv,
+        np.ascontiguousarray(chol),
+        logdet,
+        q,
+        s * base,
+        math.sqrt(s) * chol,
+        np.array([0, FRESH_CHAIN], dtype=np.int64),
+    )
+
+
+@numba.njit(**NJIT_KWARGS)
+def cluster_eigenvalues(
+    state: SweepState, kappa0: float, base_chol_inv: np.ndarray, sizes: np.ndarray, eig: np.ndarray
+) -> int:
+    """Write each occupied cluster's size and the eigenvalues of ``L0^{-1} B L0^{-T}``.
+
+    ``sizes`` (length ``>= K``) and ``eig`` (shape ``(>= K, D)``) are overwritten
+    in the order of ``state.order``; returns ``K``.
+    """
+    d = base_chol_inv.shape[0]
+    b = np.empty((d, d))
+    t = np.empty((d, d))
+    k = state.k[0]
+    for p in range(k):
+        slot = state.order[p]
+        n = state.counts[slot]
+        inv_kappa = 1.0 / (kappa0 + n)
+        for i in range(d):
+            for j in range(d):
+                b[i, j] = (
+                    state.sumsq[slot, i, j] - state.sums[slot, i] * state.sums[slot, j] * inv_kappa
+                )
+        # t = L0^{-1} B, then m = t L0^{-T} (symmetric); L0^{-1} is lower triangular.
+        for i in range(d):
+            for j in range(d):
+                acc = 0.0
+                for a in range(i + 1):
+                    acc += base_chol_inv[i, a] * b[a, j]
+                t[i, j] = acc
+        m = np.empty((d, d))
+        for i in range(d):
+            for j in range(i + 1):
+                acc = 0.0
+                for a in range(j + 1):
+                    acc += t[i, a] * base_chol_inv[j, a]
+                m[i, j] = acc
+                m[j, i] = acc
+        eig[p, :] = np.linalg.eigvalsh(m)
+        sizes[p] = n
+    return k
+
+
+@numba.njit(**NJIT_KWARGS)
+def log_marginal_grid(
+    sizes: np.ndarray,
+    eig: np.ndarray,
+    k: int,
+    kappa0: float,
+    nu0: float,
+    logdet_base: float,
+    log_s: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """Write ``sum_k log m(X_k | s_g P)`` for every grid value ``s_g`` into ``out``."""
+    d = eig.shape[1]
+    g_count = log_s.shape[0]
+    const = 0.0
+    nu_total = 0.0
+    for p in range(k):
+        n = sizes[p]
+        kappa_n = kappa0 + n
+        nu_n = nu0 + n
+        const += (
+            -0.5 * n * d * _LOG_PI
+            + log_multigamma(0.5 * nu_n, d)
+            - log_multigamma(0.5 * nu0, d)
+            + 0.5 * d * math.log(kappa0 / kappa_n)
+            - 0.5 * n * logdet_base
+        )
+        nu_total += nu0
+    for g in range(g_count):
+        ls = log_s[g]
+        s = math.exp(ls)
+        acc = const + 0.5 * nu_total * d * ls
+        for p in range(k):
+            # sum_j log(s + lambda_j) as the log of a product, one log per ~D
+            # factors (the product is flushed before it can overflow or underflow)
+            inner = 0.0
+            prod = 1.0
+            for j in range(d):
+                prod *= s + eig[p, j]
+                if prod > 1e150 or prod < 1e-150:
+                    inner += math.log(prod)
+                    prod = 1.0
+            inner += math.log(prod)
+            acc -= 0.5 * (nu0 + sizes[p]) * inner
+        out[g] = acc
+
+
+@numba.njit(**NJIT_KWARGS)
+def _log_sum_exp(v: np.ndarray) -> float:
+    top = v[0]
+    for j in range(1, v.shape[0]):
+        if v[j] > top:
+            top = v[j]
+    acc = 0.0
+    for j in range(v.shape[0]):
+        acc += math.exp(v[j] - top)
+    return top + math.log(acc)
+
+
+@numba.njit(**NJIT_KWARGS)
+def scale_conditional(
+    state: SweepState, kappa0: float, nu0: float, grid: ScaleGrid, out: np.ndarray
+) -> float:
+    """Write ``log w_g + sum_k log m(X_k | s_g P)`` into ``out``; return its log-sum-exp.
+
+    The log-sum-exp is the log likelihood of the partition with ``s`` integrated out.
+    """
+    d = grid.base_chol.shape[0]
+    k = state.k[0]
+    sizes = np.empty(k, dtype=np.int64)
+    eig = np.empty((k, d))
+    cluster_eigenvalues(state, kappa0, grid.base_chol_inv, sizes, eig)
+    log_marginal_grid(sizes, eig, k, kappa0, nu0, grid.logdet_base, grid.log_s, out)
+    for g in range(out.shape[0]):
+        out[g] += grid.log_w[g]
+    return _log_sum_exp(out)
+
+
+@numba.njit(**NJIT_KWARGS)
+def _draw_index(rng: np.random.Generator, logp: np.ndarray, top: float) -> int:
+    """Index ``g`` drawn with probability ``exp(logp[g] - top)`` (``top`` = log-sum-exp)."""
+    u = rng.random()
+    acc = 0.0
+    last = logp.shape[0] - 1
+    for g in range(last):
+        acc += math.exp(logp[g] - top)
+        if u < acc:
+            return g
+    return last
+
+
+@numba.njit(**NJIT_KWARGS)
+def _params_at(params: NIWParams, grid: ScaleGrid) -> NIWParams:
+    """``params`` with ``Psi_0 = s P`` for the chain's current ``s``."""
+    d = grid.base_chol.shape[0]
+    logdet0 = grid.logdet_base + d * grid.log_s[grid.current[0]]
+    return NIWParams(
+        params.log_alpha, params.power, params.kappa0, params.nu0, grid.psi0, grid.chol0, logdet0
+    )
+
+
+@numba.njit(**NJIT_KWARGS)
+def new_cluster_log_weights(
+    grid: ScaleGrid, params: NIWParams, pred_const0: float, log_new: np.ndarray
+) -> None:
+    """Overwrite ``log_new`` with ``log alpha + log prior predictive`` at the current ``s``.
+
+    Equals :func:`~pymc_pcrp._kernels.scores.sweep_tables`'s first table for
+    ``Psi_0 = s P``: ``x^T Psi_0^{-1} x = q / s``.
+    """
+    d = grid.base_chol.shape[0]
+    log_s = grid.log_s[grid.current[0]]
+    inv_s = math.exp(-log_s)
+    logdet0 = grid.logdet_base + d * log_s
+    c = params.kappa0 / (params.kappa0 + 1.0) * inv_s
+    base = params.log_alpha + pred_const0 - 0.5 * logdet0
+    half = 0.5 * (params.nu0 + 1.0)
+    for i in range(log_new.shape[0]):
+        log_new[i] = base - half * math.log1p(grid.q[i] * c)
+
+
+@numba.njit(**NJIT_KWARGS)
+def set_scale(
+    g: int,
+    grid: ScaleGrid,
+    state: SweepState,
+    params: NIWParams,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> NIWParams:
+    """Make ``s_g`` current: ``Psi_0``, every occupied factor and the new-cluster table."""
+    d = grid.base_chol.shape[0]
+    grid.current[0] = g
+    s = math.exp(grid.log_s[g])
+    root = math.sqrt(s)
+    for i in range(d):
+        for j in range(d):
+            grid.psi0[i, j] = 0.0
+            grid.chol0[i, j] = root * grid.base_chol[i, j]
+    # psi0 = s L0 L0^T, symmetric by construction
+    for i in range(d):
+        for j in range(d):
+            acc = 0.0
+            for a in range(min(i, j) + 1):
+                acc += grid.base_chol[i, a] * grid.base_chol[j, a]
+            grid.psi0[i, j] = s * acc
+    local = _params_at(params, grid)
+    buf = np.empty((d, d))
+    for p in range(state.k[0]):
+        refresh_slot(state, state.order[p], local, buf)
+    new_cluster_log_weights(grid, local, tables[1][0], tables[0])
+    return local
+
+
+@numba.njit(**NJIT_KWARGS)
+def advance_scaled(
+    rng: np.random.Generator,
+    xc: np.ndarray,
+    state: SweepState,
+    params: NIWParams,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+    grid: ScaleGrid,
+    n_sweeps: int,
+    n_split_merge: float,
+    n_scans: int,
+    counts: np.ndarray,
+    labels_out: np.ndarray,
+) -> float:
+    """:func:`~pymc_pcrp._kernels.chain.advance` with an exact draw of ``s`` after each sweep.
+
+    ``grid.current[1]`` says what changed since the last call: nothing
+    (``IN_SYNC``: the state's factors and ``tables[0]`` already hold the current
+    ``s``), the state, ``params`` or ``tables`` were rebuilt (``REBUILT``: they
+    may have been built for any ``Psi_0``, and the current ``s`` is applied to
+    them), or a new chain (``FRESH_CHAIN``: ``s`` is first drawn given the
+    initial partition). ``tables[0]`` is overwritten.
+
+    Returns the log joint of the new labels with ``s`` integrated out,
+    ``K log alpha + r sum_k log Gamma(n_k) + log sum_g w_g prod_k m(X_k | s_g P)``;
+    the drawn ``s`` is ``exp(grid.log_s[grid.current[0]])``.
+    """
+    g_count = grid.log_s.shape[0]
+    logp = np.empty(g_count)
+    status = grid.current[1]
+    if status == FRESH_CHAIN:
+        top = scale_conditional(state, params.kappa0, params.nu0, grid, logp)
+        local = set_scale(_draw_index(rng, logp, top), grid, state, params, tables)
+    elif status == REBUILT:
+        local = set_scale(grid.current[0], grid, state, params, tables)
+    else:
+        local = _params_at(params, grid)
+    grid.current[1] = IN_SYNC
+    total = np.zeros(4, dtype=np.int64)
+    marginal = 0.0
+    for _ in range(n_sweeps):
+        advance(rng, xc, state, local, tables, 1, n_split_merge, n_scans, counts, labels_out)
+        for j in range(4):
+            total[j] += counts[j]
+        top = scale_conditional(state, params.kappa0, params.nu0, grid, logp)
+        marginal = top
+        for p in range(state.k[0]):
+            marginal += params.log_alpha + params.power * math.lgamma(state.counts[state.order[p]])
+        g = _draw_index(rng, logp, top)
+        if g != grid.current[0]:
+            local = set_scale(g, grid, state, params, tables)
+    counts[:] = total
+    return marginal

@@ -1,0 +1,104 @@
+"""An interrupted run never looks complete: SIGINT sent to real processes.
+
+PyMC catches ``KeyboardInterrupt`` inside ``pm.sample`` and returns the draws it
+has. ``fit`` must then raise ``SamplingInterrupted`` and the ``cluster`` command
+must publish nothing, keep an earlier result and exit with status 130.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+
+FIT_SCRIPT = textwrap.dedent(
+    """
+    import os, signal
+    import numpy as np
+    import pymc_pcrp as pcrp
+
+    sent = []
+
+    def interrupt_after_some_draws(trace, draw):
+        if draw.draw_idx == 30 and not sent:
+            sent.append(True)
+            os.kill(os.getpid(), signal.SIGINT)
+
+    x = np.random.default_rng(0).normal(size=(60, 2))
+    try:
+        pcrp.fit(x, power=1.1, draws=5000, tune=10, chains=2, cores=1, random_seed=1,
+                 callback=interrupt_after_some_draws, compute_convergence_checks=False)
+    except pcrp.SamplingInterrupted as err:
+        sizes = err.idata.posterior.sizes
+        print("INTERRUPTED", sizes["chain"], sizes["draw"])
+        print(err)
+    else:
+        print("COMPLETE")
+    """
+)
+
+
+def _env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def test_fit_raises_when_sampling_is_interrupted(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", FIT_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=_env(),
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    first, *rest = done.stdout.splitlines()
+    word, chains, draws = first.split()
+    assert word == "INTERRUPTED", done.stdout
+    assert int(chains) * int(draws) < 2 * 5000
+    assert "Sampling stopped early" in "\n".join(rest)
+
+
+def test_cluster_command_interrupted_publishes_nothing(tmp_path):
+    rng = np.random.default_rng(4)
+    data = np.vstack([rng.normal(-3, 1, size=(40, 2)), rng.normal(3, 1, size=(40, 2))])
+    csv = tmp_path / "mid.csv"
+    np.savetxt(csv, data, delimiter=",", header="a,b", comments="")
+    out = tmp_path / "result"
+    out.mkdir()
+    (out / "summary.md").write_text("an earlier, complete result\n")
+    (out / "labels.csv").write_text("label\n0\n")
+    command = [
+        sys.executable, "-m", "pymc_pcrp", "cluster", str(csv), "--out", str(out),
+        "--overwrite", "--power", "1.1", "--draws", "200000", "--tune", "10",
+        "--chains", "2", "--cores", "1", "--seed", "1",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command,
+        cwd=tmp_path,
+        env=_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # Wait until the run has made its temporary folder (it is then past the input checks
+    # and about to sample), give the sampler a moment, then interrupt as Ctrl-C would.
+    deadline = time.monotonic() + 300
+    while not list(tmp_path.glob(".result.incomplete-*")):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the run never started"
+        time.sleep(0.2)
+    time.sleep(3.0)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, stderr[-3000:]
+    assert "Nothing was written to" in stderr
+    assert (out / "summary.md").read_text() == "an earlier, complete result\n"
+    assert sorted(p.name for p in out.iterdir()) == ["labels.csv", "summary.md"]
+    assert not list(tmp_path.glob(".result.incomplete-*"))
+    assert "results written" not in stdout

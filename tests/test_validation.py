@@ -1,0 +1,45 @@
+"""Input checks at the boundary: data the arithmetic cannot hold is refused by name."""
+
+import numpy as np
+import pytest
+
+from pymc_pcrp._validation import check_data
+
+
+def test_complex_data_is_refused_not_cast():
+    x = np.ones((5, 2)) + 1j
+    with pytest.raises(ValueError, match="Argument 'X' holds complex numbers"):
+        check_data(x, "X")
+
+
+@pytest.mark.parametrize("scale", [1e154, 1e101, -1e120])
+def test_data_too_large_for_sums_of_squares_is_refused(scale):
+    x = np.random.default_rng(0).normal(size=(20, 2))
+    x[:, 1] *= scale
+    with pytest.raises(ValueError, match=r"Argument 'X' has column\(s\) \[1\] with values above"):
+        check_data(x, "X")
+
+
+def test_data_too_small_for_sums_of_squares_is_refused():
+    x = np.random.default_rng(0).normal(size=(20, 3)) * 1e-200
+    with pytest.raises(ValueError, match=r"column\(s\) \[0, 1, 2\] with values below"):
+        check_data(x, "X")
+
+
+def test_ordinary_scales_and_zero_columns_pass():
+    x = np.random.default_rng(0).normal(size=(20, 3))
+    x[:, 0] *= 1e90
+    x[:, 1] *= 1e-90
+    x[:, 2] = 0.0
+    np.testing.assert_array_equal(check_data(x, "X"), x)
+
+
+def test_predict_refuses_points_beyond_the_arithmetic(tmp_path):
+    import pymc_pcrp as pcrp
+
+    x = np.random.default_rng(1).normal(size=(30, 2))
+    idata = pcrp.fit(
+        x, power=1.1, draws=20, tune=10, chains=1, random_seed=2, compute_convergence_checks=False
+    )
+    with pytest.raises(ValueError, match="above 1e\\+100"):
+        pcrp.predict(idata, np.array([[1e155, 0.0]]))
