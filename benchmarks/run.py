@@ -961,9 +961,10 @@ def section_start(cfg: Config, rep: Report, cache: dict) -> None:
     seed = next(
         s for s in range(10_000) if int(np.random.default_rng(s).integers(1, k_max + 1)) == k_max
     )
-    # Warm-up on a small model: numba loads the compiled kernels from its cache once
-    # per process (the 'startup' section measures that).
-    xs, _, ps, _, _, _ = problem(2000, d)
+    # Warm-up on a smaller model: numba loads the compiled kernels from its cache once
+    # per process (the 'startup' section measures that). 40,000 points, so that the
+    # labels have the same dtype (int32) as at N = 1e6 and the same kernels are used.
+    xs, _, ps, _, _, _ = problem(min(n, 40_000), d)
     small = build_model(xs, ps)
     with small:
         pcrp.PCRPGibbs([small["z"]], rng=1).step(small.initial_point())
