@@ -4,6 +4,11 @@ Run from the repository root::
 
     PYTHONPATH=. python benchmarks/bench_split_merge.py --n 2000 --draws 500 --chains 4 --seed 0
 
+``--moves`` takes expected proposals per sweep (``PCRPGibbs(split_merge=...)``, a
+fraction is allowed) and ``--scans`` the values of ``split_merge_scans`` to try
+(``-1``: sequential allocation alone, the default); every rate above zero is run
+with every scan setting.
+
 Data: N points in 2-D, two equal unit-covariance Gaussian clusters whose means are
 5 apart (first coordinate 0 and 5), fixed seed. Model: ``pcrp.build_model(X,
 power=1.1)`` (alpha = 1, ``NIWPrior.from_data``). Every chain starts with all points
@@ -59,7 +64,7 @@ def found_truth(z: np.ndarray, truth: np.ndarray) -> bool:
     return top[0] != top[1]
 
 
-def run(x, truth, split_merge: int, args) -> dict:
+def run(x, truth, split_merge: float, args, scans: int = -1) -> dict:
     start = time.perf_counter()
     with pcrp.build_model(x, power=1.1):
         idata = pm.sample(
@@ -70,7 +75,7 @@ def run(x, truth, split_merge: int, args) -> dict:
             random_seed=args.seed,
             progressbar=False,
             compute_convergence_checks=False,
-            pcrp_gibbs={"init": "one", "split_merge": split_merge},
+            pcrp_gibbs={"init": "one", "split_merge": split_merge, "split_merge_scans": scans},
         )
     wall = time.perf_counter() - start
     k = idata.posterior["n_clusters"]
@@ -102,7 +107,8 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=500)
     parser.add_argument("--chains", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--moves", type=int, nargs="+", default=[0, 1, 3])
+    parser.add_argument("--moves", type=float, nargs="+", default=[0, 0.1, 1])
+    parser.add_argument("--scans", type=int, nargs="+", default=[-1, 0])
     args = parser.parse_args()
     logging.getLogger("pymc").setLevel(logging.ERROR)
     warnings.filterwarnings("ignore")
@@ -114,16 +120,19 @@ def main() -> None:
     print(f"log joint of the true partition: {true_log_joint(x, truth):.1f}")
     run(x[::40], truth[::40], 1, argparse.Namespace(**{**vars(args), "draws": 5, "chains": 1}))
     header = (
-        f"{'split_merge':>11} {'wall s':>7} {'ESS K':>7} {'ESS/s K':>8} {'R-hat K':>8} "
+        f"{'split_merge':>11} {'scans':>5} {'wall s':>7} {'ESS K':>7} {'ESS/s K':>8} "
+        f"{'R-hat K':>8} "
         f"{'ESS lj':>7} {'ESS/s lj':>9} {'R-hat lj':>9} {'mean lj (2nd half)':>19} "
         f"{'found':>6} {'mean K':>7} {'splits acc/prop':>16} {'merges acc/prop':>16}"
     )
     print(header)
     print("-" * len(header))
-    for moves in args.moves:
-        r = run(x, truth, moves, args)
+    configs = [(m, s) for m in args.moves for s in (args.scans if m > 0 else args.scans[:1])]
+    for moves, scans in configs:
+        r = run(x, truth, moves, args, scans)
         print(
-            f"{moves:>11d} {r['wall']:>7.1f} {r['ess_k']:>7.1f} {r['ess_k'] / r['wall']:>8.2f} "
+            f"{moves:>11g} {scans if moves > 0 else '-':>5} {r['wall']:>7.1f} "
+            f"{r['ess_k']:>7.1f} {r['ess_k'] / r['wall']:>8.2f} "
             f"{r['rhat_k']:>8.2f} {r['ess_lj']:>7.1f} {r['ess_lj'] / r['wall']:>9.2f} "
             f"{r['rhat_lj']:>9.2f} {r['lj_mean']:>19.1f} {r['found']:>6.2f} {r['k_mean']:>7.2f} "
             f"{'{}/{}'.format(*r['split']):>16} {'{}/{}'.format(*r['merge']):>16}"

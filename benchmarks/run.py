@@ -32,6 +32,10 @@ startup    import pymc_pcrp to first sweep, cold (empty numba cache) and warm (s
 scale      N=100,000, D=10: single-site Gibbs from one cluster and from the default
            (random) initialisation; from one cluster with split-merge moves
 scaling    kernel seconds per sweep against N for D = 1, 2, 10; writes the log-log plot
+moves      the default move set (sweep + split-merge at PCRPGibbs's default rate) against
+           plain sweeps (split_merge=0), per sweep, N=2,000 D=2, same data and start
+start      the default initialisation at N=1,000,000, D=10: seconds to the first draw
+           (step built, start drawn, first sweep and moves), with the largest K0 it can draw
 """
 
 from __future__ import annotations
@@ -48,7 +52,6 @@ import hashlib  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
-import math  # noqa: E402
 import platform  # noqa: E402
 import shlex  # noqa: E402
 import statistics  # noqa: E402
@@ -74,6 +77,8 @@ SECTIONS = (
     "startup",
     "scale",
     "scaling",
+    "moves",
+    "start",
 )
 DOC = REPO / "docs" / "performance.md"
 PLOT = REPO / "docs" / "performance_scaling.png"
@@ -112,6 +117,8 @@ class Config:
     scaling_ns: tuple = (1000, 3162, 10_000, 31_623, 100_000)
     scaling_ds: tuple = (1, 2, 10)
     scaling_updates: float = 1e6  # point-updates per timed measurement (>= 10 sweeps at 1e5)
+    moves: tuple = (2000, 2, 2000, 9)  # N, D, sweeps per block, paired blocks
+    start: tuple = (1_000_000, 10)
     quick: bool = False
 
     @classmethod
@@ -138,6 +145,8 @@ class Config:
             scale_time_cap=20.0,
             scaling_ns=(1000, 3000, 10_000),
             scaling_updates=3e4,
+            moves=(2000, 2, 500, 3),
+            start=(100_000, 10),
             quick=True,
         )
 
@@ -273,8 +282,15 @@ def time_kernel(xc, z, params, tables, sweeps: int, seed: int) -> tuple[float, i
     return time.perf_counter() - t0, int(state.k[0]), time.thread_time() - c0
 
 
-def sample(model, *, draws, spd=1, chains=1, cores=1, tune=0, init="point", z0=None, seed=0, **kw):
-    """``pm.sample`` as a user calls it (no progress bar); returns (idata, wall seconds)."""
+def sample(
+    model, *, draws, spd=1, chains=1, cores=1, tune=0, init="point", z0=None, seed=0, sm=0.0, **kw
+):
+    """``pm.sample`` as a user calls it (no progress bar); returns (idata, wall seconds).
+
+    ``sm`` is ``PCRPGibbs(split_merge=...)``: 0 (Algorithm 1 alone) unless given,
+    so that the step is compared with kernels and baselines that run plain sweeps;
+    ``None`` leaves the step's default move set.
+    """
     import pymc as pm
 
     extra = {"initvals": {"z": z0}} if z0 is not None else {}
@@ -288,7 +304,11 @@ def sample(model, *, draws, spd=1, chains=1, cores=1, tune=0, init="point", z0=N
             progressbar=False,
             quiet=True,
             random_seed=seed,
-            pcrp_gibbs={"sweeps_per_draw": spd, "init": init},
+            pcrp_gibbs={
+                "sweeps_per_draw": spd,
+                "init": init,
+                **({} if sm is None else {"split_merge": sm}),
+            },
             **extra,
             **kw,
         )
@@ -530,7 +550,7 @@ def section_sklearn(cfg: Config, rep: Report, cache: dict) -> None:
     for n in cfg.sklearn_sizes:
         x, z, prior, _, _, _ = problem(n, 2)
         model = build_model(x, prior)
-        sample(model, draws=2, init="random", seed=0)  # warm-up
+        sample(model, draws=2, init="random", seed=0, sm=None)  # warm-up
         sk_t, sk_k, sk_ari, sk_conv = [], [], [], []
         our_t, our_k, our_ari = [], [], []
         for r in range(cfg.repeats):
@@ -547,7 +567,9 @@ def section_sklearn(cfg: Config, rep: Report, cache: dict) -> None:
             sk_k.append(int(np.sum(bgm.weights_ > 0.01)))
             sk_ari.append(adjusted_rand_score(z, bgm.predict(x)))
             sk_conv.append(f"{'yes' if bgm.converged_ else 'no'}@{bgm.n_iter_}")
-            idata, wall = sample(model, draws=draws, tune=tune, init="random", seed=400 + r)
+            idata, wall = sample(
+                model, draws=draws, tune=tune, init="random", seed=400 + r, sm=None
+            )
             our_t.append(wall)
             k = idata.posterior["n_clusters"].values.ravel()
             our_k.append(float(k.mean()))
@@ -703,6 +725,8 @@ def section_scale(cfg: Config, rep: Report, cache: dict) -> None:
 
     import pymc_pcrp as pcrp
 
+    from pymc_pcrp.step_methods import pcrp_gibbs
+
     n, d = cfg.scale
     x, z, prior, _, _, _ = problem(n, d)
     model = build_model(x, prior)
@@ -710,13 +734,15 @@ def section_scale(cfg: Config, rep: Report, cache: dict) -> None:
 
     def drive(init: str, seed: int, max_sweeps: int, stop_after: int | None, **step_kw):
         """Run the step itself (one sweep per step); return per-sweep records."""
+        step_kw.setdefault("split_merge", 0)  # single-site Gibbs unless asked otherwise
         with model:
             step = pcrp.PCRPGibbs(
                 [model["z"]], init=init, rng=np.random.default_rng(seed), **step_kw
             )
         k0 = None
         if init == "random":
-            k0 = int(copy.deepcopy(step.rng).integers(1, math.ceil(math.sqrt(n)) + 1))
+            k_max = pcrp_gibbs.random_init_max_k(n)
+            k0 = int(copy.deepcopy(step.rng).integers(1, k_max + 1))
         point = model.initial_point()
         found, recs, t_start = None, [], time.perf_counter()
         for s in range(1, max_sweeps + 1):
@@ -861,6 +887,108 @@ def section_scaling(cfg: Config, rep: Report, cache: dict, plot_path: Path) -> N
     fig.savefig(plot_path, dpi=110)
     plt.close(fig)
     rep.log(f"  plot written to {plot_path}")
+
+
+def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
+    """Default move set against plain sweeps, per sweep, in paired interleaved blocks."""
+    import numpy as np
+
+    from pymc_pcrp._kernels.chain import advance
+    from pymc_pcrp._kernels.sweep import init_state
+    from pymc_pcrp.step_methods import pcrp_gibbs
+
+    n, d, sweeps, blocks = cfg.moves
+    rate, scans = pcrp_gibbs.SPLIT_MERGE_RATE, pcrp_gibbs.SPLIT_MERGE_SCANS
+    _, z, _, xc, params, tables = problem(n, d)
+    counts = np.empty(4, dtype=np.int64)
+    out = np.empty(n, dtype=np.int64)
+
+    def block(sm: float, sc: int, seed: int) -> tuple[float, np.ndarray]:
+        state = init_state(xc, z, params)
+        rng = np.random.default_rng(seed)
+        c0 = time.thread_time()
+        advance(rng, xc, state, params, tables, sweeps, sm, sc, counts, out)
+        return (time.thread_time() - c0) / sweeps, counts.copy()
+
+    block(0.0, 0, 0)  # warm-up: numba cache load
+    block(rate, scans, 0)
+    plain, moves, ratios, tally = [], [], [], np.zeros(4, dtype=np.int64)
+    for b in range(blocks):
+        # alternate which runs first, so that a drift of the load hits both alike
+        if b % 2:
+            m, c = block(rate, scans, 10 + b)
+            p, _ = block(0.0, 0, 10 + b)
+        else:
+            p, _ = block(0.0, 0, 10 + b)
+            m, c = block(rate, scans, 10 + b)
+        plain.append(p)
+        moves.append(m)
+        ratios.append(m / p)
+        tally += c
+    ratio = med(ratios)
+    rep.log(
+        f"  N={n} D={d}, from the true clusters, {blocks} paired blocks of {sweeps} sweeps "
+        f"(CPU time, load {load()}): plain ms/sweep {fmt_list([1e3 * v for v in plain])}, "
+        f"default (split_merge={rate}, split_merge_scans={scans}) "
+        f"{fmt_list([1e3 * v for v in moves])}; ratios {fmt_list(ratios)}; "
+        f"split acc/prop {tally[1]}/{tally[0]}, merge {tally[3]}/{tally[2]}"
+    )
+    r, status = goal_max(ratio, 1.5)
+    rep.row(
+        f"default move set (split_merge={rate}, split_merge_scans={scans}) / plain sweep "
+        f"(split_merge=0), CPU per sweep, N={n:,} D={d}, same data and start "
+        "(median of paired ratios)",
+        f"{ratio:.2f} ({1e3 * med(moves):.3f} / {1e3 * med(plain):.3f} ms)",
+        "<= 1.5",
+        r,
+        status,
+    )
+
+
+def section_start(cfg: Config, rep: Report, cache: dict) -> None:
+    """Seconds from building the step to its first draw, default init, the largest K0."""
+    import numpy as np
+
+    import pymc_pcrp as pcrp
+
+    from pymc_pcrp.step_methods import pcrp_gibbs
+
+    n, d = cfg.start
+    x, _, prior, _, _, _ = problem(n, d)
+    model = build_model(x, prior)
+    k_max = pcrp_gibbs.random_init_max_k(n)
+    # The chain whose start costs most: the first seed that draws the largest K0.
+    seed = next(
+        s for s in range(10_000) if int(np.random.default_rng(s).integers(1, k_max + 1)) == k_max
+    )
+    # Warm-up on a smaller model: numba loads the compiled kernels from its cache once
+    # per process (the 'startup' section measures that). 40,000 points, so that the
+    # labels have the same dtype (int32) as at N = 1e6 and the same kernels are used.
+    xs, _, ps, _, _, _ = problem(min(n, 40_000), d)
+    small = build_model(xs, ps)
+    with small:
+        pcrp.PCRPGibbs([small["z"]], rng=1).step(small.initial_point())
+    point = model.initial_point()
+    c0, t0 = time.process_time(), time.perf_counter()
+    with model:
+        step = pcrp.PCRPGibbs([model["z"]], rng=np.random.default_rng(seed))
+    built = time.perf_counter() - t0
+    _, stats = step.step(point)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    k = int(stats[0]["n_clusters"])
+    rep.log(
+        f"  N={n} D={d}, seed {seed} draws K0={k_max} (the cap): first draw after {wall:.2f} s "
+        f"wall (step built in {built:.2f} s), {cpu:.2f} s CPU (load {load()}); K after it {k}"
+    )
+    r, status = goal_max(wall, 10.0, " s")
+    rep.row(
+        f"default init (init='random', K0 <= {k_max}) to the first draw, N={n:,} D={d}, "
+        f"worst case K0={k_max}, kernels cached: step built, start drawn, first sweep (wall)",
+        f"{wall:.2f} s (CPU {cpu:.2f} s)",
+        "< 10 s",
+        r,
+        status,
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -1099,6 +1227,8 @@ def main(argv=None) -> int:
         "startup": section_startup,
         "scale": section_scale,
         "scaling": lambda c, r, k: section_scaling(c, r, k, plot),
+        "moves": section_moves,
+        "start": section_start,
     }
     cache: dict = {}
     for name in SECTIONS:

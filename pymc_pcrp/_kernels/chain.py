@@ -12,7 +12,7 @@ import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.partitions import canonical_labels
-from pymc_pcrp._kernels.splitmerge import split_merge_moves
+from pymc_pcrp._kernels.splitmerge import _split_merge_moves
 from pymc_pcrp._kernels.sweep import NIWParams, SweepState, gibbs_sweeps, log_joint
 
 __all__ = ["advance", "labels_match"]
@@ -26,7 +26,7 @@ def advance(
     params: NIWParams,
     tables: tuple[np.ndarray, np.ndarray, np.ndarray],
     n_sweeps: int,
-    n_split_merge: int,
+    n_split_merge: float,
     n_scans: int,
     counts: np.ndarray,
     labels_out: np.ndarray,
@@ -41,9 +41,15 @@ def advance(
         Centred data, sweep state, parameters and :func:`~pymc_pcrp._kernels.scores.sweep_tables`.
     n_sweeps : int
         Sweeps of Algorithm 1.
-    n_split_merge, n_scans : int
-        Split-merge proposals after each sweep and restricted scans per proposal;
-        with ``n_split_merge == 0`` the sweeps run back to back.
+    n_split_merge : float
+        Expected split-merge proposals after each sweep: its integer part is
+        always made, and one more with probability its fractional part (a draw
+        from ``rng`` that does not look at the state, so each sweep applies a
+        fixed mixture of invariant kernels). With ``n_split_merge == 0`` the
+        sweeps run back to back; an integer value draws no extra random number.
+    n_scans : int
+        Restricted scans per proposal (see
+        :func:`~pymc_pcrp._kernels.splitmerge.split_merge_moves`).
     counts : numpy.ndarray
         ``int64`` array of length 4, overwritten with the split-merge counts
         (split proposed, split accepted, merge proposed, merge accepted).
@@ -60,9 +66,23 @@ def advance(
     if n_split_merge == 0:
         gibbs_sweeps(rng, xc, state, params, tables, n_sweeps)
     else:
+        whole = int(n_split_merge)
+        frac = n_split_merge - whole
+        # r log n + size constant of the predictive, for n = 0..N: the sweep's table
+        # (copied to contiguous memory on the first proposal of the draw).
+        seat_const = np.empty(0)
         for _ in range(n_sweeps):
             gibbs_sweeps(rng, xc, state, params, tables, 1)
-            sp, sa, mp, ma = split_merge_moves(rng, xc, state, params, n_split_merge, n_scans)
+            n_moves = whole
+            if frac > 0.0 and rng.random() < frac:
+                n_moves += 1
+            if n_moves == 0:
+                continue
+            if seat_const.shape[0] == 0:
+                seat_const = np.ascontiguousarray(tables[2][:, 0])
+            sp, sa, mp, ma = _split_merge_moves(
+                rng, xc, state, params, n_moves, n_scans, params.power, 1.0, seat_const
+            )
             counts[0] += sp
             counts[1] += sa
             counts[2] += mp

@@ -302,7 +302,7 @@ def advance_scaled(
     tables: tuple[np.ndarray, np.ndarray, np.ndarray],
     grid: ScaleGrid,
     n_sweeps: int,
-    n_split_merge: int,
+    n_split_merge: float,
     n_scans: int,
     counts: np.ndarray,
     labels_out: np.ndarray,

@@ -100,7 +100,11 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.niw import log_marginal_from_logdet, predictive_constants
+from pymc_pcrp._kernels.niw import (
+    chol_rank_one_at,
+    log_marginal_from_logdet,
+    predictive_constants,
+)
 from pymc_pcrp._kernels.state import (
     NIWParams,
     SweepState,
@@ -109,6 +113,7 @@ from pymc_pcrp._kernels.state import (
     free_slot,
     open_slot,
     remove_point,
+    shift_stats,
 )
 
 __all__ = ["split_merge_moves"]
@@ -161,22 +166,28 @@ def _group_norm2(
 
 
 @numba.njit(**NJIT_KWARGS)
-def _log_seat(
-    n: int, u: float, logdet: float, power: float, kappa0: float, nu0: float, log_pred_n: float
-) -> float:
+def _log_seat(n: int, u: float, logdet: float, kappa0: float, nu0: float, seat_n: float) -> float:
     """``r log n + log p(x | group)`` for a group of ``n`` points that does not hold ``x``.
 
     ``u`` is ``||L^{-1}(x - mu_n)||^2``, ``logdet`` is ``log|Psi_n|`` of the
-    group and ``log_pred_n`` the size constant of
-    :func:`~pymc_pcrp._kernels.niw.predictive_constants`.
+    group and ``seat_n`` is ``r log n`` plus the size constant of
+    :func:`~pymc_pcrp._kernels.niw.predictive_constants` (see :func:`_seat_constants`).
     """
     kappa_n = kappa0 + n
-    return (
-        power * math.log(n)
-        + log_pred_n
-        - 0.5 * logdet
-        - 0.5 * (nu0 + n + 1.0) * math.log1p(u * kappa_n / (kappa_n + 1.0))
-    )
+    return seat_n - 0.5 * logdet - 0.5 * (nu0 + n + 1.0) * math.log1p(u * kappa_n / (kappa_n + 1.0))
+
+
+@numba.njit(**NJIT_KWARGS)
+def _seat_constants(n_max: int, d: int, power: float, kappa0: float, nu0: float) -> np.ndarray:
+    """``r log n + const[n]`` for ``n = 0..n_max`` (``const`` of ``predictive_constants``).
+
+    Reading the pCRP weight and the size part of the predictive from this table
+    spares two logarithms per group and point visit.
+    """
+    out = predictive_constants(n_max, d, kappa0, nu0)
+    for n in range(1, n_max + 1):
+        out[n] += power * math.log(n)
+    return out
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -188,16 +199,15 @@ def _log_seat_weight(
     gsum: np.ndarray,
     gchol: np.ndarray,
     glogdet: np.ndarray,
-    power: float,
     kappa0: float,
     nu0: float,
-    pred_const: np.ndarray,
+    seat_const: np.ndarray,
     y: np.ndarray,
 ) -> float:
     """Restricted-Gibbs log weight of group ``g`` (which does not hold point ``p``)."""
     n = gcount[g]
     u = _group_norm2(g, xc, p, gcount, gsum, gchol, kappa0, y)
-    return _log_seat(n, u, glogdet[g], power, kappa0, nu0, pred_const[n])
+    return _log_seat(n, u, glogdet[g], kappa0, nu0, seat_const[n])
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -222,43 +232,124 @@ def _choose(rng: np.random.Generator, w0: float, w1: float, forced: int) -> tupl
 
 
 @numba.njit(**NJIT_KWARGS)
+def _add_known(
+    gcount: np.ndarray,
+    gsum: np.ndarray,
+    gsumsq: np.ndarray,
+    gchol: np.ndarray,
+    glogdet: np.ndarray,
+    g: int,
+    xc: np.ndarray,
+    p: int,
+    kappa0: float,
+    log_gain: float,
+    v: np.ndarray,
+) -> None:
+    """Add point ``p`` to group ``g``, given ``log_gain = log(1 + kappa_n u / (kappa_n + 1))``.
+
+    By the determinant lemma ``log|Psi_{n+1}| = log|Psi_n| + log_gain``, the very
+    term the group's predictive weight of ``p`` already computed; so the log
+    determinant needs no logarithm of the new factor's diagonal.
+    """
+    kappa_n = kappa0 + gcount[g]
+    c = math.sqrt(kappa_n / (kappa_n + 1.0))
+    for a in range(xc.shape[1]):
+        v[a] = c * (xc[p, a] - gsum[g, a] / kappa_n)
+    chol_rank_one_at(gchol, g, v, 1.0)
+    glogdet[g] += log_gain
+    gcount[g] += 1
+    shift_stats(gsum, gsumsq, g, xc, p, 1.0)
+
+
+@numba.njit(**NJIT_KWARGS)
 def _sequential_allocation(
     rng: np.random.Generator,
     xc: np.ndarray,
     members: np.ndarray,
     m: int,
     side: np.ndarray,
+    target: np.ndarray,
+    forced: bool,
     gcount: np.ndarray,
     gsum: np.ndarray,
     gsumsq: np.ndarray,
     gchol: np.ndarray,
     glogdet: np.ndarray,
     params: NIWParams,
-    pred_const: np.ndarray,
+    seat_const: np.ndarray,
     v: np.ndarray,
     y: np.ndarray,
     buf: np.ndarray,
-) -> None:
+) -> float:
     """Seat ``members[:m]`` one after another in the two groups (the launch's start).
 
     The groups must hold their anchors only. Each point joins group ``g`` with
     probability proportional to ``n_g^r`` times its predictive given the points
-    seated so far; ``side`` receives the groups.
+    seated so far, or, when ``forced`` is true, joins group ``target[t]``;
+    ``side`` receives the groups. Returns the log probability of the choices
+    made (the proposal probability of a SAMS move).
     """
-    power = params.power
+    # Everything per point is written out here rather than called: helper calls
+    # that take arrays pay reference counting each time, which was most of the
+    # cost of a visit (about 200 ns at D = 2, against 36 ns per point in the sweep).
     kappa0 = params.kappa0
     nu0 = params.nu0
+    d = xc.shape[1]
+    log_q = 0.0
+    lw = np.empty(2)  # log(1 + kappa_n u / (kappa_n + 1)) of each group
+    w = np.empty(2)  # log weight of each group
     for t in range(m):
         p = members[t]
-        w0 = _log_seat_weight(
-            0, xc, p, gcount, gsum, gchol, glogdet, power, kappa0, nu0, pred_const, y
-        )
-        w1 = _log_seat_weight(
-            1, xc, p, gcount, gsum, gchol, glogdet, power, kappa0, nu0, pred_const, y
-        )
-        g = _choose(rng, w0, w1, -1)[0]
+        for g in range(2):
+            n_g = gcount[g]
+            kappa_n = kappa0 + n_g
+            inv_kappa = 1.0 / kappa_n
+            u = 0.0
+            for a in range(d):
+                r = xc[p, a] - gsum[g, a] * inv_kappa
+                for b in range(a):
+                    r -= gchol[g, a, b] * y[b]
+                r /= gchol[g, a, a]
+                y[a] = r
+                u += r * r
+            gain = math.log1p(u * kappa_n / (kappa_n + 1.0))
+            lw[g] = gain
+            w[g] = seat_const[n_g] - 0.5 * glogdet[g] - 0.5 * (nu0 + n_g + 1.0) * gain
+        # _choose, written out
+        delta = w[1] - w[0]
+        e = math.exp(-abs(delta))
+        top = 1 if delta >= 0.0 else 0
+        if forced:
+            g = target[t]
+        else:
+            g = top if rng.random() * (1.0 + e) < 1.0 else 1 - top
+        log_q -= math.log1p(e)
+        if g != top:
+            log_q -= abs(delta)
         side[t] = g
-        add_point(gcount, gsum, gsumsq, gchol, glogdet, g, xc, p, kappa0, v)
+        # Add p to group g: Psi gains v v^T with v = sqrt(kappa_n / (kappa_n + 1)) (x - mu_n),
+        # and log|Psi| gains the log term its weight just used (determinant lemma).
+        kappa_n = kappa0 + gcount[g]
+        c = math.sqrt(kappa_n / (kappa_n + 1.0))
+        for a in range(d):
+            v[a] = c * (xc[p, a] - gsum[g, a] / kappa_n)
+        for k in range(d):
+            lkk = gchol[g, k, k]
+            rr = math.sqrt(lkk * lkk + v[k] * v[k])
+            cc = rr / lkk
+            ss = v[k] / lkk
+            gchol[g, k, k] = rr
+            for i in range(k + 1, d):
+                gchol[g, i, k] = (gchol[g, i, k] + ss * v[i]) / cc
+                v[i] = cc * v[i] - ss * gchol[g, i, k]
+        if d > 0:
+            glogdet[g] += lw[g]
+        gcount[g] += 1
+        for a in range(d):
+            gsum[g, a] += xc[p, a]
+            for b in range(d):
+                gsumsq[g, a, b] += xc[p, a] * xc[p, b]
+    return log_q
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -276,7 +367,7 @@ def _restricted_scan(
     gchol: np.ndarray,
     glogdet: np.ndarray,
     params: NIWParams,
-    pred_const: np.ndarray,
+    seat_const: np.ndarray,
     v: np.ndarray,
     y: np.ndarray,
     buf: np.ndarray,
@@ -291,7 +382,6 @@ def _restricted_scan(
     """
     log_q = 0.0
     kappa0 = params.kappa0
-    power = params.power
     nu0 = params.nu0
     for t in range(m):
         p = members[t]
@@ -311,13 +401,12 @@ def _restricted_scan(
                 n_g - 1,
                 c * c * u / shrink,
                 glogdet[g] + math.log(shrink),
-                power,
                 kappa0,
                 nu0,
-                pred_const[n_g - 1],
+                seat_const[n_g - 1],
             )
             w_other = _log_seat_weight(
-                1 - g, xc, p, gcount, gsum, gchol, glogdet, power, kappa0, nu0, pred_const, y
+                1 - g, xc, p, gcount, gsum, gchol, glogdet, kappa0, nu0, seat_const, y
             )
             if g == 0:
                 new, log_p = _choose(rng, w_own, w_other, forced_g)
@@ -330,16 +419,40 @@ def _restricted_scan(
             # The shortcut is numerically unsafe: take the point out explicitly.
             remove_point(gcount, gsum, gsumsq, gchol, glogdet, g, xc, p, params, v, buf)
             w0 = _log_seat_weight(
-                0, xc, p, gcount, gsum, gchol, glogdet, power, kappa0, nu0, pred_const, y
+                0, xc, p, gcount, gsum, gchol, glogdet, kappa0, nu0, seat_const, y
             )
             w1 = _log_seat_weight(
-                1, xc, p, gcount, gsum, gchol, glogdet, power, kappa0, nu0, pred_const, y
+                1, xc, p, gcount, gsum, gchol, glogdet, kappa0, nu0, seat_const, y
             )
             new, log_p = _choose(rng, w0, w1, forced_g)
             add_point(gcount, gsum, gsumsq, gchol, glogdet, new, xc, p, kappa0, v)
         side[t] = new
         log_q += log_p
     return log_q
+
+
+@numba.njit(**NJIT_KWARGS)
+def _shuffle_prefix(rng: np.random.Generator, a: np.ndarray, b: np.ndarray, m: int) -> None:
+    """Put ``a[:m]`` in a uniformly random order (Fisher-Yates), ``b[:m]`` in the same order.
+
+    Each index is drawn exactly by Lemire's multiply-and-reject method from the
+    top 32 bits of one ``rng.random()``, as
+    :func:`~pymc_pcrp._kernels.sweep.shuffle_in_place` does: ``rng.integers``
+    per element was a visible share of a proposal.
+    """
+    two32 = 4294967296.0
+    for j in range(m - 1, 0, -1):
+        bound = j + 1
+        prod = np.uint64(rng.random() * two32) * np.uint64(bound)
+        low = prod & np.uint64(0xFFFFFFFF)
+        if low < np.uint64(bound):
+            threshold = np.uint64((4294967296 - bound) % bound)
+            while low < threshold:
+                prod = np.uint64(rng.random() * two32) * np.uint64(bound)
+                low = prod & np.uint64(0xFFFFFFFF)
+        r = np.int64(prod >> np.uint64(32))
+        a[j], a[r] = a[r], a[j]
+        b[j], b[r] = b[r], b[j]
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -463,14 +576,35 @@ def _split_merge_moves(
     n_restricted_scans: int,
     ratio_power: float,
     proposal_weight: float,
+    seat_const: np.ndarray,
+    cluster_first: bool = False,
+    selection_weight: float = 1.0,
 ) -> tuple[int, int, int, int]:
-    """Run :func:`split_merge_moves` with two hooks for the tests.
+    """Run :func:`split_merge_moves` with hooks for the tests, a size table and a pair rule.
+
+    ``seat_const`` is :func:`_seat_constants` up to some size (it is regrown
+    when a move needs larger sizes); the sweep's own table (column 0 of
+    ``by_size`` of :func:`~pymc_pcrp._kernels.scores.sweep_tables`, sizes up to
+    ``N``) is the same thing, so :func:`~pymc_pcrp._kernels.chain.advance`
+    passes it and a call computes no per-size constant.
 
     ``ratio_power`` is the power used in the prior ratio of the acceptance test
     and ``proposal_weight`` multiplies the log proposal probability there. The
     move is exact only with ``ratio_power == params.power`` and
     ``proposal_weight == 1``; other values exist so that the tests can show
     that they detect a wrong acceptance ratio.
+
+    ``cluster_first`` changes how the ordered pair ``(i, j)`` is drawn: a
+    cluster uniformly among the ``K`` occupied ones, ``i`` uniformly in it, then
+    ``j`` uniformly among the other ``N - 1`` points, so that small clusters
+    ("specks") are picked as often as large ones. The pair then has probability
+    ``1 / (K n_{c(i)} (N - 1))``, which depends on the state, and the test
+    multiplies in the ratio of the pair's probability from the proposed state
+    to that from the current one (the reverse move uses the same ordered pair):
+    ``K n_C / ((K + 1) n_0)`` for a split of ``C`` whose group 0 holds ``n_0``
+    points, ``K n_A / ((K - 1)(n_A + n_B))`` for a merge of ``A`` (holding
+    ``i``) and ``B``. ``selection_weight`` multiplies its log (1 is exact; 0
+    exists for the tests). Not used by the step yet: its mixing is not measured.
     """
     n, d = xc.shape
     if n < 2 or n_moves <= 0:
@@ -488,7 +622,6 @@ def _split_merge_moves(
     # Size-dependent predictive constants, computed on demand up to the largest
     # union of clusters seen so far (doubling), so that a call costs nothing in
     # proportion to N beyond the member lists.
-    pred_const = predictive_constants(min(n, 16), d, params.kappa0, params.nu0)
     members = np.empty(n, dtype=np.int64)
     side = np.empty(n, dtype=np.int64)
     target = np.empty(n, dtype=np.int64)
@@ -511,7 +644,14 @@ def _split_merge_moves(
     n_merge = 0
     n_merge_acc = 0
     for _ in range(n_moves):
-        i = rng.integers(0, n)
+        k_now = state.k[0]
+        if cluster_first:
+            slot = state.order[rng.integers(0, k_now)]
+            i = head[slot]
+            for _step in range(rng.integers(0, state.counts[slot])):
+                i = nxt[i]
+        else:
+            i = rng.integers(0, n)
         j = rng.integers(0, n - 1)
         if j >= i:
             j += 1
@@ -521,17 +661,14 @@ def _split_merge_moves(
 
         m = _gather_members(head, nxt, si, sj, i, j, members, target)
 
-        if m + 2 >= pred_const.shape[0]:
-            size = min(n, max(m + 2, 2 * pred_const.shape[0]))
-            pred_const = predictive_constants(size, d, kappa0, nu0)
-        work = (params, pred_const, v, y, buf)
+        if m + 2 >= seat_const.shape[0]:
+            size = min(n, max(m + 2, 2 * seat_const.shape[0]))
+            seat_const = _seat_constants(size, d, params.power, kappa0, nu0)
+        work = (params, seat_const, v, y, buf)
 
         # Launch: a uniformly random order of S (Fisher-Yates), then sequential
         # allocation from the two anchors, then the intermediate scans.
-        for t in range(m - 1, 0, -1):
-            u = rng.integers(0, t + 1)
-            members[t], members[u] = members[u], members[t]
-            target[t], target[u] = target[u], target[t]
+        _shuffle_prefix(rng, members, target, m)
         gcount[:] = 1
         for a in range(d):
             gsum[0, a] = xc[i, a]
@@ -541,11 +678,20 @@ def _split_merge_moves(
                 gsumsq[1, a, b] = xc[j, a] * xc[j, b]
         for g in range(2):
             glogdet[g] = factorise(1, gsum[g], gsumsq[g], params, buf, gchol[g])
-        _sequential_allocation(rng, xc, members, m, side, *groups, *work)
-        for _scan in range(n_restricted_scans):
-            _restricted_scan(rng, xc, members, m, side, target, False, *groups, *work)
-        # Final scan: it draws the proposed split, or (merge) scores the current one.
-        log_q = _restricted_scan(rng, xc, members, m, side, target, not is_split, *groups, *work)
+        if n_restricted_scans < 0:
+            # SAMS: the sequential allocation itself is the proposal; it draws the
+            # proposed split, or (merge) scores the current one.
+            log_q = _sequential_allocation(
+                rng, xc, members, m, side, target, not is_split, *groups, *work
+            )
+        else:
+            _sequential_allocation(rng, xc, members, m, side, target, False, *groups, *work)
+            for _scan in range(n_restricted_scans):
+                _restricted_scan(rng, xc, members, m, side, target, False, *groups, *work)
+            # Final scan: it draws the proposed split, or (merge) scores the current one.
+            log_q = _restricted_scan(
+                rng, xc, members, m, side, target, not is_split, *groups, *work
+            )
 
         if is_split:
             n_split += 1
@@ -562,6 +708,10 @@ def _split_merge_moves(
                 - log_marginal_from_logdet(n0 + n1, state.logdet[sj], d, kappa0, nu0, logdet0)
                 - proposal_weight * log_q
             )
+            if cluster_first:
+                log_a += selection_weight * (
+                    math.log(k_now * (n0 + n1)) - math.log((k_now + 1) * n0)
+                )
             if log_a >= 0.0 or math.log(rng.random()) < log_a:
                 n_split_acc += 1
                 _accept_split(state, sj, i, j, members, m, side, *groups, head, nxt)
@@ -582,6 +732,10 @@ def _split_merge_moves(
                 - log_marginal_from_logdet(nj, state.logdet[sj], d, kappa0, nu0, logdet0)
                 + proposal_weight * log_q
             )
+            if cluster_first:
+                log_a += selection_weight * (
+                    math.log(k_now * ni) - math.log((k_now - 1) * (ni + nj))
+                )
             if log_a >= 0.0 or math.log(rng.random()) < log_a:
                 n_merge_acc += 1
                 state.counts[sj] = ni + nj
@@ -637,6 +791,8 @@ def split_merge_moves(
         ``(n_split_proposed, n_split_accepted, n_merge_proposed,
         n_merge_accepted)``.
     """
+    d = xc.shape[1]
+    seat_const = _seat_constants(min(xc.shape[0], 16), d, params.power, params.kappa0, params.nu0)
     return _split_merge_moves(
-        rng, xc, state, params, n_moves, n_restricted_scans, params.power, 1.0
+        rng, xc, state, params, n_moves, n_restricted_scans, params.power, 1.0, seat_const
     )

@@ -44,6 +44,15 @@ def _positive_float(text: str) -> float:
     )
 
 
+def _rate(text: str) -> float:
+    return _checked_float(
+        text,
+        "expected a number >= 0",
+        lambda value: math.isfinite(value) and value >= 0.0,
+        "expected a finite number >= 0",
+    )
+
+
 def _fraction(text: str) -> float:
     return _checked_float(
         text,
@@ -252,15 +261,14 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
     _int_option(sampling, "--chains", 1, 4, "number of chains (default: 4)")
     _int_option(sampling, "--cores", 1, 1, "processes running the chains in parallel (default: 1)")
     _int_option(sampling, "--sweeps-per-draw", 1, 1, "Gibbs sweeps between kept draws (default: 1)")
-    _int_option(
-        sampling,
+    sampling.add_argument(
         "--split-merge",
-        0,
-        None,
-        "split-merge proposals after every Gibbs sweep, for the final and the "
-        "cross-validation fits (see pymc_pcrp.PCRPGibbs); 0 is the paper's Gibbs sampler "
-        "alone, 1 frees chains stuck in a merged or split state at a few times the cost per "
-        "sweep (default: the step's own default moves)",
+        type=_rate,
+        default=None,
+        help="expected split-merge proposals per Gibbs sweep (a fraction is allowed), for "
+        "the final and the cross-validation fits (see pymc_pcrp.PCRPGibbs); 0 is the "
+        "paper's Gibbs sampler alone, 1 frees stuck chains faster at a few times the cost "
+        "per sweep (default: the step's own default moves, 0.1 per sweep)",
         metavar="M",
     )
     sampling.add_argument(

@@ -51,7 +51,7 @@ def _full_command(args: argparse.Namespace, seed: int, power_text: str) -> str:
     parts += ["--cores", str(args.cores), "--sweeps-per-draw", str(args.sweeps_per_draw)]
     parts += ["--init", args.init]
     if args.split_merge is not None:
-        parts += ["--split-merge", str(args.split_merge)]
+        parts += ["--split-merge", f"{args.split_merge:g}"]
     parts += ["--seed", str(seed)]
     if power_text == "auto":
         grid = ",".join(f"{r:g}" for r in args.cv_grid)
@@ -97,7 +97,7 @@ def _model_section(args, power: float, seed: int, cv: CVResult | None) -> list[s
     moves = (
         "the step's default moves (PCRPGibbs without options)"
         if args.split_merge is None
-        else f"{args.split_merge} split-merge proposal(s) per sweep"
+        else f"{args.split_merge:g} split-merge proposal(s) per sweep"
     )
     lines.append(
         f"- {args.chains} chain(s) x {args.draws} draws after {args.tune} burn-in draws, "

@@ -50,6 +50,14 @@ _REFRESH_EVERY = 1000
 
 INIT_STRATEGIES = ("random", "prior", "one", "singletons", "point")
 
+# Default move set (docs/mixing.md): after each sweep, a split-merge proposal with
+# probability SPLIT_MERGE_RATE, built by sequential allocation alone (SAMS,
+# split_merge_scans=-1). Measured with benchmarks/run.py to cost at most 1.5x a plain sweep.
+SPLIT_MERGE_RATE = 0.1
+SPLIT_MERGE_SCANS = -1
+# init="random" draws K0 uniform on 1..min(ceil(sqrt(N)), RANDOM_INIT_MAX_K).
+RANDOM_INIT_MAX_K = 20
+
 
 class SweepInputs(NamedTuple):
     """What a step hands the kernel besides the state: centred data, parameters, tables."""
@@ -106,7 +114,7 @@ class PCRPGibbsState(StepMethodState):
 
     sweeps_per_draw: int = field(metadata={"frozen": True})
     init: str = field(metadata={"frozen": True})
-    split_merge: int = field(metadata={"frozen": True})
+    split_merge: float = field(metadata={"frozen": True})
     split_merge_scans: int = field(metadata={"frozen": True})
     fresh_chain: bool
 
@@ -121,6 +129,14 @@ class PCRPGibbs(BlockedStep):
     predictive for each occupied cluster ``k`` and ``alpha`` times the prior
     predictive for a new cluster. Its stationary distribution is the exact
     posterior ``p(z | X) ∝ alpha^K prod Gamma(n_k)^r prod m(X_k)``.
+
+    **Default move set.** By default each sweep is followed, with probability
+    0.1, by one split-merge proposal (``split_merge=0.1``, built by sequential
+    allocation: ``split_merge_scans=-1``), which moves whole clusters where
+    single-site Gibbs is stuck and keeps the target exact, for at most 1.5 times
+    the cost of a plain sweep. ``PCRPGibbs(split_merge=0)`` (or
+    ``pm.sample(pcrp_gibbs={"split_merge": 0})``) runs the paper's Algorithm 1
+    alone.
 
     ``alpha`` may be a random variable (``power`` may not: ``PowerCRP`` refuses
     it). The step then reads the current ``alpha`` from the point at every step,
@@ -147,26 +163,43 @@ class PCRPGibbs(BlockedStep):
     init : {"random", "prior", "one", "singletons", "point"}, default="random"
         Where each chain starts, drawn from the chain's own random generator:
 
-        * ``"random"``: ``K0`` uniform on ``1..ceil(sqrt(N))``, then each point
-          put in one of ``K0`` clusters uniformly at random; chains start from
-          different, over-dispersed partitions so that R-hat is meaningful;
+        * ``"random"``: ``K0`` uniform on ``1..min(ceil(sqrt(N)), 20)``, then each
+          point put in one of ``K0`` clusters uniformly at random; chains start
+          from different, over-dispersed partitions so that R-hat is meaningful,
+          and the first sweep costs at most 20 clusters' worth of scoring per
+          point (at ``N = 10^6`` a cap of ``sqrt(N)`` meant up to 1,000 clusters
+          and about a minute before the first draw);
         * ``"prior"``: an exact draw from the pCRP prior;
         * ``"one"``: all points in one cluster;
         * ``"singletons"``: every point in its own cluster;
         * ``"point"``: the labels of the start point ``pm.sample`` passes
           (``initvals``, or one cluster by default).
-    split_merge : int, default=0
-        Restricted-Gibbs split-merge proposals (Jain & Neal, 2004, with the pCRP
-        prior ratio; :mod:`pymc_pcrp._kernels.splitmerge`) after every sweep.
-        Each proposal picks two points at random and proposes to split their
-        cluster or merge their two clusters, with a Metropolis-Hastings test
-        that keeps the target exact. Single-point Gibbs needs many sweeps to
-        split or merge large clusters, especially for ``r > 1``; a few
-        proposals per sweep (e.g. 5-20) fix that at a small cost. ``0`` runs
-        the paper's Algorithm 1 alone.
-    split_merge_scans : int, default=3
-        Intermediate restricted Gibbs scans that build each proposal's launch
-        state.
+    split_merge : float, default=0.1
+        Expected number of split-merge proposals after each sweep (Jain & Neal,
+        2004, and Dahl, 2005, with the pCRP prior ratio;
+        :mod:`pymc_pcrp._kernels.splitmerge`). Each proposal picks two points
+        at random and proposes to split their cluster or merge their two
+        clusters, with a Metropolis-Hastings test that keeps the target exact.
+        The integer part is made after every sweep; the fractional part is the
+        probability of one more, drawn after each sweep from the chain's
+        generator without looking at the state, so every sweep applies a fixed
+        mixture of kernels that each leave the posterior invariant: the chain
+        stays exact. Integer values behave exactly as in earlier versions.
+
+        **``split_merge=0`` gives the paper's Algorithm 1 alone** (single-site
+        Gibbs sweeps, nothing else). The default is not Algorithm 1 but the
+        best exact move set measured (docs/mixing.md): single-site Gibbs frees
+        chains slowly, or never, from states where whole clusters are merged
+        or split, and one proposal every ten sweeps fixes that for at most
+        1.5 times the cost of a plain sweep (``benchmarks/run.py``).
+    split_merge_scans : int, default=-1
+        How each proposal is built. ``-1`` (default): by sequential allocation
+        alone (SAMS, Dahl 2005): the other points of the cluster(s) are seated
+        one by one in the two groups, and that is the proposal; cheapest, and
+        as good in the measurements. ``t >= 0``: the sequential allocation is the
+        launch state, followed by ``t`` intermediate restricted Gibbs scans and
+        one final scan that gives the proposal (Jain & Neal); earlier versions'
+        default was 3.
     model : pm.Model, optional
     rng : int or numpy.random.Generator, optional
         Overridden per chain by ``pm.sample(random_seed=...)``.
@@ -215,8 +248,8 @@ class PCRPGibbs(BlockedStep):
         *,
         sweeps_per_draw: int = 1,
         init: str = "random",
-        split_merge: int = 0,
-        split_merge_scans: int = 3,
+        split_merge: float = SPLIT_MERGE_RATE,
+        split_merge_scans: int = SPLIT_MERGE_SCANS,
         model=None,
         rng=None,
         initial_point=None,
@@ -234,18 +267,30 @@ class PCRPGibbs(BlockedStep):
             raise ValueError(
                 f"Argument 'sweeps_per_draw' must be a positive integer, got {sweeps_per_draw!r}."
             )
-        for value, arg, low in (
-            (split_merge, "split_merge", 0),
-            (split_merge_scans, "split_merge_scans", 0),
-        ):
-            if int(value) != value or value < low:
-                raise ValueError(f"Argument '{arg}' must be a non-negative integer, got {value!r}.")
+        try:
+            rate_ok = math.isfinite(float(split_merge)) and float(split_merge) >= 0
+        except (TypeError, ValueError):
+            rate_ok = False
+        if not rate_ok or isinstance(split_merge, bool):
+            raise ValueError(
+                "Argument 'split_merge' must be a finite non-negative number (expected "
+                f"proposals per sweep), got {split_merge!r}."
+            )
+        try:
+            scans_ok = int(split_merge_scans) == split_merge_scans and split_merge_scans >= -1
+        except (TypeError, ValueError):
+            scans_ok = False
+        if not scans_ok:
+            raise ValueError(
+                "Argument 'split_merge_scans' must be an integer >= -1 (-1: sequential "
+                f"allocation alone), got {split_merge_scans!r}."
+            )
         if init not in INIT_STRATEGIES:
             raise ValueError(f"Argument 'init' must be one of {INIT_STRATEGIES}, got {init!r}.")
         self.vars = vars
         self.sweeps_per_draw = int(sweeps_per_draw)
         self.init = init
-        self.split_merge = int(split_merge)
+        self.split_merge = float(split_merge)
         self.split_merge_scans = int(split_merge_scans)
         self.fresh_chain = True
         self.rng = get_random_generator(rng)
@@ -423,7 +468,7 @@ class PCRPGibbs(BlockedStep):
     def _initial_labels(self, current: np.ndarray, params: NIWParams) -> np.ndarray:
         n = self._n
         if self.init == "random":
-            k0 = int(self.rng.integers(1, math.ceil(math.sqrt(n)) + 1))
+            k0 = int(self.rng.integers(1, random_init_max_k(n) + 1))
             return canonical_labels(self.rng.integers(0, k0, size=n))
         if self.init == "prior":
             alpha, power = math.exp(params.log_alpha), params.power
@@ -544,6 +589,11 @@ class PCRPGibbs(BlockedStep):
             "niw_scale": niw_scale,
         }
         return new_point, [stats]
+
+
+def random_init_max_k(n: int) -> int:
+    """Largest ``K0`` of ``init="random"``: ``min(ceil(sqrt(n)), RANDOM_INIT_MAX_K)``."""
+    return max(1, min(math.ceil(math.sqrt(n)), RANDOM_INIT_MAX_K))
 
 
 def _value_reader(var):

@@ -6,6 +6,8 @@ import pytest
 
 import pymc_pcrp as pcrp
 
+from pymc_pcrp.step_methods import pcrp_gibbs
+
 
 def _two_clusters(n, seed=0):
     rng = np.random.default_rng(seed)
@@ -47,17 +49,93 @@ def test_split_merge_splits_what_gibbs_cannot():
     assert int(plain.sample_stats["split_proposed"].sum()) == 0
 
 
-@pytest.mark.parametrize("arg", ["split_merge", "split_merge_scans"])
-@pytest.mark.parametrize("value", [-1, 1.5])
+@pytest.mark.parametrize(
+    ("arg", "value"),
+    [
+        ("split_merge", -1),
+        ("split_merge", -0.1),
+        ("split_merge", float("nan")),
+        ("split_merge", float("inf")),
+        ("split_merge", "often"),
+        ("split_merge", True),
+        ("split_merge_scans", -2),
+        ("split_merge_scans", 1.5),
+        ("split_merge_scans", "many"),
+    ],
+)
 def test_bad_split_merge_options_are_refused(arg, value):
     with pcrp.build_model(np.arange(5.0)) as model:
         with pytest.raises(ValueError, match=f"'{arg}'"):
             pcrp.PCRPGibbs([model["z"]], **{arg: value})
 
 
-def test_sweep_state_is_kept_between_draws_and_rebuilt_now_and_then(monkeypatch):
-    from pymc_pcrp.step_methods import pcrp_gibbs
+def test_default_is_split_merge_and_zero_is_algorithm_1():
+    """The default step makes split-merge proposals; ``split_merge=0`` makes none."""
+    x = _two_clusters(60)
+    with pcrp.build_model(x, power=1.1) as model:
+        default = pcrp.PCRPGibbs([model["z"]], rng=3)
+        plain = pcrp.PCRPGibbs([model["z"]], rng=3, split_merge=0)
+    assert default.split_merge == pcrp_gibbs.SPLIT_MERGE_RATE > 0
+    assert default.split_merge_scans == pcrp_gibbs.SPLIT_MERGE_SCANS
+    totals = {}
+    for name, step in (("default", default), ("plain", plain)):
+        point = {"z": np.zeros(60, dtype=np.int64)}
+        proposed = 0
+        for _ in range(200):
+            point, stats = step.step(point)
+            proposed += stats[0]["split_proposed"] + stats[0]["merge_proposed"]
+        totals[name] = proposed
+    assert totals["plain"] == 0
+    # 200 sweeps at rate 0.1: Binomial(200, 0.1), mean 20, sd 4.2
+    assert 5 <= totals["default"] <= 40, totals
 
+
+@pytest.mark.parametrize("rate", [0.3, 2.5])
+def test_fractional_rate_gives_that_many_proposals_per_sweep(rate):
+    """``split_merge=m`` makes ``floor(m)`` proposals per sweep plus one with prob. ``m % 1``."""
+    x = _two_clusters(40)
+    with pcrp.build_model(x, power=1.1) as model:
+        step = pcrp.PCRPGibbs([model["z"]], rng=4, split_merge=rate, sweeps_per_draw=5)
+    point = {"z": np.zeros(40, dtype=np.int64)}
+    per_draw = []
+    for _ in range(300):
+        point, stats = step.step(point)
+        per_draw.append(stats[0]["split_proposed"] + stats[0]["merge_proposed"])
+    per_draw = np.array(per_draw)
+    whole = int(rate)
+    assert per_draw.min() >= 5 * whole and per_draw.max() <= 5 * (whole + 1)
+    # 1,500 sweeps: the extra proposals are Binomial(1500, frac), sd <= 19.4
+    extra = per_draw.sum() - 1500 * whole
+    assert abs(extra - 1500 * (rate - whole)) < 4 * 19.4, extra
+
+
+def test_integer_rate_draws_no_extra_random_number():
+    """An integer ``split_merge`` keeps the random stream of earlier versions: no Bernoulli."""
+    from pymc_pcrp._kernels.chain import advance
+    from pymc_pcrp._kernels.splitmerge import split_merge_moves
+    from pymc_pcrp._kernels.state import init_state, make_params
+    from pymc_pcrp._kernels.sweep import gibbs_sweeps, sweep_tables
+
+    x = _two_clusters(50)
+    xc = np.ascontiguousarray(x - x.mean(0))
+    params = make_params(1.0, 1.1, 0.5, 4.0, np.eye(2))
+    tables = sweep_tables(xc, params)
+    z0 = np.zeros(50, dtype=np.int64)
+    a = init_state(xc, z0, params)
+    rng_a = np.random.default_rng(9)
+    counts = np.empty(4, dtype=np.int64)
+    out = np.empty(50, dtype=np.int64)
+    advance(rng_a, xc, a, params, tables, 4, 2.0, 0, counts, out)
+    b = init_state(xc, z0, params)
+    rng_b = np.random.default_rng(9)
+    for _ in range(4):
+        gibbs_sweeps(rng_b, xc, b, params, tables, 1)
+        split_merge_moves(rng_b, xc, b, params, 2, 0)
+    assert np.array_equal(a.labels, b.labels)
+    assert rng_a.random() == rng_b.random()
+
+
+def test_sweep_state_is_kept_between_draws_and_rebuilt_now_and_then(monkeypatch):
     monkeypatch.setattr(pcrp_gibbs, "_REFRESH_EVERY", 3)
     x = _two_clusters(40)
     with pcrp.build_model(x, power=1.1) as model:
