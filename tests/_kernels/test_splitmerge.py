@@ -33,12 +33,9 @@ import pytest
 from enumeration import exact_posterior, log_pcrp_prior_unnorm, set_partitions
 from reference import log_pcrp_joint
 
+from pymc_pcrp._kernels.allocation import _seat_constants
 from pymc_pcrp._kernels.partitions import canonical_labels
-from pymc_pcrp._kernels.splitmerge import (
-    _seat_constants,
-    _split_merge_moves,
-    split_merge_moves,
-)
+from pymc_pcrp._kernels.splitmerge import _split_merge_moves, split_merge_moves
 from pymc_pcrp._kernels.sweep import (
     gibbs_sweeps,
     init_state,
