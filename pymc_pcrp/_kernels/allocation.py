@@ -29,13 +29,12 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.niw import chol_rank_one_at, predictive_constants
+from pymc_pcrp._kernels.niw import predictive_constants
 from pymc_pcrp._kernels.state import (
     NIWParams,
     add_point,
     factorise,
     remove_point,
-    shift_stats,
 )
 
 # The helpers below run once or more per point and scan. They index the group
@@ -148,36 +147,6 @@ def _choose(rng: np.random.Generator, w0: float, w1: float, forced: int) -> tupl
     if g != top:
         log_p -= abs(delta)
     return g, log_p
-
-
-@numba.njit(**NJIT_KWARGS)
-def _add_known(
-    gcount: np.ndarray,
-    gsum: np.ndarray,
-    gsumsq: np.ndarray,
-    gchol: np.ndarray,
-    glogdet: np.ndarray,
-    g: int,
-    xc: np.ndarray,
-    p: int,
-    kappa0: float,
-    log_gain: float,
-    v: np.ndarray,
-) -> None:
-    """Add point ``p`` to group ``g``, given ``log_gain = log(1 + kappa_n u / (kappa_n + 1))``.
-
-    By the determinant lemma ``log|Psi_{n+1}| = log|Psi_n| + log_gain``, the very
-    term the group's predictive weight of ``p`` already computed; so the log
-    determinant needs no logarithm of the new factor's diagonal.
-    """
-    kappa_n = kappa0 + gcount[g]
-    c = math.sqrt(kappa_n / (kappa_n + 1.0))
-    for a in range(xc.shape[1]):
-        v[a] = c * (xc[p, a] - gsum[g, a] / kappa_n)
-    chol_rank_one_at(gchol, g, v, 1.0)
-    glogdet[g] += log_gain
-    gcount[g] += 1
-    shift_stats(gsum, gsumsq, g, xc, p, 1.0)
 
 
 @numba.njit(**NJIT_KWARGS)
