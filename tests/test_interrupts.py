@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -73,29 +74,42 @@ def test_cluster_command_interrupted_publishes_nothing(tmp_path):
     out.mkdir()
     (out / "summary.md").write_text("an earlier, complete result\n")
     (out / "labels.csv").write_text("label\n0\n")
-    command = [
-        sys.executable, "-m", "pymc_pcrp", "cluster", str(csv), "--out", str(out),
-        "--overwrite", "--power", "1.1", "--draws", "200000", "--tune", "10",
-        "--chains", "2", "--cores", "1", "--seed", "1",
-    ]  # fmt: skip
+    base = [sys.executable, "-m", "pymc_pcrp", "cluster", str(csv), "--power", "1.1",
+            "--tune", "10", "--chains", "2", "--cores", "1", "--seed", "1"]  # fmt: skip
+    # A short run first, so that the kernels are compiled (or loaded from numba's cache)
+    # before the interrupted run: the signal must land while chains sample.
+    warm = subprocess.run(
+        [*base, "--draws", "5", "--out", str(tmp_path / "warm")],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert warm.returncode == 0, warm.stderr[-3000:]
     proc = subprocess.Popen(
-        command,
+        [*base, "--draws", "200000", "--out", str(out), "--overwrite"],
         cwd=tmp_path,
         env=_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    # Wait until the run has made its temporary folder (it is then past the input checks
-    # and about to sample), give the sampler a moment, then interrupt as Ctrl-C would.
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    reader.start()
+    # PyMC logs "Sequential sampling ..." as the chains start; then interrupt as Ctrl-C would.
     deadline = time.monotonic() + 300
-    while not list(tmp_path.glob(".result.incomplete-*")):
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the run never started"
+    while not any("sampling" in line.lower() for line in list(lines)):
+        assert proc.poll() is None, "".join(lines)[-3000:]
+        assert time.monotonic() < deadline, "the run never started sampling"
         time.sleep(0.2)
     time.sleep(3.0)
     proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=300)
+    proc.wait(timeout=300)
+    reader.join(timeout=60)
+    stderr = "".join(lines)
+    stdout = proc.stdout.read()
     assert proc.returncode == 130, stderr[-3000:]
     assert "Nothing was written to" in stderr
     assert (out / "summary.md").read_text() == "an earlier, complete result\n"
