@@ -113,7 +113,7 @@ def fit(
     tune: int = 1000,
     chains: int = 4,
     cores: int = 1,
-    sweeps_per_draw: int = 1,
+    sweeps_per_draw: int | None = None,
     init: str | None = None,
     random_seed: RandomState = None,
     progressbar: bool = False,
@@ -127,8 +127,11 @@ def fit(
         See :func:`build_model`.
     draws, tune, chains, cores
         Passed to ``pm.sample``; ``tune`` draws are burn-in (discarded).
-    sweeps_per_draw : int, default=1
-        Gibbs sweeps between stored draws (thinning).
+    sweeps_per_draw : int, optional
+        Gibbs sweeps between stored draws (thinning). By default the step's
+        automatic choice, ``min(10, ceil(5000 / (N D)))``: several sweeps per
+        draw on small data sets, where PyMC's per-draw work would otherwise cost
+        more than the sweep (see :class:`~pymc_pcrp.PCRPGibbs`).
     init : str, optional
         Initial partition of each chain (see :class:`~pymc_pcrp.PCRPGibbs`);
         the step's default when omitted.
@@ -183,7 +186,8 @@ def fit(
     if prior is None:
         prior = NIWPrior.from_data(check_data(X, "X"))
     step_kwargs = dict(sample_kwargs.pop("pcrp_gibbs", {}))
-    step_kwargs.setdefault("sweeps_per_draw", sweeps_per_draw)
+    if sweeps_per_draw is not None:
+        step_kwargs.setdefault("sweeps_per_draw", sweeps_per_draw)
     if init is not None:
         step_kwargs.setdefault("init", init)
     checks = sample_kwargs.get("compute_convergence_checks", True)
