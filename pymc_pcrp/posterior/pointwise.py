@@ -53,15 +53,11 @@ points predicts. For ``r != 1`` it is not: marginalising ``z_i`` out of the
 alpha``, so a refit without ``x_i`` weighs partitions a little differently. The
 brute-force check in the tests and ``docs/loo.md`` measure both.
 
-References
-----------
-Vehtari, A., Gelman, A. and Gabry, J. (2017). Practical Bayesian model
-evaluation using leave-one-out cross-validation and WAIC. Statistics and
-Computing 27, 1413-1432.
-
-Bürkner, P.-C., Gabry, J. and Vehtari, A. (2021). Efficient leave-one-out
-cross-validation for Bayesian non-factorized normal and Student-t models.
-Computational Statistics 36, 1243-1261.
+**References.** Vehtari, A., Gelman, A. and Gabry, J. (2017). Practical
+Bayesian model evaluation using leave-one-out cross-validation and WAIC.
+Statistics and Computing 27, 1413-1432. Bürkner, P.-C., Gabry, J. and Vehtari,
+A. (2021). Efficient leave-one-out cross-validation for Bayesian non-factorized
+normal and Student-t models. Computational Statistics 36, 1243-1261.
 """
 
 from __future__ import annotations
