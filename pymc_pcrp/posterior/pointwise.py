@@ -83,8 +83,8 @@ __all__ = ["log_likelihood", "pointwise_log_likelihood"]
 _LOG_PI = float(np.log(np.pi))
 
 
-#: Draws processed together; the largest temporary holds ``_CHUNK * K_max * N * D`` floats.
-_CHUNK = 256
+#: Draws are processed in blocks whose ``(draws, K_max, N)`` arrays hold about this many floats.
+_BLOCK_ELEMENTS = 100_000  # small blocks stay in cache: faster than large ones here
 
 
 def _compact(labels: np.ndarray) -> tuple[np.ndarray, int]:
@@ -262,8 +262,11 @@ def pointwise_log_likelihood(
     xc = x - prior.mu0
     outer = (xc[:, :, None] * xc[:, None, :]).reshape(n, -1)
     out = np.empty((n_draws, n))
-    for start in range(0, n_draws, _CHUNK):
-        block = slice(start, start + _CHUNK)
+    ordered = np.sort(labels, axis=1)
+    k_max = int((np.diff(ordered, axis=1) != 0).sum(axis=1).max(initial=0)) + 1
+    step = max(1, _BLOCK_ELEMENTS // (k_max * n))
+    for start in range(0, n_draws, step):
+        block = slice(start, start + step)
         out[block] = _chunk(
             xc,
             outer,
