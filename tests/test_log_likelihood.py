@@ -331,3 +331,20 @@ def test_psis_loo_matches_brute_force_refits():
     for exact in refits.T:  # the N - 1 model's refits, then the N-point model's conditional
         assert np.max(np.abs(psis - exact)) < 0.05
         assert abs(loo.elpd_loo - exact.sum()) < min(0.25, 0.1 * loo.se)
+
+
+def test_blocks_of_draws_give_the_same_terms(monkeypatch):
+    """Draws are processed in blocks padded to the block's largest K; any block size agrees."""
+    rng = np.random.default_rng(SEED + 2)
+    x = _two_blobs(15)
+    prior = pcrp.NIWPrior.from_data(x)
+    labels = rng.integers(0, rng.integers(1, 8, size=(9, 1)), size=(9, 15))
+    scales = prior.scale_grid[rng.integers(0, 91, size=9)]
+    whole = pointwise_log_likelihood(x, labels, prior, alpha=0.9, power=1.4, scales=scales)
+    monkeypatch.setattr(pcrp.posterior.pointwise, "_BLOCK_ELEMENTS", 1)
+    single = pointwise_log_likelihood(x, labels, prior, alpha=0.9, power=1.4, scales=scales)
+    np.testing.assert_allclose(single, whole, rtol=1e-12)
+    for s in range(9):
+        np.testing.assert_allclose(
+            whole[s], _direct(x, labels[s], prior, 0.9, 1.4, scales[s]), rtol=1e-10
+        )
