@@ -348,3 +348,15 @@ def test_blocks_of_draws_give_the_same_terms(monkeypatch):
         np.testing.assert_allclose(
             whole[s], _direct(x, labels[s], prior, 0.9, 1.4, scales[s]), rtol=1e-10
         )
+
+
+def test_labels_that_are_not_a_pcrp_variable_are_refused():
+    x = _two_blobs(8)
+    with pm.Model() as model:
+        z = pm.Categorical("z", p=np.full(3, 1 / 3), shape=8)
+        pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(x, scale=0.1), observed=x)
+    labels = np.random.default_rng(SEED).integers(0, 3, size=(1, 5, 8))
+    idata = az.from_dict(posterior={"z": labels}, observed_data={"x": x})
+    with model, pytest.raises(ValueError, match="must be a PowerCRP variable") as info:
+        pm.compute_log_likelihood(idata, progressbar=False)
+    assert "pymc_pcrp.posterior.log_likelihood" in str(info.value)
