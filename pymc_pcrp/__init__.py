@@ -18,12 +18,15 @@ and :mod:`pymc_pcrp.distributed` (chains on several machines).
 
 Importing the package registers :class:`PCRPGibbs` with ``pm.sample`` and makes
 PyMC's end-of-sampling convergence report use the number of clusters instead of
-individual labels.
+individual labels. It also makes ``pm.sample_posterior_predictive``, ``pm.sample_smc``,
+``pm.find_MAP`` and ``pm.sample(step=...)`` either handle a pCRP model correctly or
+refuse it with the reason (docs/entry_points.md).
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
 from pymc_pcrp import (
+    _entry_points,
     datasets,
     diagnostics,
     distributed,
@@ -50,6 +53,7 @@ except PackageNotFoundError:  # running from a source tree that was not installe
     __version__ = "0.0.0+unknown"
 
 _convergence.install()
+_entry_points.install()
 
 __all__ = [
     "ConvergenceWarning",
