@@ -49,6 +49,7 @@ from pymc.model import modelcontext
 from pymc.step_methods.compound import CompoundStep
 from pytensor.graph.traversal import ancestors
 
+from pymc_pcrp._validation import rebuild_message
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 from pymc_pcrp.step_methods._convergence import TESTED_PYMC, _pymc_release
@@ -78,12 +79,12 @@ _SMC_INIT_SIGNATURE = inspect.signature(_ORIGINAL_SMC_INIT)
 
 
 def _labels(model) -> list:
-    """The model's PowerCRP label variables."""
+    """Return the model's PowerCRP label variables."""
     return [rv for rv in model.free_RVs if isinstance(getattr(rv.owner, "op", None), PowerCRPRV)]
 
 
 def _niw_observed(model) -> list:
-    """The model's observed NIWMixture variables."""
+    """Return the model's observed NIWMixture variables."""
     return [
         rv for rv in model.observed_RVs if isinstance(getattr(rv.owner, "op", None), NIWMixtureRV)
     ]
@@ -209,18 +210,6 @@ def _check_lengths(model, niws) -> None:
             raise ValueError(rebuild_message(obs.name, rows, z.name, n))
 
 
-def rebuild_message(data_name: str, rows: int, labels_name: str, n: int) -> str:
-    """Error text for data whose number of points differs from the label vector's length."""
-    return (
-        f"The data of '{data_name}' have {rows} rows but '{labels_name}' labels {n} points. "
-        "The length of a PowerCRP label vector is fixed when the model is built (n=...), so "
-        "pm.set_data cannot change the number of points; build a new model for the new data, "
-        "e.g. pymc_pcrp.build_model(X_new, power=..., alpha=...) or "
-        f"PowerCRP('{labels_name}', ..., n=len(X_new)) with NIWMixture(..., observed=X_new). "
-        "To assign new points to the clusters of a fitted model, use pymc_pcrp.predict."
-    )
-
-
 # -- pm.sample_smc -----------------------------------------------------------------------------
 
 
@@ -244,7 +233,7 @@ def smc_kernel_init(self, *args, **kwargs):
 # -- pm.find_MAP -----------------------------------------------------------------------------
 
 
-def find_MAP(*args, **kwargs):  # noqa: N802 - PyMC's name
+def find_MAP(*args, **kwargs):
     """``pm.find_MAP``, refused when it would optimise, or silently fix, PowerCRP labels.
 
     Labels cannot be optimised by a numerical optimiser. With ``vars`` left out
@@ -323,12 +312,12 @@ def assign_step_methods(model, step=None, methods=None):
             if taken:
                 raise ValueError(
                     f"{type(s).__name__} cannot update the PowerCRP labels {_names(taken)}. Only "
-                    "pymc_pcrp.PCRPGibbs samples them: a label vector is a partition in canonical "
-                    "form, and PyMC's generic steps move integers by jumps or flips that ignore "
-                    "this (Metropolis proposes int64 values that the compiled log density of "
-                    "the compact integer labels refuses). Leave the labels out of your step "
-                    f"(e.g. step=pm.Metropolis([alpha])); pm.sample() gives {_names(taken)} "
-                    "to PCRPGibbs by itself."
+                    "pymc_pcrp.PCRPGibbs samples them: PyMC's generic steps move the labels as "
+                    "numbers, not as a partition (Metropolis crashes, its int64 proposals do not "
+                    "fit the compact integer labels; Slice and BinaryGibbsMetropolis run but "
+                    "return a wrong posterior). Leave the labels out of your step (e.g. "
+                    f"step=[pm.Metropolis([alpha])]); pm.sample() gives {_names(taken)} to "
+                    "PCRPGibbs by itself."
                 )
     return _ORIGINAL_ASSIGN(model, step, methods)
 
