@@ -145,6 +145,18 @@ def test_pm_posterior_predictive_refuses_what_it_cannot_do_exactly(fitted, kwarg
     _assert_intact(model)
 
 
+def test_prior_predictive_works_and_leaves_the_model_intact(fitted):
+    model, _ = fitted
+    with model:
+        prior = pm.sample_prior_predictive(draws=10, random_seed=1)
+    z = prior.prior["z"].values.reshape(-1, N)
+    assert prior.prior_predictive["x"].shape == (1, 10, N, 2)
+    np.testing.assert_array_equal(
+        prior.prior["n_clusters"].values.ravel(), [len(np.unique(row)) for row in z]
+    )
+    _assert_intact(model)
+
+
 def test_models_without_pcrp_variables_keep_pymcs_function():
     with pm.Model() as model:
         mu = pm.Normal("mu")
