@@ -289,12 +289,49 @@ def test_set_data_with_another_length_is_refused_with_how_to_rebuild():
         pm.set_data({"X": X[:20]})
         with pytest.raises(ValueError, match=r"have 20 rows but 'z' labels 30 .*build_model"):
             pm.sample(random_seed=1, **SAMPLE)
-        with pytest.raises(ValueError, match=r"have 20 rows but 'z' labels 30 .*build_model"):
+        with pytest.raises(ValueError, match=r"have 20 rows but 'z' labels 30 .*X.shape\[0\]"):
             pm.sample_posterior_predictive(idata)
         # the same length is fine: the replicated data follow the new values
         pm.set_data({"X": X[::-1]})
         pp = pm.sample_posterior_predictive(idata, random_seed=1)
     assert pp.posterior_predictive["x"].shape == (2, 20, N, 2)
+
+
+def test_labels_of_length_x_shape_follow_set_data():
+    X = pcrp.datasets.load_old_faithful()
+    first, second = X[:N], X[N : N + 20]
+    prior = pcrp.NIWPrior.from_data(first)
+    with pm.Model() as model:
+        data = pm.Data("X", first)
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.1, n=data.shape[0])
+        pcrp.NIWMixture("x", z=z, prior=prior, observed=data)
+        before = pm.sample(random_seed=1, compute_convergence_checks=False, **SAMPLE)
+        pm.set_data({"X": second})
+        after = pm.sample(random_seed=1, compute_convergence_checks=False, **SAMPLE)
+        pp = pm.sample_posterior_predictive(after, random_seed=1)
+        with pytest.raises(ValueError, match=r"posterior labels 'z' are for 30 points .* 20 rows"):
+            pm.sample_posterior_predictive(before)
+    assert before.posterior["z"].shape == (2, 20, N)
+    assert after.posterior["z"].shape == (2, 20, 20)
+    assert pp.posterior_predictive["x"].shape == (2, 20, 20, 2)
+    _assert_intact(model)
+    # the resized model samples exactly what a model built on the new data samples
+    with pm.Model():
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.1, n=20)
+        pcrp.NIWMixture("x", z=z, prior=prior, observed=second)
+        fresh = pm.sample(random_seed=1, compute_convergence_checks=False, **SAMPLE)
+    np.testing.assert_array_equal(after.posterior["z"].values, fresh.posterior["z"].values)
+    np.testing.assert_allclose(
+        after.sample_stats["log_joint"].values, fresh.sample_stats["log_joint"].values
+    )
+
+
+def test_random_alpha_needs_a_fixed_number_of_points():
+    with pm.Model():
+        data = pm.Data("X", _data())
+        alpha = pm.Gamma("alpha", 2.0, 1.0)
+        with pytest.raises(ValueError, match=r"random 'alpha' needs a fixed number of items"):
+            pcrp.PowerCRP("z", alpha=alpha, power=1.1, n=data.shape[0])
 
 
 def test_set_data_on_the_readme_model_is_refused_by_pymc(fitted):
