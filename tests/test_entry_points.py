@@ -300,7 +300,8 @@ def test_set_data_with_another_length_is_refused_with_how_to_rebuild():
 def test_labels_of_length_x_shape_follow_set_data():
     X = pcrp.datasets.load_old_faithful()
     first, second = X[:N], X[N : N + 20]
-    prior = pcrp.NIWPrior.from_data(first)
+    # a fixed scale: the int32 labels then use the kernel the int32 test of PowerCRP compiles
+    prior = pcrp.NIWPrior.from_data(first, scale=0.1)
     with pm.Model() as model:
         data = pm.Data("X", first)
         z = pcrp.PowerCRP("z", alpha=1.0, power=1.1, n=data.shape[0])
