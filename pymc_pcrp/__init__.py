@@ -20,11 +20,15 @@ Importing the package registers :class:`PCRPGibbs` with ``pm.sample``, makes
 PyMC's end-of-sampling convergence report use the number of clusters instead of
 individual labels, and makes ``pm.compute_log_likelihood`` store the pointwise
 log-likelihood of an :class:`NIWMixture` (:func:`pymc_pcrp.posterior.log_likelihood`).
+It also makes ``pm.sample_posterior_predictive``, ``pm.sample_smc``,
+``pm.find_MAP`` and ``pm.sample(step=...)`` either handle a pCRP model correctly or
+refuse it with the reason (docs/entry_points.md).
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
 from pymc_pcrp import (
+    _entry_points,
     datasets,
     diagnostics,
     distributed,
@@ -53,6 +57,7 @@ except PackageNotFoundError:  # running from a source tree that was not installe
 
 _convergence.install()
 _pymc_hook.install()
+_entry_points.install()
 
 __all__ = [
     "ConvergenceWarning",

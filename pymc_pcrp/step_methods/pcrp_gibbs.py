@@ -37,7 +37,7 @@ from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp._kernels.state import NIWParams, SweepState, init_state, make_params
 from pymc_pcrp._kernels.sweep import sweep_tables
-from pymc_pcrp._validation import depends_on_random_variable
+from pymc_pcrp._validation import depends_on_random_variable, rebuild_message
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
@@ -473,10 +473,7 @@ class PCRPGibbs(BlockedStep):
             x = np.asarray(data, dtype=np.float64)
             x = x[:, None] if x.ndim == 1 else x
             if x.shape[0] != self._n:
-                raise ValueError(
-                    f"The data of '{self._niw.name}' have {x.shape[0]} rows but '{self._name}' "
-                    f"labels {self._n} points."
-                )
+                raise ValueError(rebuild_message(self._niw.name, x.shape[0], self._name, self._n))
             xc = np.ascontiguousarray(x - np.asarray(mu0, dtype=np.float64))
         grid = np.asarray(grid, dtype=np.float64)
         log_w = np.asarray(log_w, dtype=np.float64)
