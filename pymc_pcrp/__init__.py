@@ -16,7 +16,8 @@ data), :mod:`pymc_pcrp.prior` (the prior on the number of clusters),
 (scores against known labels), :mod:`pymc_pcrp.plots`, :mod:`pymc_pcrp.datasets`
 and :mod:`pymc_pcrp.distributed` (chains on several machines).
 
-Importing the package registers :class:`PCRPGibbs` with ``pm.sample`` and makes
+Importing the package registers :class:`PCRPGibbs` (labels) and :class:`PCRPHyper`
+(a random ``alpha`` or power) with ``pm.sample`` and makes
 PyMC's end-of-sampling convergence report use the number of clusters instead of
 individual labels.
 """
@@ -42,7 +43,7 @@ from pymc_pcrp.posterior import (
     predict,
     sample_posterior_predictive,
 )
-from pymc_pcrp.step_methods import PCRPGibbs, _convergence
+from pymc_pcrp.step_methods import PCRPGibbs, PCRPHyper, _convergence
 
 try:
     __version__ = version("pymc-pcrp")
@@ -56,6 +57,7 @@ __all__ = [
     "NIWMixture",
     "NIWPrior",
     "PCRPGibbs",
+    "PCRPHyper",
     "PowerCRP",
     "SamplingInterrupted",
     "__version__",

@@ -18,7 +18,7 @@ from pytensor.tensor.variable import TensorVariable
 
 from pymc_pcrp._kernels.partitions import count_distinct
 from pymc_pcrp._kernels.prior_draws import sample_partitions
-from pymc_pcrp._validation import check_positive_scalar, depends_on_random_variable
+from pymc_pcrp._validation import check_positive_scalar
 from pymc_pcrp.distributions.normaliser import PCRPLogNormaliser, is_fixed
 
 __all__ = ["PowerCRP", "PowerCRPRV", "label_dtype", "n_clusters_name", "power_crp"]
@@ -217,24 +217,27 @@ class PowerCRP(Discrete):
     one label vector; the log density is ``-inf`` for a label vector that is not
     canonical.
 
-    ``alpha`` may be a number, ``pm.Data``, or a random variable (any positive
-    tensor that depends on random variables, such as ``pm.Gamma("alpha", 2, 1)``).
+    ``alpha`` and ``power`` may each be a number, ``pm.Data``, or a random
+    variable (any positive tensor that depends on random variables, such as
+    ``pm.Gamma("alpha", 2, 1)`` or ``pm.Uniform("r", 0.8, 2.0)``).
 
-    * When ``alpha`` is fixed (a number, or built from numbers and ``pm.Data``
-      only), the log density is the log of the numerator above: the normalising
+    * When both are fixed (numbers, or built from numbers and ``pm.Data`` only),
+      the log density is the log of the numerator above: the normalising
       constant :math:`-\log Z_n(\alpha, r)` is left out, because it is a
       constant of the model. The log density of the labels plus the data then
       equals the ``log_joint`` sample stat of :class:`~pymc_pcrp.PCRPGibbs`.
-    * When ``alpha`` is random, the normaliser depends on it and is included
-      exactly (a PyTensor Op over the generalised Stirling numbers, computed once
-      per ``(n, power)``), with its gradient
-      :math:`\partial \log Z_n / \partial \alpha = E[K \mid \alpha] / \alpha`, so
-      that ``pm.sample`` can update ``alpha`` with NUTS while
-      :class:`~pymc_pcrp.PCRPGibbs` updates the labels.
-
-    ``power`` must be fixed (a number or ``pm.Data``): the derivative of the
-    normaliser in ``power`` is not available, and ``power`` is better chosen by
-    cross-validation (or compared across fits) than given a prior.
+    * When either is random, the normaliser depends on it and is included
+      exactly (:mod:`pymc_pcrp.distributions.normaliser`: generalised Stirling
+      numbers, computed once per ``(n, power)``, for a fixed power; an
+      ``O(n^2)`` recursion per evaluation for a random one). ``pm.sample``
+      then gives the random variables that ``alpha`` and ``power`` are built
+      from to :class:`~pymc_pcrp.PCRPHyper`, which draws them exactly from their
+      conditional given the labels by slice sampling, at a cost that does not
+      depend on the data's dimension (the labels enter only through ``K`` and
+      :math:`\sum_k \log\Gamma(n_k)`). The gradient in ``alpha``,
+      :math:`\partial \log Z_n / \partial \alpha = E[K \mid \alpha] / \alpha`,
+      is also available, for NUTS if a user assigns it; the derivative in
+      ``power`` is not.
 
     ========  ===================================================
     Support   canonical label vectors of length ``n``
@@ -257,8 +260,8 @@ class PowerCRP(Discrete):
         Concentration, ``> 0``: the weight of a new cluster. May be a random
         variable (see above).
     power : float or TensorVariable
-        Power ``r > 0`` applied to cluster sizes; ``1`` gives the CRP. A number or
-        ``pm.Data``, never a random variable.
+        Power ``r > 0`` applied to cluster sizes; ``1`` gives the CRP. May be a
+        random variable (see above).
     n : int
         Number of items (data points). Also sets the label dtype: ``int16`` for
         ``n <= 32768``, ``int32`` otherwise.
@@ -272,10 +275,11 @@ class PowerCRP(Discrete):
             pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(X), observed=X)
             idata = pm.sample()
 
-        # alpha with a prior: pm.sample uses NUTS for alpha and PCRPGibbs for z
+        # alpha and r with priors: pm.sample uses PCRPHyper for them, PCRPGibbs for z
         with pm.Model():
             alpha = pm.Gamma("alpha", 2.0, 1.0)
-            z = pcrp.PowerCRP("z", alpha=alpha, power=1.5, n=len(X))
+            r = pm.Uniform("r", 0.8, 2.0)
+            z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=len(X))
             pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(X), observed=X)
             idata = pm.sample()
 
@@ -296,18 +300,12 @@ class PowerCRP(Discrete):
         """Register the variable and its ``n_clusters`` deterministic in the current model."""
         rv = super().__new__(cls, name, *args, **kwargs)
         _register_n_clusters(rv)
+        _mark_hyperparameters(rv)
         return rv
 
     @classmethod
     def dist(cls, alpha, power, n, **kwargs):
         """Create the distribution outside a model (see the class docstring)."""
-        if isinstance(power, TensorVariable) and depends_on_random_variable(power):
-            raise ValueError(
-                "Argument 'power' of PowerCRP depends on a random variable, which is not "
-                "supported: the pCRP normalising constant Z_n(alpha, power) would then have to "
-                "be differentiated in power. Fix 'power' to a number (or pm.Data) and choose "
-                "it by cross-validation; only 'alpha' may be a random variable."
-            )
         for arg, arg_name in ((alpha, "alpha"), (power, "power")):
             if not isinstance(arg, TensorVariable):
                 check_positive_scalar(arg, arg_name)
@@ -332,9 +330,9 @@ class PowerCRP(Discrete):
 
     @staticmethod
     def logp(value, alpha, power, n):
-        """``K log(alpha) + power * sum_k log Gamma(n_k)``, minus ``log Z_n`` if alpha varies.
+        """``K log(alpha) + power * sum_k log Gamma(n_k)``, minus ``log Z_n`` if a parameter varies.
 
-        The normaliser is included exactly when ``alpha`` is not fixed data (see
+        The normaliser is included exactly when ``alpha`` or ``power`` is not fixed data (see
         :func:`pymc_pcrp.distributions.normaliser.is_fixed`); ``-inf`` off the
         support.
         """
@@ -343,11 +341,40 @@ class PowerCRP(Discrete):
         n_blocks = pt.sum(occupied)
         log_gamma = pt.switch(occupied, pt.gammaln(pt.maximum(counts, 1)), 0.0)
         res = n_blocks * pt.log(alpha) + power * pt.sum(log_gamma)
-        if not is_fixed(alpha):
+        if not (is_fixed(alpha) and is_fixed(power)):
             n_items = int(pt.get_underlying_scalar_constant_value(n))
-            res = res - PCRPLogNormaliser(n_items)(alpha, power)
+            # a fixed power: Stirling rows (cheap for many alphas); a random one: the
+            # O(n^2) recursion, which keeps nothing per power
+            method = "row" if is_fixed(power) else "recursion"
+            res = res - PCRPLogNormaliser(n_items, method)(alpha, power)
         res = pt.switch(_is_canonical(value, n), res, -np.inf)
         return check_parameters(res, alpha > 0, power > 0, msg="alpha > 0, power > 0")
+
+
+def _mark_hyperparameters(rv: TensorVariable) -> None:
+    """Tag the free random variables that ``alpha`` and ``power`` are built from.
+
+    A free random variable of the model reached from ``alpha`` or ``power``
+    without passing through another random variable (``alpha`` itself, or
+    ``log_alpha`` in ``alpha=pt.exp(log_alpha)``, but not the parameters of
+    ``alpha``'s own prior) gets ``tag.pcrp_hyperparameter = True``, so that
+    :class:`~pymc_pcrp.PCRPHyper` can claim it in ``pm.sample``'s step
+    assignment, whose competence test sees the variable but not the model.
+    """
+    model = modelcontext(None)
+    free = set(model.free_RVs)
+    alpha, power, _ = rv.owner.op.dist_params(rv.owner)
+    stack = [alpha, power]
+    seen: set[int] = set()
+    while stack:
+        var = stack.pop()
+        if id(var) in seen:
+            continue
+        seen.add(id(var))
+        if var in free:
+            var.tag.pcrp_hyperparameter = True
+        elif var.owner is not None and not isinstance(var.owner.op, RandomVariable):
+            stack.extend(var.owner.inputs)
 
 
 def _register_n_clusters(rv: TensorVariable) -> None:

@@ -37,7 +37,6 @@ from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp._kernels.state import NIWParams, SweepState, init_state, make_params
 from pymc_pcrp._kernels.sweep import sweep_tables
-from pymc_pcrp._validation import depends_on_random_variable
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
@@ -83,6 +82,7 @@ class _InputCache(NamedTuple):
     sources: tuple
     raw: tuple
     inputs: SweepInputs
+    log_new_base: np.ndarray | None = None  # tables[0] without log alpha (see _with_prior)
 
 
 class _KeptState(NamedTuple):
@@ -106,6 +106,25 @@ class _CompiledAdvance(NamedTuple):
 def _same_objects(a: tuple, b: tuple) -> bool:
     """Whether two tuples hold the very same objects, position by position."""
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _same_argument_types(a: SweepInputs, b: SweepInputs) -> bool:
+    """Whether two inputs hold the same arrays: the same objects, or params changed by floats.
+
+    :meth:`PCRPGibbs._with_prior` replaces only the float fields ``log_alpha``
+    and ``power`` of the parameters, which cannot change numba's argument types.
+    """
+    if _same_objects(a, b):
+        return True
+    pa, pb = a.params, b.params
+    return (
+        _same_objects(
+            (a.xc, a.tables, a.scale, a.fixed_scale), (b.xc, b.tables, b.scale, b.fixed_scale)
+        )
+        and pa.psi0 is pb.psi0
+        and pa.chol0 is pb.chol0
+        and (pa.kappa0, pa.nu0, pa.logdet0) == (pb.kappa0, pb.nu0, pb.logdet0)
+    )
 
 
 @dataclass_state
@@ -301,9 +320,12 @@ class PCRPGibbs(BlockedStep):
         self._name = vars[0].name
         self._dtype = np.dtype(rv.dtype)
         self._n = int(rv.owner.op.dist_params(rv.owner)[-1].eval())
-        self._prior_readers, self._alpha_is_random = self._prior_value_readers(
+        self._prior_readers, (alpha_random, power_random) = self._prior_value_readers(
             model, rv, compile_kwargs
         )
+        # a random alpha or power is read from the point at every step (PCRPHyper draws it)
+        self._alpha_is_random = alpha_random or power_random
+        self._power_is_random = power_random
         self._data_readers, self._niw = self._find_likelihood(model, rv)
         self._inputs: _InputCache | None = None  # see _arrays
         self._kept: _KeptState | None = None  # see step
@@ -334,30 +356,31 @@ class PCRPGibbs(BlockedStep):
 
     @staticmethod
     def _prior_value_readers(model, rv, compile_kwargs=None):
-        """Readers of ``alpha`` and ``power`` from a point, and whether ``alpha`` is random.
+        """Readers of ``alpha`` and ``power`` from a point, and whether each is random.
 
-        A random ``alpha`` is compiled as a function of the point (through its
-        value variable, so its transform is applied); a fixed one is read directly.
+        A random parameter is compiled as a function of the point (through its
+        value variables, so their transforms are applied); a fixed one is read
+        directly.
         """
-        alpha, power, _ = rv.owner.op.dist_params(rv.owner)
-        if depends_on_random_variable(power):
-            raise ValueError(
-                f"The 'power' of PowerCRP '{rv.name}' is a random variable; PCRPGibbs needs it "
-                "fixed (a number or pm.Data). Only 'alpha' may be a random variable."
-            )
-        read_power = _value_reader(power)
-        (alpha_value,) = model.replace_rvs_by_values([alpha])
-        if is_fixed(alpha_value):
-            read_alpha = _value_reader(alpha_value)
-            return (lambda point: read_alpha(), lambda point: read_power()), False
-        read_alpha = model.compile_fn(
-            alpha_value,
-            inputs=model.value_vars,
-            on_unused_input="ignore",
-            point_fn=True,
-            **(compile_kwargs or {}),
-        )
-        return (read_alpha, lambda point: read_power()), True
+        readers, random = [], []
+        for param in rv.owner.op.dist_params(rv.owner)[:2]:
+            (value,) = model.replace_rvs_by_values([param])
+            if is_fixed(value):
+                read = _value_reader(value)
+                readers.append(lambda point, read=read: read())
+                random.append(False)
+            else:
+                readers.append(
+                    model.compile_fn(
+                        value,
+                        inputs=model.value_vars,
+                        on_unused_input="ignore",
+                        point_fn=True,
+                        **(compile_kwargs or {}),
+                    )
+                )
+                random.append(True)
+        return tuple(readers), tuple(random)
 
     def _find_likelihood(self, model, rv):
         """Locate the single NIWMixture fed by ``rv`` and refuse any other use of it."""
@@ -437,9 +460,9 @@ class PCRPGibbs(BlockedStep):
         if same_sources and values == last.values:
             return last.inputs
         if same_sources and values[2:] == last.values[2:]:
-            # Only alpha or power changed: keep the centred data (and with it
-            # the kept sweep state, which does not depend on them).
-            xc = last.inputs.xc
+            # Only alpha or power changed (a random one, drawn by PCRPHyper): keep
+            # the centred data, the kept sweep state and the compiled kernel.
+            return self._with_prior(last, alpha, power, values)
         else:
             x = np.asarray(data, dtype=np.float64)
             x = x[:, None] if x.ndim == 1 else x
@@ -463,6 +486,34 @@ class PCRPGibbs(BlockedStep):
         params = make_params(alpha, power, float(kappa0), float(nu0), psi0)
         inputs = SweepInputs(xc, params, sweep_tables(xc, params), scale, fixed)
         self._inputs = _InputCache(values, sources, (), inputs)
+        return inputs
+
+    def _with_prior(self, last: _InputCache, alpha: float, power: float, values) -> SweepInputs:
+        """Return the cached inputs for a new ``alpha`` or ``power``, in ``O(N)``.
+
+        ``alpha`` enters the sweep tables only as ``log alpha`` added to every
+        point's new-cluster weight, and ``power`` only as ``r log m`` in the
+        per-size table, so both are rewritten in place (the new-cluster weights
+        from a copy taken without ``log alpha``, so nothing drifts). The arrays
+        keep their identity, so the compiled kernel is reused (see
+        :meth:`_call_advance`); a learned NIW scale recomputes the new-cluster
+        weights itself for the new parameters.
+        """
+        old = last.inputs
+        log_new, pred_const, by_size = old.tables
+        base = last.log_new_base
+        if base is None:
+            base = log_new - old.params.log_alpha
+        log_alpha = math.log(alpha)
+        if log_alpha != old.params.log_alpha:
+            np.add(base, log_alpha, out=log_new)
+        if power != old.params.power:
+            sizes = by_size.shape[0] - 1
+            log_sizes = np.log(np.arange(1, sizes + 1, dtype=np.float64))
+            by_size[1:, 0] = power * log_sizes + pred_const[1 : sizes + 1]
+        params = old.params._replace(log_alpha=log_alpha, power=float(power))
+        inputs = old._replace(params=params)
+        self._inputs = _InputCache(values, last.sources, (), inputs, base)
         return inputs
 
     def _initial_labels(self, current: np.ndarray, params: NIWParams) -> np.ndarray:
@@ -502,7 +553,7 @@ class PCRPGibbs(BlockedStep):
         if (
             compiled is not None
             and compiled.kernel is kernel
-            and _same_objects(compiled.inputs, inputs)
+            and _same_argument_types(compiled.inputs, inputs)
             and compiled.label_dtypes == label_dtypes
         ):
             return compiled.call(*args)
@@ -577,8 +628,9 @@ class PCRPGibbs(BlockedStep):
         self._kept = _KeptState(xc, state, new_labels, age)
         new_point = dict(point)
         new_point[self._name] = new_labels
-        if self._alpha_is_random:
-            log_density -= log_normaliser(self._n, math.exp(params.log_alpha), params.power)
+        if self._alpha_is_random:  # alpha or power random: the normaliser is not a constant
+            method = "recursion" if self._power_is_random else "row"
+            log_density -= log_normaliser(self._n, math.exp(params.log_alpha), params.power, method)
         stats = {
             "log_joint": log_density,
             "n_clusters": int(state.k[0]),
