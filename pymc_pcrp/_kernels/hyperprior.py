@@ -23,7 +23,19 @@ import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 
-__all__ = ["log_normaliser_recursion", "row_log_normaliser"]
+__all__ = [
+    "IDENTITY",
+    "INTERVAL",
+    "LOG",
+    "LOWER",
+    "backward",
+    "interpolate",
+    "label_statistics",
+    "log_normaliser_recursion",
+    "pcrp_log_conditional",
+    "row_log_normaliser",
+    "slice_surrogate",
+]
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -96,3 +108,193 @@ def row_log_normaliser(
             certified = False
             break
     return top + math.log(acc), certified
+
+
+# Transforms of the unconstrained value u (PyMC's default transforms of a scalar).
+IDENTITY = 0  # no transform: the parameter is u
+LOG = 1  # LogTransform: exp(u)
+INTERVAL = 2  # IntervalTransform, both bounds finite: sigmoid(u) * upper + (1 - sigmoid(u)) * lower
+LOWER = 3  # IntervalTransform, lower bound only: exp(u) + lower
+
+
+@numba.njit(**NJIT_KWARGS)
+def backward(code: int, u: float, lower: float, upper: float) -> float:
+    """Return the parameter value of the unconstrained value ``u`` (see the transform codes)."""
+    if code == LOG:
+        return math.exp(u)
+    if code == INTERVAL:
+        if u >= 0.0:
+            s = 1.0 / (1.0 + math.exp(-u))
+        else:
+            e = math.exp(u)
+            s = e / (1.0 + e)
+        return s * upper + (1.0 - s) * lower
+    if code == LOWER:
+        return math.exp(u) + lower
+    return u
+
+
+@numba.njit(**NJIT_KWARGS)
+def interpolate(u: float, lo: float, step: float, values: np.ndarray) -> float:
+    """Piecewise-linear interpolation of ``values`` on ``lo + step * j``, linear beyond the ends."""
+    last = values.shape[0] - 1
+    pos = (u - lo) / step
+    j = math.floor(pos)
+    if j < 0:
+        j = 0
+    elif j > last - 1:
+        j = last - 1
+    frac = pos - j
+    return values[j] + frac * (values[j + 1] - values[j])
+
+
+@numba.njit(**NJIT_KWARGS)
+def pcrp_log_conditional(
+    value: float,
+    is_power: bool,
+    other: float,
+    n_blocks: int,
+    log_gamma_sum: float,
+    n: int,
+    row: np.ndarray,
+    bound: np.ndarray,
+    nats: float,
+    missed: np.ndarray,
+) -> float:
+    """``K log(alpha) + r T - log Z_n(alpha, r)`` with ``value`` as alpha (or r) and ``other``.
+
+    ``log Z`` comes from the Stirling row when ``value`` is ``alpha`` and the
+    row certifies it, else from the recursion (exact either way); ``missed[0]``
+    is raised to the largest ``log(alpha)`` the row could not certify.
+    """
+    if is_power:
+        alpha, r = other, value
+    else:
+        alpha, r = value, other
+    if not (alpha > 0.0 and r > 0.0 and math.isfinite(alpha) and math.isfinite(r)):
+        return -math.inf
+    log_alpha = math.log(alpha)
+    if is_power:
+        log_z = log_normaliser_recursion(n, log_alpha, r)
+    else:
+        log_z, ok = row_log_normaliser(row, bound, log_alpha, nats)
+        if not ok:
+            log_z = log_normaliser_recursion(n, log_alpha, r)
+            if log_alpha > missed[0]:
+                missed[0] = log_alpha
+    return n_blocks * log_alpha + r * log_gamma_sum - log_z
+
+
+@numba.njit(**NJIT_KWARGS)
+def _surrogate(
+    u: float,
+    code: int,
+    lower: float,
+    upper: float,
+    q_lo: float,
+    q_step: float,
+    q_values: np.ndarray,
+    is_power: bool,
+    other: float,
+    n_blocks: int,
+    log_gamma_sum: float,
+    n: int,
+    row: np.ndarray,
+    bound: np.ndarray,
+    nats: float,
+    missed: np.ndarray,
+) -> float:
+    value = backward(code, u, lower, upper)
+    h = pcrp_log_conditional(
+        value, is_power, other, n_blocks, log_gamma_sum, n, row, bound, nats, missed
+    )
+    return h + interpolate(u, q_lo, q_step, q_values)
+
+
+@numba.njit(**NJIT_KWARGS)
+def label_statistics(labels: np.ndarray) -> tuple[int, float]:
+    """Return ``K`` and ``T = sum_k log Gamma(n_k)`` of non-negative integer labels."""
+    top = 0
+    for i in range(labels.shape[0]):
+        if labels[i] > top:
+            top = labels[i]
+    counts = np.zeros(top + 1, dtype=np.int64)
+    for i in range(labels.shape[0]):
+        counts[labels[i]] += 1
+    n_blocks = 0
+    total = 0.0
+    for c in counts:
+        if c > 0:
+            n_blocks += 1
+            total += math.lgamma(c)
+    return n_blocks, total
+
+
+# Layout of the float and integer parameter arrays of slice_surrogate.
+F_U0, F_W, F_LOWER, F_UPPER, F_Q_LO, F_Q_STEP, F_OTHER, F_NATS = range(8)
+I_MAX_STEPS, I_MAX_SHRINKS, I_CODE, I_IS_POWER, I_N = range(5)
+
+
+@numba.njit(**NJIT_KWARGS)
+def slice_surrogate(
+    rng: np.random.Generator,
+    fpar: np.ndarray,
+    ipar: np.ndarray,
+    labels: np.ndarray,
+    q_values: np.ndarray,
+    row: np.ndarray,
+    bound: np.ndarray,
+    missed: np.ndarray,
+    out: np.ndarray,
+) -> int:
+    """One slice-sampling update (Neal 2003, stepping out and shrinkage) of ``u``.
+
+    The target is the pCRP term (:func:`pcrp_log_conditional`) plus the
+    tabulated surrogate ``q`` of the prior term (:func:`interpolate`), given the
+    ``labels`` (through :func:`label_statistics`). The scalars come packed in
+    ``fpar`` and ``ipar`` (indices ``F_*`` and ``I_*``: few arguments keep
+    numba's per-call dispatch cheap). Writes ``[u1, q(u1),
+    q(u0), width of the final interval]`` into ``out`` and returns the number of
+    evaluations, or ``-1`` when shrinkage found no point in ``max_shrinks`` tries.
+    """
+    u0, w = fpar[F_U0], fpar[F_W]
+    lower, upper, q_lo, q_step = fpar[F_LOWER], fpar[F_UPPER], fpar[F_Q_LO], fpar[F_Q_STEP]
+    other, nats = fpar[F_OTHER], fpar[F_NATS]
+    max_steps, max_shrinks, code = ipar[I_MAX_STEPS], ipar[I_MAX_SHRINKS], ipar[I_CODE]
+    is_power, n = ipar[I_IS_POWER] != 0, ipar[I_N]
+    n_blocks, log_gamma_sum = label_statistics(labels)
+    args = (code, lower, upper, q_lo, q_step, q_values, is_power, other)
+    stats = (n_blocks, log_gamma_sum, n, row, bound, nats, missed)
+    f0 = _surrogate(u0, *args, *stats)
+    y = f0 - rng.standard_exponential()
+    left = u0 - w * rng.random()
+    right = left + w
+    j = int(max_steps * rng.random())
+    k = max_steps - 1 - j
+    evals = 1
+    while j > 0:
+        evals += 1
+        if not y < _surrogate(left, *args, *stats):
+            break
+        left -= w
+        j -= 1
+    while k > 0:
+        evals += 1
+        if not y < _surrogate(right, *args, *stats):
+            break
+        right += w
+        k -= 1
+    for _ in range(max_shrinks):
+        u1 = left + (right - left) * rng.random()
+        evals += 1
+        if y < _surrogate(u1, *args, *stats):
+            out[0] = u1
+            out[1] = interpolate(u1, q_lo, q_step, q_values)
+            out[2] = interpolate(u0, q_lo, q_step, q_values)
+            out[3] = right - left
+            return evals
+        if u1 < u0:
+            left = u1
+        else:
+            right = u1
+    return -1

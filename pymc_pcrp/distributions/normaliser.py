@@ -213,6 +213,32 @@ def log_prior_weights(n: int, alpha: float, r: float) -> np.ndarray:
     return _stirling_row(n, r).log_weights(math.log(alpha))
 
 
+def stirling_row_arrays(n: int, r: float) -> tuple[np.ndarray, np.ndarray]:
+    """Return the cached row ``log S_r(n, k)`` (computed so far) and its bounds.
+
+    The row grows by reallocation: fetch it again after :func:`certify_row`.
+
+    Parameters
+    ----------
+    n : int
+        Number of items.
+    r : float
+        Power of the pCRP.
+
+    Returns
+    -------
+    row, bound : numpy.ndarray
+        ``log S_r(n, k)`` for ``k = 0..k_built`` and upper bounds for ``k = 0..n``.
+    """
+    row = _stirling_row(int(n), float(r))
+    return row._row, row._bound
+
+
+def certify_row(n: int, r: float, log_alpha: float) -> None:
+    """Grow the cached row of ``(n, r)`` until it certifies ``log Z_n`` at ``log_alpha``."""
+    _stirling_row(int(n), float(r)).log_z(float(log_alpha))
+
+
 NORMALISER_METHODS = ("row", "recursion")
 
 # (n, alpha, r) -> log Z of the last calls with method="recursion"

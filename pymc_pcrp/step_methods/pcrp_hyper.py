@@ -39,18 +39,28 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 
+from pymc.logprob.transforms import IntervalTransform, LogTransform
 from pymc.pytensorf import compile as pm_compile
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pymc.vartypes import continuous_types
 from pytensor.graph.traversal import graph_inputs
+from pytensor.tensor.exceptions import NotScalarConstantError
 
-from pymc_pcrp.distributions.normaliser import is_fixed, log_normaliser
+from pymc_pcrp._kernels import hyperprior as hp
+from pymc_pcrp._kernels.partitions import TRUNCATION_NATS
+from pymc_pcrp.distributions.normaliser import (
+    certify_row,
+    is_fixed,
+    log_normaliser,
+    stirling_row_arrays,
+)
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 
-__all__ = ["PCRPHyper", "PCRPHyperState", "label_statistics"]
+__all__ = ["PCRPHyper", "PCRPHyperState"]
 
 # Stepping out stops after this many widths on each side in total (Neal 2003, fig. 3):
 # exact for any limit; it only bounds the cost of a badly tuned width.
@@ -58,6 +68,23 @@ MAX_STEPS_OUT = 50
 # Shrinkage gives up (and keeps the current value, which is still exact only if it
 # never happens: it raises instead) after this many rejected points.
 MAX_SHRINKS = 200
+# The tabulated surrogate of the prior term: this many points over +- this half-width
+# (unconstrained units) around the initial value, linear beyond.
+_Q_POINTS = 1201
+_Q_HALF_WIDTH = 30.0
+_EMPTY = np.zeros(1)
+
+
+class _Surrogate(NamedTuple):
+    """What the numba slice kernel needs besides the labels (the fast path)."""
+
+    code: int  # transform code of pymc_pcrp._kernels.hyperprior
+    lower: float
+    upper: float
+    q_lo: float  # the tabulated prior term q: grid start, step and values
+    q_step: float
+    q_values: np.ndarray
+    is_power: bool  # the variable is the term's power (else its alpha)
 
 
 class _PCRPTerm(NamedTuple):
@@ -75,25 +102,6 @@ class PCRPHyperState(StepMethodState):
     w: float
     tune: bool
     n_tunes: int
-
-
-def label_statistics(labels: np.ndarray) -> tuple[int, float]:
-    """Return the number of blocks ``K`` and ``T = sum_k log Gamma(n_k)`` of a label vector.
-
-    Parameters
-    ----------
-    labels : numpy.ndarray
-        Non-negative integer labels (any numbering).
-
-    Returns
-    -------
-    tuple of (int, float)
-        ``K`` and ``T``.
-    """
-    counts = np.bincount(np.asarray(labels).astype(np.intp, copy=False))
-    counts = counts[counts > 0]
-    total = float(sum(math.lgamma(c) for c in counts.tolist()))
-    return int(counts.size), total
 
 
 class PCRPHyper(BlockedStep):
@@ -178,6 +186,12 @@ class PCRPHyper(BlockedStep):
         fn = pm_compile(self._inputs, outputs, on_unused_input="ignore", **(compile_kwargs or {}))
         fn.trust_input = True
         self._fn = fn
+        self._g_memo: tuple[float, tuple] | None = None
+        if initial_point is None:
+            initial_point = model.initial_point()
+        self._surrogate = self._fast_path(model, rv, params, others, initial_point)
+        self.accepted = 0
+        self.proposed = 0
 
     @staticmethod
     def competence(var, has_grad):
@@ -218,6 +232,56 @@ class PCRPHyper(BlockedStep):
                 others.append(term)
         return terms, params, others
 
+    def _fast_path(self, model, rv, params, others, initial_point) -> _Surrogate | None:
+        """Set up the numba slice kernel when the model allows it, else return ``None``.
+
+        It needs one pCRP term whose ``alpha`` or ``power`` is the variable
+        itself, no other dependent term, and a transform of known form (none,
+        log, or an interval with constant bounds). The prior term (log density
+        plus Jacobian) is then tabulated once on a grid of the unconstrained
+        value around the initial point: the kernel slice-samples the pCRP term
+        plus that piecewise-linear surrogate, and :meth:`step` corrects the
+        surrogate by a Metropolis-Hastings test with the exact prior term.
+        """
+        if len(self._terms) != 1 or others or self._position is None:
+            return None
+        alpha, power = params
+        if (alpha is rv) == (power is rv):
+            return None
+        transform = model.rvs_to_transforms.get(rv)
+        code, lower, upper = hp.IDENTITY, 0.0, 0.0
+        if isinstance(transform, LogTransform):
+            code = hp.LOG
+        elif isinstance(transform, IntervalTransform):
+            a, b, has_a, has_b = transform.get_a_and_b(rv.owner.inputs)
+            try:
+                a = float(pt.get_underlying_scalar_constant_value(a)) if has_a else -math.inf
+                b = float(pt.get_underlying_scalar_constant_value(b)) if has_b else math.inf
+            except NotScalarConstantError:
+                return None
+            if math.isfinite(a) and math.isfinite(b):
+                code, lower, upper = hp.INTERVAL, a, b
+            elif math.isfinite(a):
+                code, lower = hp.LOWER, a
+            else:
+                return None
+        elif transform is not None:
+            return None
+        center = float(initial_point[self._name])
+        grid = center + np.linspace(-_Q_HALF_WIDTH, _Q_HALF_WIDTH, _Q_POINTS)
+        args = [np.asarray(initial_point[v.name]) for v in self._inputs]
+        values = np.empty(grid.size)
+        for j, u in enumerate(grid):
+            args[self._position] = np.asarray(u, dtype=self._dtype)
+            values[j] = float(self._fn(*args)[0])
+        finite = np.isfinite(values)
+        if not finite.any():
+            return None
+        # outside the support the exact target is zero anyway: any finite value will do
+        values[~finite] = values[finite].min() - 50.0
+        step = float(grid[1] - grid[0])
+        return _Surrogate(code, lower, upper, float(grid[0]), step, values, power is rv)
+
     # -- the conditional ----------------------------------------------------
 
     def _conditional(self, point, stats):
@@ -253,7 +317,9 @@ class PCRPHyper(BlockedStep):
 
     def step(self, point):
         """Draw the variable from its conditional given the labels (one slice update)."""
-        stats = [label_statistics(point[term.labels]) for term in self._terms]
+        if self._surrogate is not None:
+            return self._fast_step(point)
+        stats = [hp.label_statistics(point[term.labels]) for term in self._terms]
         logp = self._conditional(point, stats)
         x0 = float(point[self._name])
         x1, width, evals = _slice_update(logp, x0, self.w, self.rng)
@@ -262,6 +328,76 @@ class PCRPHyper(BlockedStep):
             self.w += (width - self.w) / self.n_tunes
         new_point = dict(point)
         new_point[self._name] = np.asarray(x1, dtype=self._dtype)
+        return new_point, [{"hyper_evals": evals}]
+
+    def _exact_prior_term(self, args: list, u: float) -> tuple:
+        """Return the compiled function's outputs (prior term, alpha, power) at ``u``."""
+        args[self._position] = np.asarray(u, dtype=self._dtype)
+        return tuple(float(v) for v in self._fn(*args))
+
+    def _fast_step(self, point):
+        """Slice-sample the surrogate in numba, then accept or reject with the exact prior term.
+
+        The slice update is reversible with respect to the surrogate target
+        ``pi_q ∝ exp(h + q)`` (``h`` the pCRP term, ``q`` the tabulated prior
+        term), so using it as a Metropolis-Hastings proposal for the exact
+        target ``pi ∝ exp(h + g)`` gives the acceptance ratio
+        ``exp((g - q)(u1) - (g - q)(u0))``: exact for any surrogate, and close
+        to one because ``q`` interpolates ``g`` finely.
+        """
+        sur = self._surrogate
+        term = self._terms[0]
+        u0 = float(point[self._name])
+        args = None
+        memo = self._g_memo
+        if memo is not None and memo[0] == u0:
+            g0, alpha0, power0 = memo[1]
+        else:
+            args = [np.asarray(point[v.name]) for v in self._inputs]
+            g0, alpha0, power0 = self._exact_prior_term(args, u0)
+        other = alpha0 if sur.is_power else power0
+        if term.method == "row":
+            row, bound = stirling_row_arrays(term.n, power0)
+        else:
+            row, bound = _EMPTY, _EMPTY
+        missed = np.array([-math.inf])
+        out = np.empty(4)
+        fpar = np.array(
+            [u0, self.w, sur.lower, sur.upper, sur.q_lo, sur.q_step, other, TRUNCATION_NATS]
+        )
+        ipar = np.array(
+            [MAX_STEPS_OUT, MAX_SHRINKS, sur.code, int(sur.is_power), term.n], dtype=np.int64
+        )
+        labels = point[term.labels]
+        evals = hp.slice_surrogate(
+            self.rng, fpar, ipar, labels, sur.q_values, row, bound, missed, out
+        )
+        if evals < 0:
+            raise RuntimeError(
+                f"PCRPHyper: the slice did not shrink onto an accepted point in {MAX_SHRINKS} "
+                f"tries (current value {u0})."
+            )
+        if math.isfinite(missed[0]) and term.method == "row":
+            certify_row(term.n, power0, missed[0])  # grow the row once, for later steps
+        u1, q1, q0, width = (float(v) for v in out)
+        if args is None:
+            args = [np.asarray(point[v.name]) for v in self._inputs]
+        exact1 = self._exact_prior_term(args, u1)
+        g1 = exact1[0]
+        log_ratio = (g1 - q1) - (g0 - q0)
+        self.proposed += 1
+        accept = log_ratio >= 0 or self.rng.random() < math.exp(log_ratio)
+        if self.tune:
+            self.n_tunes += 1
+            self.w += (width - self.w) / self.n_tunes
+        new_point = dict(point)
+        if accept:
+            self.accepted += 1
+            new_point[self._name] = np.asarray(u1, dtype=self._dtype)
+        if len(self._inputs) == 1:
+            # the prior term and the parameters depend on this variable only: keep
+            # them for the next step, which starts from u1 or u0
+            self._g_memo = (u1, exact1) if accept else (u0, (g0, alpha0, power0))
         return new_point, [{"hyper_evals": evals}]
 
 
