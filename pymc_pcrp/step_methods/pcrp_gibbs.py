@@ -157,12 +157,13 @@ class PCRPGibbs(BlockedStep):
     ``pm.sample(pcrp_gibbs={"split_merge": 0})``) runs the paper's Algorithm 1
     alone.
 
-    ``alpha`` may be a random variable (``power`` may not: ``PowerCRP`` refuses
-    it). The step then reads the current ``alpha`` from the point at every step,
-    so another step method (NUTS or Slice, which ``pm.sample`` assigns by
-    itself) updates ``alpha`` given the labels while this one updates the labels
-    given ``alpha``; the model's log density includes the normaliser
-    ``-log Z_N(alpha, r)`` that makes that alternation exact.
+    ``alpha`` and ``power`` may be random variables. The step then reads their
+    current values from the point at every step, so another step method
+    (:class:`~pymc_pcrp.PCRPHyper`, which ``pm.sample`` assigns by itself)
+    updates them given the labels while this one updates the labels given them;
+    the model's log density includes the normaliser ``-log Z_N(alpha, r)`` that
+    makes that alternation exact. A new ``alpha`` or ``power`` costs this step
+    ``O(N)`` (the sweep tables are rewritten in place, see ``_with_prior``).
 
     The labels must feed exactly one observed :class:`~pymc_pcrp.NIWMixture`
     (whose component parameters the update integrates out), or nothing at all,
@@ -243,8 +244,8 @@ class PCRPGibbs(BlockedStep):
     ``NIWMixture`` data given ``alpha``, exactly as PyMC computes them:
     ``K log alpha + r sum_k log Gamma(n_k) + sum_k log m(X_k)`` (with a learned
     scale ``log sum_g w_g prod_k m(X_k | s_g)`` in place of the last sum), minus
-    ``log Z_N(alpha, r)`` when ``alpha`` is a random variable (for a fixed
-    ``alpha`` the normaliser is a constant that ``PowerCRP`` leaves out). With a
+    ``log Z_N(alpha, r)`` when ``alpha`` or ``power`` is a random variable (for
+    fixed ones the normaliser is a constant that ``PowerCRP`` leaves out). With a
     fixed ``alpha`` and no other terms it equals the model's log density.
     """
 
