@@ -82,12 +82,14 @@ def _trapezoid_weights(u):
 
 
 def exact_joint(x, prior, alpha=None, r=None):
-    """Exact posterior over (alpha grid, r grid, partition), with quadrature weights folded in.
+    """Exact posterior marginals on the grids, with quadrature weights folded in.
 
     ``alpha=None`` or ``r=None`` make that parameter random (Gamma(2, 1) and
-    Uniform(0.8, 2) priors). Returns ``(partitions, a_values, r_values, probs)``
-    with ``probs`` of shape ``(len(a_values), len(r_values), len(partitions))``
-    summing to one.
+    Uniform(0.8, 2) priors). Returns ``(partitions, a_values, r_values, by_a,
+    by_r)``: ``by_a[i, j]`` is the posterior mass of (alpha grid cell ``i``,
+    partition ``j``), ``by_r`` the same for ``r``; each sums to one. The grid
+    of ``r`` is looped over, so memory stays at one (alpha grid x partitions)
+    array.
     """
     x = np.asarray(x, dtype=float).reshape(len(x), -1)
     (a, log_pa, ua), (rv, log_pr, ur) = _grids(alpha, r)
@@ -104,19 +106,20 @@ def exact_joint(x, prior, alpha=None, r=None):
             )
         )
     ks, ts, log_m = np.array(ks), np.array(ts), np.array(log_m)
-    log_a = np.log(a)[:, None, None]
-    prior_terms = ks[None, None, :] * log_a + rv[None, :, None] * ts[None, None, :]
-    # Z_N(alpha, r) by brute force over the same enumeration
-    log_z = scipy.special.logsumexp(prior_terms, axis=2)
-    log_p = (
-        prior_terms
-        - log_z[:, :, None]
-        + log_m[None, None, :]
-        + (log_pa + np.log(_trapezoid_weights(ua)))[:, None, None]
-        + (log_pr + np.log(_trapezoid_weights(ur)))[None, :, None]
-    )
-    log_p -= scipy.special.logsumexp(log_p)
-    return parts, a, rv, np.exp(log_p)
+    log_wa = log_pa + np.log(_trapezoid_weights(ua))
+    log_wr = log_pr + np.log(_trapezoid_weights(ur))
+    alpha_terms = ks[None, :] * np.log(a)[:, None]  # (alpha grid, partitions)
+    by_a = np.full((a.size, len(parts)), -np.inf)
+    by_r = np.empty((rv.size, len(parts)))
+    for i, r_value in enumerate(rv):
+        prior_terms = alpha_terms + r_value * ts[None, :]
+        # Z_N(alpha, r) by brute force over the same enumeration
+        log_z = scipy.special.logsumexp(prior_terms, axis=1)
+        log_p = prior_terms - log_z[:, None] + log_m[None, :] + log_wa[:, None] + log_wr[i]
+        by_a = np.logaddexp(by_a, log_p)
+        by_r[i] = scipy.special.logsumexp(log_p, axis=0)
+    total = scipy.special.logsumexp(by_a)
+    return parts, a, rv, np.exp(by_a - total), np.exp(by_r - total)
 
 
 def sample(x, prior, alpha=None, r=None, seed=0):
@@ -160,22 +163,21 @@ def _quartile_edges(values, probs):
 
 def _compare(x, prior, alpha, r, seed):
     """Return the three discrepancies and their iid expectations (see the module docstring)."""
-    parts, a, rv, probs = exact_joint(x, prior, alpha, r)
+    parts, a, rv, by_a, by_r = exact_joint(x, prior, alpha, r)
     draws = sample(x, prior, alpha, r, seed)
     index = {p: j for j, p in enumerate(parts)}
     z_index = np.array([index[tuple(int(v) for v in row)] for row in draws["z"]])
     m = z_index.size
-    p_z = probs.sum(axis=(0, 1))
+    p_z = by_a.sum(axis=0)
     tv_z = 0.5 * np.abs(np.bincount(z_index, minlength=len(parts)) / m - p_z).sum()
     result = {"tv_z": tv_z, "steps": draws["steps"]}
-    for name, values, axis in (("alpha", a, 0), ("r", rv, 1)):
+    for name, values, by_value in (("alpha", a, by_a), ("r", rv, by_r)):
         if name not in draws:
             continue
-        marginal = probs.sum(axis=(1 - axis, 2))
+        marginal = by_value.sum(axis=1)
         edges = _quartile_edges(values, marginal)
         exact_bins = np.add.reduceat(marginal, np.searchsorted(values, np.r_[-np.inf, edges]))
         cell_exact = np.zeros((4, len(parts)))
-        by_value = probs.sum(axis=1 - axis)  # (values, partitions)
         starts = np.searchsorted(values, np.r_[-np.inf, edges])
         for b in range(4):
             stop = starts[b + 1] if b < 3 else values.size
