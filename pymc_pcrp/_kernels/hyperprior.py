@@ -160,6 +160,7 @@ def interpolate(u: float, lo: float, step: float, values: np.ndarray) -> float:
 def pcrp_log_conditional(
     value: float,
     is_power: bool,
+    use_row: bool,
     other: float,
     n_blocks: int,
     log_gamma_sum: float,
@@ -171,9 +172,11 @@ def pcrp_log_conditional(
 ) -> float:
     """``K log(alpha) + r T - log Z_n(alpha, r)`` with ``value`` as alpha (or r) and ``other``.
 
-    ``log Z`` comes from the Stirling row when ``value`` is ``alpha`` and the
-    row certifies it, else from the recursion (exact either way); ``missed[0]``
-    is raised to the largest ``log(alpha)`` the row could not certify.
+    ``log Z`` comes from the Stirling row of the (fixed) power when ``use_row``
+    and the row certifies it, else from the recursion (exact either way);
+    ``missed[0]`` is raised to the largest ``log(alpha)`` the row could not
+    certify. ``use_row`` must be false when the power varies (the row is that of
+    one power).
     """
     if is_power:
         alpha, r = other, value
@@ -182,7 +185,7 @@ def pcrp_log_conditional(
     if not (alpha > 0.0 and r > 0.0 and math.isfinite(alpha) and math.isfinite(r)):
         return -math.inf
     log_alpha = math.log(alpha)
-    if is_power:
+    if not use_row:
         log_z = log_normaliser_recursion(n, log_alpha, r)
     else:
         log_z, ok = row_log_normaliser(row, bound, log_alpha, nats)
@@ -203,6 +206,7 @@ def _surrogate(
     q_step: float,
     q_values: np.ndarray,
     is_power: bool,
+    use_row: bool,
     other: float,
     n_blocks: int,
     log_gamma_sum: float,
@@ -214,7 +218,7 @@ def _surrogate(
 ) -> float:
     value = backward(code, u, lower, upper)
     h = pcrp_log_conditional(
-        value, is_power, other, n_blocks, log_gamma_sum, n, row, bound, nats, missed
+        value, is_power, use_row, other, n_blocks, log_gamma_sum, n, row, bound, nats, missed
     )
     return h + interpolate(u, q_lo, q_step, q_values)
 
@@ -240,7 +244,7 @@ def label_statistics(labels: np.ndarray) -> tuple[int, float]:
 
 # Layout of the float and integer parameter arrays of slice_surrogate.
 F_U0, F_W, F_LOWER, F_UPPER, F_Q_LO, F_Q_STEP, F_OTHER, F_NATS = range(8)
-I_MAX_STEPS, I_MAX_SHRINKS, I_CODE, I_IS_POWER, I_N = range(5)
+I_MAX_STEPS, I_MAX_SHRINKS, I_CODE, I_IS_POWER, I_N, I_USE_ROW = range(6)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -269,9 +273,9 @@ def slice_surrogate(
     lower, upper, q_lo, q_step = fpar[F_LOWER], fpar[F_UPPER], fpar[F_Q_LO], fpar[F_Q_STEP]
     other, nats = fpar[F_OTHER], fpar[F_NATS]
     max_steps, max_shrinks, code = ipar[I_MAX_STEPS], ipar[I_MAX_SHRINKS], ipar[I_CODE]
-    is_power, n = ipar[I_IS_POWER] != 0, ipar[I_N]
+    is_power, n, use_row = ipar[I_IS_POWER] != 0, ipar[I_N], ipar[I_USE_ROW] != 0
     n_blocks, log_gamma_sum = label_statistics(labels)
-    args = (code, lower, upper, q_lo, q_step, q_values, is_power, other)
+    args = (code, lower, upper, q_lo, q_step, q_values, is_power, use_row, other)
     stats = (n_blocks, log_gamma_sum, n, row, bound, nats, missed)
     f0 = _surrogate(u0, *args, *stats)
     y = f0 - rng.standard_exponential()

@@ -332,6 +332,7 @@ class PCRPGibbs(BlockedStep):
         self._kept: _KeptState | None = None  # see step
         self._compiled: _CompiledAdvance | None = None  # see _call_advance
         self._scale_inputs: SweepInputs | None = None  # inputs the current s was applied to
+        self._prior_shifts = 0  # new alphas applied by shifting the new-cluster weights
 
     @staticmethod
     def competence(var, has_grad):
@@ -497,16 +498,24 @@ class PCRPGibbs(BlockedStep):
         per-size table, so both are rewritten in place (the new-cluster weights
         from a copy taken without ``log alpha``, so nothing drifts). The arrays
         keep their identity, so the compiled kernel is reused (see
-        :meth:`_call_advance`); a learned NIW scale recomputes the new-cluster
-        weights itself for the new parameters.
+        :meth:`_call_advance`). With a learned NIW scale the new-cluster weights
+        belong to the chain's current ``s`` (the kernel rewrites them when ``s``
+        changes), so they are shifted by the change of ``log alpha`` instead; the
+        step recomputes them from scratch at least every ``_REFRESH_EVERY``
+        shifts, so that rounding cannot accumulate.
         """
         old = last.inputs
         log_new, pred_const, by_size = old.tables
-        base = last.log_new_base
-        if base is None:
-            base = log_new - old.params.log_alpha
         log_alpha = math.log(alpha)
-        if log_alpha != old.params.log_alpha:
+        base = last.log_new_base
+        if old.scale is not None:
+            base = None
+            if log_alpha != old.params.log_alpha:
+                log_new += log_alpha - old.params.log_alpha
+            self._prior_shifts += 1
+        elif log_alpha != old.params.log_alpha:
+            if base is None:
+                base = log_new - old.params.log_alpha
             np.add(base, log_alpha, out=log_new)
         if power != old.params.power:
             sizes = by_size.shape[0] - 1
@@ -620,8 +629,16 @@ class PCRPGibbs(BlockedStep):
             niw_scale = inputs.fixed_scale[0]
         else:
             if self._scale_inputs is not inputs:
-                # new parameters or tables (alpha changed, or new data): apply s to them
-                scale.current[1] = max(scale.current[1], REBUILT)
+                shifted = (
+                    self._scale_inputs is not None
+                    and 0 < self._prior_shifts < _REFRESH_EVERY
+                    and _same_argument_types(self._scale_inputs, inputs)
+                )
+                if not shifted:
+                    # new tables (new data, new NIW parameters), or time to recompute the
+                    # weights that _with_prior shifted: apply s to them
+                    scale.current[1] = max(scale.current[1], REBUILT)
+                    self._prior_shifts = 0
                 self._scale_inputs = inputs
             args = (*args[:5], scale, *args[5:])
             log_density = self._call_advance(inputs, args, advance_scaled)

@@ -335,6 +335,36 @@ class PCRPHyper(BlockedStep):
         args[self._position] = np.asarray(u, dtype=self._dtype)
         return tuple(float(v) for v in self._fn(*args))
 
+    def _kernel_inputs(self, point, u0: float):
+        """Return what :func:`~pymc_pcrp._kernels.hyperprior.slice_surrogate` needs at ``u0``.
+
+        That is ``(args, (g0, alpha0, power0), fpar, ipar, row, bound)``: the
+        compiled function's arguments (``None`` when the memo served), its
+        outputs at ``u0``, the packed scalars and the Stirling row of a fixed
+        power (a dummy when the power varies: the kernel then uses the recursion).
+        """
+        sur = self._surrogate
+        term = self._terms[0]
+        args = None
+        memo = self._g_memo
+        if memo is not None and memo[0] == u0:
+            exact0 = memo[1]
+        else:
+            args = [np.asarray(point[v.name]) for v in self._inputs]
+            exact0 = self._exact_prior_term(args, u0)
+        _, alpha0, power0 = exact0
+        other = alpha0 if sur.is_power else power0
+        use_row = term.method == "row"  # a fixed power: its cached Stirling row
+        row, bound = stirling_row_arrays(term.n, power0) if use_row else (_EMPTY, _EMPTY)
+        fpar = np.array(
+            [u0, self.w, sur.lower, sur.upper, sur.q_lo, sur.q_step, other, TRUNCATION_NATS]
+        )
+        ipar = np.array(
+            [MAX_STEPS_OUT, MAX_SHRINKS, sur.code, int(sur.is_power), term.n, int(use_row)],
+            dtype=np.int64,
+        )
+        return args, exact0, fpar, ipar, row, bound
+
     def _fast_step(self, point):
         """Slice-sample the surrogate in numba, then accept or reject with the exact prior term.
 
@@ -348,26 +378,9 @@ class PCRPHyper(BlockedStep):
         sur = self._surrogate
         term = self._terms[0]
         u0 = float(point[self._name])
-        args = None
-        memo = self._g_memo
-        if memo is not None and memo[0] == u0:
-            g0, alpha0, power0 = memo[1]
-        else:
-            args = [np.asarray(point[v.name]) for v in self._inputs]
-            g0, alpha0, power0 = self._exact_prior_term(args, u0)
-        other = alpha0 if sur.is_power else power0
-        if term.method == "row":
-            row, bound = stirling_row_arrays(term.n, power0)
-        else:
-            row, bound = _EMPTY, _EMPTY
+        args, (g0, alpha0, power0), fpar, ipar, row, bound = self._kernel_inputs(point, u0)
         missed = np.array([-math.inf])
         out = np.empty(4)
-        fpar = np.array(
-            [u0, self.w, sur.lower, sur.upper, sur.q_lo, sur.q_step, other, TRUNCATION_NATS]
-        )
-        ipar = np.array(
-            [MAX_STEPS_OUT, MAX_SHRINKS, sur.code, int(sur.is_power), term.n], dtype=np.int64
-        )
         labels = point[term.labels]
         evals = hp.slice_surrogate(
             self.rng, fpar, ipar, labels, sur.q_values, row, bound, missed, out

@@ -214,3 +214,44 @@ def test_hyper_step_refuses_variables_feeding_no_pcrp():
         pcrp.PowerCRP("z", alpha=1.0, power=1.0, n=4)
     with pytest.raises(ValueError, match="feeds the alpha or power of no PowerCRP"):
         pcrp.PCRPHyper([v], model=model)
+
+
+@pytest.mark.parametrize("which", ["alpha", "r"])
+@pytest.mark.parametrize("both_random", [False, True])
+def test_fast_kernel_density_equals_the_exact_conditional(which, both_random):
+    # The numba kernel's target minus its surrogate plus the exact prior term must be the
+    # exact conditional (general path), for each configuration of random parameters.
+    n = 9
+    random_alpha = which == "alpha" or both_random
+    random_r = which == "r" or both_random
+    with pm.Model() as model:
+        a = pm.Gamma("alpha", 2.0, 1.0) if random_alpha else 0.8
+        r = pm.Uniform("r", 0.8, 2.0) if random_r else 1.4
+        pcrp.PowerCRP("z", alpha=a, power=r, n=n)
+    step = pcrp.PCRPHyper([model[which]], model=model, rng=SEED)
+    assert step._surrogate is not None
+    point = model.initial_point()
+    point["z"] = np.array([0, 0, 1, 1, 1, 0, 2, 1, 1], dtype="int16")
+    if random_r and which == "alpha":
+        point["r_interval__"] = np.asarray(0.7)
+    if random_alpha and which == "r":
+        point["alpha_log__"] = np.asarray(-0.4)
+    exact = step._conditional(point, [hp.label_statistics(point["z"])])
+    sur = step._surrogate
+    for u in (-2.0, -0.3, 0.5, 1.7):
+        _, (g, _, _), fpar, ipar, row, bound = step._kernel_inputs(point, u)
+        missed = np.array([-np.inf])
+        value = hp.backward(sur.code, u, sur.lower, sur.upper)
+        h = hp.pcrp_log_conditional(
+            value,
+            sur.is_power,
+            bool(ipar[hp.I_USE_ROW]),
+            fpar[hp.F_OTHER],
+            *hp.label_statistics(point["z"]),
+            n,
+            row,
+            bound,
+            fpar[hp.F_NATS],
+            missed,
+        )
+        assert h + g == pytest.approx(exact(u), rel=1e-10, abs=1e-10)
