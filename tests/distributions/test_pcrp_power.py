@@ -255,3 +255,38 @@ def test_fast_kernel_density_equals_the_exact_conditional(which, both_random):
             missed,
         )
         assert h + g == pytest.approx(exact(u), rel=1e-10, abs=1e-10)
+
+
+def test_gibbs_tables_follow_a_changing_alpha_with_a_learned_scale():
+    # PCRPGibbs shifts the new-cluster weights in place for a new alpha (learned NIW scale)
+    # and rewrites the per-size table for a new power: they must equal a fresh computation.
+    from pymc_pcrp._kernels.hyper import new_cluster_log_weights
+    from pymc_pcrp._kernels.scores import sweep_tables
+
+    rng = np.random.default_rng(SEED)
+    x = np.r_[rng.normal(size=(20, 2)), rng.normal(size=(20, 2)) + 4]
+    with pm.Model() as model:
+        a = pm.Gamma("alpha", 2.0, 1.0)
+        r = pm.Uniform("r", 0.8, 2.0)
+        z = pcrp.PowerCRP("z", alpha=a, power=r, n=len(x))
+        pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(x), observed=x)
+    steps = [
+        pcrp.PCRPHyper([a], model=model, rng=1),
+        pcrp.PCRPHyper([r], model=model, rng=2),
+        pcrp.PCRPGibbs([z], model=model, rng=3),
+    ]
+    gibbs = steps[2]
+    point = model.initial_point()
+    seen = set()
+    for _ in range(40):
+        for step in steps:
+            point, _ = step.step(point)
+        inputs = gibbs._inputs.inputs
+        assert inputs.scale is not None
+        seen.add(inputs.params.log_alpha)
+        expected = np.empty(len(x))
+        new_cluster_log_weights(inputs.scale, inputs.params, inputs.tables[1][0], expected)
+        np.testing.assert_allclose(inputs.tables[0], expected, rtol=1e-12, atol=1e-12)
+        fresh = sweep_tables(inputs.xc, inputs.params)
+        np.testing.assert_allclose(inputs.tables[2], fresh[2], rtol=1e-12, atol=1e-12)
+    assert len(seen) > 20  # alpha changed at (almost) every draw
