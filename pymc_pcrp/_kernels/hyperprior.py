@@ -1,4 +1,6 @@
-r"""The pCRP normaliser at one ``(alpha, r)`` in ``O(n^2)``, for a power that keeps changing.
+r"""Kernels of the hyper-parameter update: ``log Z_n`` at any ``(alpha, r)`` and a slice sampler.
+
+**The normaliser at one ``(alpha, r)`` in ``O(n^2)``**, for a power that keeps changing.
 
 Conditioning on the block that holds the last item (of size ``j``, chosen among
 the other ``m - 1`` items in ``C(m - 1, j - 1)`` ways) gives a recursion on the
@@ -14,6 +16,12 @@ Stirling rows of :mod:`pymc_pcrp.distributions.normaliser` cost
 ``O(n^2 k_max)`` per ``r`` but then give any ``alpha`` in ``O(k_max)``: they are
 the right tool when ``r`` is fixed and ``alpha`` varies, this recursion when
 ``r`` varies (a new ``r`` at every evaluation of a slice sampler).
+
+**The slice sampler** (:func:`slice_surrogate`) updates the unconstrained value
+``u`` of ``alpha`` or ``r`` given the labels, on the pCRP term
+``K log(alpha) + r T - log Z_n(alpha, r)`` plus a tabulated, piecewise-linear
+surrogate of the prior term; :class:`~pymc_pcrp.PCRPHyper` turns it into an
+exact update with a Metropolis-Hastings correction by the exact prior term.
 """
 
 import math

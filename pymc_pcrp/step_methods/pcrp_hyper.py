@@ -171,12 +171,9 @@ class PCRPHyper(BlockedStep):
         self.rng = get_random_generator(rng)
         self._name = value_var.name
         self._dtype = np.dtype(value_var.dtype)
+        # With no free PowerCRP among the dependents (observed labels, say) the
+        # step is a plain slice sampler on the compiled conditional: still exact.
         terms, params, others = self._inspect(model, rv)
-        if not terms:
-            raise ValueError(
-                f"'{rv.name}' feeds the alpha or power of no PowerCRP; PCRPHyper has nothing "
-                "to do for it (let pm.sample choose its step)."
-            )
         self._terms = terms
         logp_other = model.logp(vars=[rv, *others], jacobian=True, sum=True)
         outputs = [logp_other, *model.replace_rvs_by_values(params)]

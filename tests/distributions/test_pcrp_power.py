@@ -7,6 +7,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import pytest
 import scipy.special
+import scipy.stats
 
 from enumeration import set_partitions
 from pymc.sampling.mcmc import assign_step_methods
@@ -208,12 +209,27 @@ def test_surrogate_is_a_close_interpolation_of_the_prior_term():
         )
 
 
-def test_hyper_step_refuses_variables_feeding_no_pcrp():
+def test_hyper_step_with_observed_labels_is_a_plain_slice_sampler():
+    # observed labels: the PowerCRP term (with its normaliser) is compiled like any other term
+    labels = np.array([0, 0, 1, 0, 2, 1], dtype="int16")
     with pm.Model() as model:
-        v = pm.Normal("v", 0.0, 1.0)
-        pcrp.PowerCRP("z", alpha=1.0, power=1.0, n=4)
-    with pytest.raises(ValueError, match="feeds the alpha or power of no PowerCRP"):
-        pcrp.PCRPHyper([v], model=model)
+        a = pm.Gamma("alpha", 2.0, 1.0)
+        pcrp.PowerCRP("z", alpha=a, power=1.2, n=6, observed=labels)
+    _, selected = assign_step_methods(model)
+    assert selected == {pcrp.PCRPHyper: [model.rvs_to_values[a]]}
+    step = pcrp.PCRPHyper([a], model=model, rng=SEED)
+    assert step._terms == [] and step._surrogate is None
+    exact = step._conditional(model.initial_point(), [])
+    for u in (-1.0, 0.0, 1.5):
+        alpha = math.exp(u)
+        expected = (
+            scipy.stats.gamma(2.0).logpdf(alpha)
+            + u
+            + 3 * u
+            + 1.2 * scipy.special.gammaln([3, 2, 1]).sum()
+            - _brute_log_z(6, alpha, 1.2)
+        )
+        assert exact(u) == pytest.approx(expected, rel=1e-10)
 
 
 @pytest.mark.parametrize("which", ["alpha", "r"])
