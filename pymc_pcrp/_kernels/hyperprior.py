@@ -115,9 +115,15 @@ def row_log_normaliser(
         w = k * log_alpha + row[k]
         if w > top:
             top = w
+    # weights more than SKIP_NATS below the largest are left out of the sum (their
+    # total is below (k_built + 1) exp(-SKIP_NATS) of it): a row grown for a large
+    # alpha then costs one exp() per weight that matters, not per column
+    floor = top - SKIP_NATS
     acc = 0.0
     for k in range(k_built + 1):
-        acc += math.exp(k * log_alpha + row[k] - top)
+        w = k * log_alpha + row[k]
+        if w > floor:
+            acc += math.exp(w - top)
     certified = True
     for k in range(k_built + 1, bound.shape[0]):
         if k * log_alpha + bound[k] >= top - nats:

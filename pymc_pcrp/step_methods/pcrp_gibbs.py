@@ -18,12 +18,13 @@ import numpy as np
 import pymc as pm
 import pytensor
 
+from pymc.pytensorf import compile as pm_compile
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant
-from pytensor.graph.traversal import ancestors
+from pytensor.graph.traversal import ancestors, graph_inputs
 
 from pymc_pcrp._kernels.chain import advance, labels_match
 from pymc_pcrp._kernels.hyper import (
@@ -372,15 +373,7 @@ class PCRPGibbs(BlockedStep):
                 readers.append(lambda point, read=read: read())
                 random.append(False)
             else:
-                readers.append(
-                    model.compile_fn(
-                        value,
-                        inputs=model.value_vars,
-                        on_unused_input="ignore",
-                        point_fn=True,
-                        **(compile_kwargs or {}),
-                    )
-                )
+                readers.append(_point_reader(model, value, compile_kwargs))
                 random.append(True)
         return tuple(readers), tuple(random)
 
@@ -664,6 +657,25 @@ class PCRPGibbs(BlockedStep):
 def random_init_max_k(n: int) -> int:
     """Largest ``K0`` of ``init="random"``: ``min(ceil(sqrt(n)), RANDOM_INIT_MAX_K)``."""
     return max(1, min(math.ceil(math.sqrt(n)), RANDOM_INIT_MAX_K))
+
+
+def _point_reader(model, value, compile_kwargs=None):
+    """Return ``point -> value`` compiled on the value variables it needs only.
+
+    A random ``alpha`` or ``power`` is read at every draw: a function of all the
+    model's value variables (the labels among them) spent most of its time
+    checking inputs it does not use.
+    """
+    needed = set(graph_inputs([value]))
+    inputs = [v for v in model.value_vars if v in needed]
+    fn = pm_compile(inputs, value, on_unused_input="ignore", **(compile_kwargs or {}))
+    fn.trust_input = True
+    names = [(v.name, np.dtype(v.dtype)) for v in inputs]
+
+    def read(point):
+        return fn(*[np.asarray(point[name], dtype=dtype) for name, dtype in names])
+
+    return read
 
 
 def _value_reader(var):
