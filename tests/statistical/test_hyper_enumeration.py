@@ -17,8 +17,13 @@ scale). ``pm.sample`` assigns :class:`~pymc_pcrp.PCRPHyper` to ``theta`` and
 * the hyper-parameter's marginal: the share of draws in each exact quartile
   bin against its exact mass (about 1/4).
 
-Figures (``PYTHONPATH=tests python tests/statistical/test_hyper_enumeration.py``)
-are quoted in the test docstrings.
+``PYTHONPATH=tests python tests/statistical/test_hyper_enumeration.py`` prints the
+discrepancies of every case. Thresholds: 0.02 for the labels (as in
+``test_exact_enumeration.py``), 0.04 for the 4 x 203 joint cells and 0.012 per
+quartile bin. On 2026-11-26 a short run (4 x 5,000 draws, alpha random, N = 5)
+gave 0.014, 0.026 and at most 0.0045; leaving the normaliser out of alpha's
+conditional (the bug this guards against) put 88% of the draws in the top quartile
+of alpha when both parameters were random.
 """
 
 import logging
