@@ -218,11 +218,17 @@ def scale_log_posterior(
 ) -> np.ndarray:
     """``log w_g + sum_k log m(X_k | s_g P)`` for each grid value ``s_g`` (unnormalised).
 
-    ``xc`` are the data centred at ``mu0`` and ``base`` is ``P``. With
-    ``B_k = Q_k - S_k S_k^T / kappa_n`` (``Q_k``, ``S_k`` the sums of outer
-    products and of points) and ``lambda_kj`` the eigenvalues of
-    ``L^{-1} B_k L^{-T}`` (``P = L L^T``), ``log|s P + B_k| = log|P| + sum_j
-    log(s + lambda_kj)``: ``O(N D^2 + K D^3 + G K D)`` in all.
+    ``xc`` are the data centred at ``mu0`` and ``base`` is ``P = L L^T``. A
+    cluster with ``n`` points, mean ``m`` and scatter ``W`` about its mean has
+    ``Psi_n = s P + W + c m m^T`` with ``c = kappa0 n / (kappa0 + n)``. With
+    ``lambda_j``, ``V`` the eigen-decomposition of ``L^{-1} W L^{-T}`` and
+    ``u = V^T L^{-1} m``,
+    ``log|Psi_n| = log|P| + sum_j log(s + lambda_j) + log(1 + c sum_j u_j^2 / (s + lambda_j))``:
+    the scatter is taken about each cluster's own mean and the rank-one mean
+    term is never added to it, so a cluster far from ``mu0`` keeps its digits
+    (the same arithmetic as the step's
+    :func:`~pymc_pcrp._kernels.hyper.partition_log_joint_scaled`).
+    ``O(N D^2 + K D^3 + G K D)`` in all.
     """
     xc = np.asarray(xc, dtype=np.float64)
     d = xc.shape[1]
@@ -231,15 +237,17 @@ def scale_log_posterior(
     counts = np.bincount(inv, minlength=k).astype(np.float64)
     sums = np.zeros((k, d))
     np.add.at(sums, inv, xc)
+    means = sums / counts[:, None]
     chol = np.linalg.cholesky(np.asarray(base, dtype=np.float64))
-    y = np.linalg.solve(chol, xc.T).T  # L^{-1} x_i
-    ys = np.linalg.solve(chol, sums.T).T
-    outer = np.zeros((k, d, d))
-    np.add.at(outer, inv, y[:, :, None] * y[:, None, :])
+    y = np.linalg.solve(chol, (xc - means[inv]).T).T  # L^{-1} (x_i - m)
+    ym = np.linalg.solve(chol, means.T).T  # L^{-1} m
+    scatter = np.zeros((k, d, d))
+    np.add.at(scatter, inv, y[:, :, None] * y[:, None, :])
+    eig, vecs = np.linalg.eigh(scatter)  # (K, D), (K, D, D)
+    u2 = np.einsum("kij,ki->kj", vecs, ym) ** 2  # (K, D)
     kappa_n = kappa0 + counts
     nu_n = nu0 + counts
-    b = outer - ys[:, :, None] * ys[:, None, :] / kappa_n[:, None, None]
-    eig = np.linalg.eigvalsh(b)  # (K, D)
+    weight = kappa0 * counts / kappa_n
     logdet_base = 2.0 * float(np.sum(np.log(np.diag(chol))))
     const = np.sum(
         -0.5 * counts * d * np.log(np.pi)
@@ -249,7 +257,10 @@ def scale_log_posterior(
         - 0.5 * counts * logdet_base
     )
     s = np.asarray(grid, dtype=np.float64)
-    logdets = np.log(s[:, None, None] + eig[None, :, :]).sum(axis=2)  # (G, K)
+    shifted = s[:, None, None] + eig[None, :, :]  # (G, K, D)
+    logdets = np.log(shifted).sum(axis=2) + np.log1p(
+        weight[None, :] * (u2[None, :, :] / shifted).sum(axis=2)
+    )  # (G, K)
     return (
         np.asarray(log_weights, dtype=np.float64)
         + const
