@@ -138,7 +138,7 @@ def sample(x, prior, alpha=None, r=None, seed=0):
             draws=DRAWS,
             tune=500,
             chains=CHAINS,
-            cores=1,
+            cores=2,  # the same draws as cores=1 (per-chain seeds), in half the time on 2 cores
             random_seed=seed,
             progressbar=False,
             compute_convergence_checks=False,
