@@ -220,7 +220,7 @@ def _reseat_by_removal(
 def _grow_caches(
     cap: int, mean: np.ndarray, inv_diag: np.ndarray, const: np.ndarray, inv_eig: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The sweep's per-slot caches copied into arrays of ``cap`` slots (after a growth)."""
+    """Copy the sweep's per-slot caches into arrays of ``cap`` slots (after a growth)."""
     old = const.shape[0]
     d = mean.shape[1]
     new_mean = np.empty((cap, d))
