@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scipy.linalg import solve_triangular
 from scipy.special import gammaln, logsumexp, multigammaln
 
 from pymc_pcrp.distributions import NIWPrior
@@ -222,7 +223,8 @@ def scale_log_posterior(
     ``B_k = Q_k - S_k S_k^T / kappa_n`` (``Q_k``, ``S_k`` the sums of outer
     products and of points) and ``lambda_kj`` the eigenvalues of
     ``L^{-1} B_k L^{-T}`` (``P = L L^T``), ``log|s P + B_k| = log|P| + sum_j
-    log(s + lambda_kj)``: ``O(N D^2 + K D^3 + G K D)`` in all.
+    log(s + lambda_kj)``: ``O(N D^2 + K D^3 + G K D)`` time in all, and memory
+    ``O(N D + K D^2)``.
     """
     xc = np.asarray(xc, dtype=np.float64)
     d = xc.shape[1]
@@ -232,10 +234,19 @@ def scale_log_posterior(
     sums = np.zeros((k, d))
     np.add.at(sums, inv, xc)
     chol = np.linalg.cholesky(np.asarray(base, dtype=np.float64))
-    y = np.linalg.solve(chol, xc.T).T  # L^{-1} x_i
     ys = np.linalg.solve(chol, sums.T).T
     outer = np.zeros((k, d, d))
-    np.add.at(outer, inv, y[:, :, None] * y[:, None, :])
+    # Sums of outer products of y_i = L^{-1} x_i per cluster, points sorted by
+    # cluster and taken a block at a time: memory O(block D^2) beyond the data,
+    # not O(N D^2), and no np.add.at.
+    by_cluster = np.argsort(inv, kind="stable")
+    block = max(1, (1 << 20) // max(d * d, 1))
+    for start in range(0, by_cluster.size, block):
+        rows = by_cluster[start : start + block]
+        yb = solve_triangular(chol, xc[rows].T, lower=True).T
+        seg = inv[rows]
+        firsts = np.flatnonzero(np.concatenate(([True], seg[1:] != seg[:-1])))
+        outer[seg[firsts]] += np.add.reduceat(yb[:, :, None] * yb[:, None, :], firsts, axis=0)
     kappa_n = kappa0 + counts
     nu_n = nu0 + counts
     b = outer - ys[:, :, None] * ys[:, None, :] / kappa_n[:, None, None]
