@@ -37,7 +37,7 @@ from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp._kernels.state import NIWParams, SweepState, init_state, make_params
 from pymc_pcrp._kernels.sweep import sweep_tables
-from pymc_pcrp._validation import depends_on_random_variable
+from pymc_pcrp._validation import check_data, check_prior_scale, depends_on_random_variable
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
@@ -441,8 +441,9 @@ class PCRPGibbs(BlockedStep):
             # the kept sweep state, which does not depend on them).
             xc = last.inputs.xc
         else:
-            x = np.asarray(data, dtype=np.float64)
-            x = x[:, None] if x.ndim == 1 else x
+            # New data (pm.set_data) get the checks NIWMixture made at construction.
+            x = check_data(data, "observed")
+            check_prior_scale(x, np.asarray(mu0), np.asarray(psi0), float(np.min(grid)))
             if x.shape[0] != self._n:
                 raise ValueError(
                     f"The data of '{self._niw.name}' have {x.shape[0]} rows but '{self._name}' "
