@@ -47,7 +47,7 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     "test_compile_notice": frozenset(
         {"test_cold_cache_announces_compilation_once_and_warm_cache_does_not"}
     ),
-    # 200 fuzz cases, each compiling a model's log density (test_fuzz_few_cases stays fast)
+    # 80 fuzz cases, each compiling a model's log density (test_fuzz_few_cases stays fast)
     "test_fuzz": frozenset({"test_fuzz_many_cases"}),
     # cross-validation run several times over
     "test_model_selection": frozenset({"test_results_do_not_depend_on_n_jobs_or_grid_order"}),
