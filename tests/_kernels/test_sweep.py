@@ -300,3 +300,18 @@ def test_slots_grow_as_clusters_open_and_the_chain_is_unchanged(d, split_merge):
     assert np.all(small.counts[free] == 0)
     assert np.all(small.sums[free] == 0.0)
     assert np.all(small.sumsq[free] == 0.0)
+
+
+def test_sweep_state_pickles_with_its_arrays():
+    """The step keeps a state between draws and PyMC may pickle the step."""
+    import pickle
+
+    x, labels, mu0, kappa0, nu0, psi0 = _problem(30, 2, SEED + 13)
+    params = make_params(1.0, 1.2, kappa0, nu0, psi0)
+    state = init_state(x - mu0, labels, params)
+    copy = pickle.loads(pickle.dumps(state))
+    for name in ("labels", "counts", "sums", "sumsq", "chol", "logdet", "order", "where", "k"):
+        np.testing.assert_array_equal(getattr(copy, name), getattr(state, name))
+    assert log_joint(copy, params, 2) == log_joint(state, params, 2)
+    copy.counts[0] += 1  # a copy, not shared memory
+    assert copy.counts[0] == state.counts[0] + 1
