@@ -26,10 +26,11 @@ import pymc_pcrp as pcrp
 
 REL_TOL = 1e-6  # the issue's bound on the log joint's relative error
 # Relative precision lost per unit of sum_i x_i^T Psi_0^{-1} x_i (see _scatter_over_psi0):
-# over 200 cases (seeds 0-199) the step and the model disagreed by at most 1.4e-17 times
-# that sum (e.g. 5.7e-5 at 4.2e12), and never by more than 2.6e-8 below 1e12. Accepted
-# priors reach 1e15 (pymc_pcrp._validation.MAX_SCATTER_OVER_PSI0), where sums of squares
-# keep only a few digits; reporting the exact value there is issue 13's item 7.
+# over 200 cases (seeds 0-199) the step and the model disagreed, relatively, by at most
+# 1.4e-17 times that sum (the largest difference: 2.6e-5 at 5.4e13), and by at most
+# 2.6e-8 where it was below 1e12. Accepted priors reach 1e15
+# (pymc_pcrp._validation.MAX_SCATTER_OVER_PSI0), where sums of squares keep only a few
+# digits; reporting the exact value there is issue 13's item 7.
 LOSS_PER_SCATTER = 1e-16
 
 
