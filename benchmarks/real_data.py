@@ -45,6 +45,7 @@ import importlib  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
 import logging  # noqa: E402
+import math  # noqa: E402
 import platform  # noqa: E402
 import shlex  # noqa: E402
 import shutil  # noqa: E402
@@ -229,14 +230,18 @@ def n_distinct(labels) -> int:
 def chain_diagnostics(values) -> tuple[float, float]:
     """Rank-normalised R-hat and bulk ESS of a ``(chain, draw)`` array.
 
-    Returns ``(nan, nan)`` when every draw is equal (the quantity is then not
-    informative), and a NaN R-hat with one chain.
+    When every draw of every chain has the same value, the chains agree exactly
+    and a constant has no Monte Carlo error: R-hat and ESS are undefined, and
+    this returns ``(1.0, inf)``, shown as ``const`` in the table and counted as
+    meeting the target (e.g. K = 4 in all 4,000 draws of wine at r = 1.1).
+    Chains that are each constant at different values are not equal draws and
+    get ArviZ's R-hat (infinite). One chain gives a NaN R-hat.
     """
     import arviz as az
 
     arr = np.asarray(values, dtype=np.float64)
     if np.ptp(arr) == 0:
-        return float("nan"), float("nan")
+        return 1.0, math.inf
     ds = az.convert_to_dataset({"v": arr})
     rhat = float(az.rhat(ds)["v"]) if arr.shape[0] > 1 else float("nan")
     ess = float(az.ess(ds, method="bulk")["v"])
@@ -246,7 +251,7 @@ def chain_diagnostics(values) -> tuple[float, float]:
 def meets_target(rhat_k, ess_k, rhat_lj, ess_lj, seconds) -> bool:
     """The issue's target: R-hat <= 1.01, bulk ESS >= 400 (K and log joint), <= 30 s."""
     rhats_ok = all(np.isfinite(r) and r <= RHAT_MAX for r in (rhat_k, rhat_lj))
-    ess_ok = all(np.isfinite(e) and e >= ESS_MIN for e in (ess_k, ess_lj))
+    ess_ok = all(e >= ESS_MIN for e in (ess_k, ess_lj))  # inf: constant (chain_diagnostics)
     return bool(rhats_ok and ess_ok and seconds <= SECONDS_MAX)
 
 
@@ -268,6 +273,13 @@ def fmt(value, digits: int = 2, cap: float | None = None) -> str:
     if isinstance(value, float):
         return f">{cap:g}" if cap is not None and value > cap else f"{value:.{digits}f}"
     return str(value)
+
+
+def diag(value: float, ess: float, digits: int = 3) -> str:
+    """R-hat or ESS cell: ``const`` for a quantity equal in every draw (infinite ESS)."""
+    if ess == math.inf:
+        return "const"
+    return fmt(value, digits, 100 if digits else None)
 
 
 def ari(truth, labels) -> float | None:
@@ -387,8 +399,9 @@ def fit_table(rows: list[FitRow]) -> str:
     for r in rows:
         chains = "/".join(f"{v:.1f}" for v in r.chain_k)
         lines.append(
-            f"| {r.label} | {r.mean_k:.2f} | {chains} | {fmt(r.rhat_k, 3, 100)} "
-            f"| {fmt(r.ess_k, 0)} | {fmt(r.rhat_lj, 3, 100)} | {fmt(r.ess_lj, 0)} "
+            f"| {r.label} | {r.mean_k:.2f} | {chains} | {diag(r.rhat_k, r.ess_k)} "
+            f"| {diag(r.ess_k, r.ess_k, 0)} | {diag(r.rhat_lj, r.ess_lj)} "
+            f"| {diag(r.ess_lj, r.ess_lj, 0)} "
             f"| {r.pe_k} | {r.pe_sizes} "
             f"| {fmt(r.ari, 3)} | {r.seconds:.1f} | {'yes' if r.ok else 'no'} |"
         )

@@ -36,6 +36,9 @@ scale      N=100,000, D=10: single-site Gibbs from one cluster and from the defa
 scaling    kernel seconds per sweep against N for D = 1, 2, 10; writes the log-log plot
 moves      the default move set (sweep + split-merge at PCRPGibbs's default rate) against
            plain sweeps (split_merge=0), per sweep, N=2,000 D=2, same data and start
+logjoint   the log joint the step reports, computed afresh from the labels at each draw
+           (fixed and learned NIW scale), against one plain sweep; N=2,000 (D=2, 10)
+           and N=100,000 (D=10)
 start      the default initialisation at N=1,000,000, D=10: seconds to the first draw
            (step built, start drawn, first sweep and moves), with the largest K0 it can draw
 """
@@ -80,6 +83,7 @@ SECTIONS = (
     "scale",
     "scaling",
     "moves",
+    "logjoint",
     "start",
 )
 DOC = REPO / "docs" / "performance.md"
@@ -126,6 +130,8 @@ class Config:
     scaling_ds: tuple = (1, 2, 10)
     scaling_updates: float = 1e6  # point-updates per timed measurement (>= 10 sweeps at 1e5)
     moves: tuple = (2000, 2, 2000, 9)  # N, D, sweeps per block, paired blocks
+    logjoint: tuple = ((2000, 2), (2000, 10), (100_000, 10))  # (N, D) cases
+    logjoint_calls: int = 200
     start: tuple = (1_000_000, 10)
     quick: bool = False
 
@@ -155,6 +161,8 @@ class Config:
             scaling_ns=(1000, 3000, 10_000),
             scaling_updates=3e4,
             moves=(2000, 2, 500, 3),
+            logjoint=((2000, 2),),
+            logjoint_calls=20,
             start=(100_000, 10),
             quick=True,
         )
@@ -980,6 +988,47 @@ def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
     )
 
 
+def _cpu_per_call(calls: int, fn, *args) -> float:
+    """CPU seconds per call of ``fn(*args)`` over ``calls`` calls, after one warm-up call."""
+    fn(*args)  # numba cache load
+    c0 = time.thread_time()
+    for _ in range(calls):
+        fn(*args)
+    return (time.thread_time() - c0) / calls
+
+
+def section_logjoint(cfg: Config, rep: Report, cache: dict) -> None:
+    """The log joint the step reports, computed afresh each draw, against one plain sweep."""
+    import numpy as np
+
+    from pymc_pcrp._kernels.hyper import make_scale_grid, partition_log_joint_scaled
+    from pymc_pcrp._kernels.log_joint import partition_log_joint
+    from pymc_pcrp._kernels.sweep import gibbs_sweeps, init_state
+
+    for n, d in cfg.logjoint:
+        _, z, prior, xc, params, tables = problem(n, d)
+        grid = make_scale_grid(xc, prior.psi0, prior.scale_grid, prior.scale_log_weights)
+        state = init_state(xc, z, params)
+        rng = np.random.default_rng(0)
+        calls = max(2, cfg.logjoint_calls if n <= 10_000 else cfg.logjoint_calls // 50)
+        sweep = _cpu_per_call(calls, gibbs_sweeps, rng, xc, state, params, tables, 1)
+        fixed = _cpu_per_call(calls, partition_log_joint, xc, z, params)
+        scaled = _cpu_per_call(calls, partition_log_joint_scaled, xc, z, params, grid)
+        k = int(z.max()) + 1
+        rep.log(
+            f"  N={n:,} D={d} K={k}: one sweep {1e3 * sweep:.3f} ms, fresh log joint "
+            f"{1e3 * fixed:.3f} ms (fixed scale), {1e3 * scaled:.3f} ms (learned scale, "
+            f"{grid.log_s.size} grid points); {calls} calls each, CPU time, load {load()}"
+        )
+        rep.row(
+            f"fresh log joint per draw / one plain sweep, N={n:,} D={d} (learned scale)",
+            f"{scaled / sweep:.2f} ({1e3 * scaled:.3f} / {1e3 * sweep:.3f} ms)",
+            "- (reported, no goal)",
+            f"{scaled / sweep:.2f}",
+            "reported",
+        )
+
+
 def section_start(cfg: Config, rep: Report, cache: dict) -> None:
     """Seconds from building the step to its first draw, default init, the largest K0."""
     import numpy as np
@@ -1298,6 +1347,7 @@ def main(argv=None) -> int:
         "scale": section_scale,
         "scaling": lambda c, r, k: section_scaling(c, r, k, plot),
         "moves": section_moves,
+        "logjoint": section_logjoint,
         "start": section_start,
     }
     cache: dict = {}

@@ -16,14 +16,19 @@ data), :mod:`pymc_pcrp.prior` (the prior on the number of clusters),
 (scores against known labels), :mod:`pymc_pcrp.plots`, :mod:`pymc_pcrp.datasets`
 and :mod:`pymc_pcrp.distributed` (chains on several machines).
 
-Importing the package registers :class:`PCRPGibbs` with ``pm.sample`` and makes
+Importing the package registers :class:`PCRPGibbs` with ``pm.sample``, makes
 PyMC's end-of-sampling convergence report use the number of clusters instead of
-individual labels.
+individual labels, and makes ``pm.compute_log_likelihood`` store the pointwise
+log-likelihood of an :class:`NIWMixture` (:func:`pymc_pcrp.posterior.log_likelihood`).
+It also makes ``pm.sample_posterior_predictive``, ``pm.sample_smc``,
+``pm.find_MAP`` and ``pm.sample(step=...)`` either handle a pCRP model correctly or
+refuse it with the reason (docs/entry_points.md).
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
 from pymc_pcrp import (
+    _entry_points,
     datasets,
     diagnostics,
     distributed,
@@ -37,6 +42,7 @@ from pymc_pcrp.diagnostics import ConvergenceWarning, SamplingInterrupted, check
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 from pymc_pcrp.fitting import build_model, fit
 from pymc_pcrp.posterior import (
+    _pymc_hook,
     point_estimate,
     posterior_similarity,
     predict,
@@ -50,6 +56,8 @@ except PackageNotFoundError:  # running from a source tree that was not installe
     __version__ = "0.0.0+unknown"
 
 _convergence.install()
+_pymc_hook.install()
+_entry_points.install()
 
 __all__ = [
     "ConvergenceWarning",

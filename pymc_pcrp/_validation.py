@@ -176,3 +176,17 @@ def depends_on_random_variable(var: Variable) -> bool:
         if owner is not None and isinstance(owner.op, RandomVariable | SymbolicRandomVariable):
             return True
     return False
+
+
+def rebuild_message(data_name: str, rows: int, labels_name: str, n: int) -> str:
+    """Error text for data whose number of points differs from the label vector's length."""
+    return (
+        f"The data of '{data_name}' have {rows} rows but '{labels_name}' labels {n} points. "
+        "A PowerCRP built with an integer n has labels of that length for good, so "
+        "pm.set_data cannot change the number of points; build a new model for the new data, "
+        "e.g. pymc_pcrp.build_model(X_new, power=..., alpha=...) or "
+        f"PowerCRP('{labels_name}', ..., n=len(X_new)) with NIWMixture(..., observed=X_new), "
+        "or build it once with X = pm.Data(...) and n=X.shape[0] (fixed alpha), whose labels "
+        "follow pm.set_data. To assign new points to the clusters of a fitted model, use "
+        "pymc_pcrp.predict."
+    )

@@ -26,6 +26,7 @@ from pymc_pcrp._idata import store_model_parameters
 from pymc_pcrp._validation import check_data, check_positive_scalar
 from pymc_pcrp.diagnostics import check_complete, check_convergence, warn_if_not_converged
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
+from pymc_pcrp.posterior.pointwise import log_likelihood
 
 __all__ = ["build_model", "fit"]
 
@@ -113,7 +114,7 @@ def fit(
     tune: int = 1000,
     chains: int = 4,
     cores: int = 1,
-    sweeps_per_draw: int = 1,
+    sweeps_per_draw: int | None = None,
     init: str | None = None,
     random_seed: RandomState = None,
     progressbar: bool = False,
@@ -127,8 +128,11 @@ def fit(
         See :func:`build_model`.
     draws, tune, chains, cores
         Passed to ``pm.sample``; ``tune`` draws are burn-in (discarded).
-    sweeps_per_draw : int, default=1
-        Gibbs sweeps between stored draws (thinning).
+    sweeps_per_draw : int, optional
+        Gibbs sweeps between stored draws (thinning). By default the step's
+        automatic choice, ``min(10, ceil(5000 / (N D)))``: several sweeps per
+        draw on small data sets, where PyMC's per-draw work would otherwise cost
+        more than the sweep (see :class:`~pymc_pcrp.PCRPGibbs`).
     init : str, optional
         Initial partition of each chain (see :class:`~pymc_pcrp.PCRPGibbs`);
         the step's default when omitted.
@@ -141,6 +145,10 @@ def fit(
         step's defaults otherwise, for example its move set).
         ``compute_convergence_checks=False`` turns off PyMC's checks and the
         :class:`~pymc_pcrp.ConvergenceWarning` below.
+        ``idata_kwargs={"log_likelihood": True}`` adds the pointwise
+        log-likelihood of :func:`pymc_pcrp.posterior.log_likelihood` (group
+        ``log_likelihood``, variable ``x``, dims ``chain, draw, obs_id``), so
+        that ``az.loo``, ``az.waic`` and ``az.compare`` apply.
 
     Returns
     -------
@@ -183,10 +191,15 @@ def fit(
     if prior is None:
         prior = NIWPrior.from_data(check_data(X, "X"))
     step_kwargs = dict(sample_kwargs.pop("pcrp_gibbs", {}))
-    step_kwargs.setdefault("sweeps_per_draw", sweeps_per_draw)
+    if sweeps_per_draw is not None:
+        step_kwargs.setdefault("sweeps_per_draw", sweeps_per_draw)
     if init is not None:
         step_kwargs.setdefault("init", init)
     checks = sample_kwargs.get("compute_convergence_checks", True)
+    idata_kwargs = dict(sample_kwargs.pop("idata_kwargs", None) or {})
+    pointwise = idata_kwargs.pop("log_likelihood", False)
+    if idata_kwargs:
+        sample_kwargs["idata_kwargs"] = idata_kwargs
     with model:
         idata = pm.sample(
             draws=draws,
@@ -204,6 +217,8 @@ def fit(
         idata, power=power, alpha=alpha, prior=prior, feature=model.coords["feature"]
     )
     check_complete(idata, chains=chains, draws=draws)
+    if pointwise:
+        log_likelihood(idata)
     if checks and ("n_clusters" in idata.posterior or "log_joint" in idata.get("sample_stats", {})):
         warn_if_not_converged(check_convergence(idata), stacklevel=2)
     return idata

@@ -394,7 +394,7 @@ def cross_validate_power(
     draws: int = 500,
     tune: int = 500,
     chains: int = 1,
-    sweeps_per_draw: int = 1,
+    sweeps_per_draw: int | None = None,
     random_seed: int | None = None,
     n_jobs: int | None = 1,
     jump_tol: float = 0.1,

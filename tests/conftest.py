@@ -49,6 +49,8 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     ),
     # 80 fuzz cases, each compiling a model's log density (test_fuzz_few_cases stays fast)
     "test_fuzz": frozenset({"test_fuzz_many_cases"}),
+    # az.loo against 40 refits, each leaving one point out
+    "test_log_likelihood": frozenset({"test_psis_loo_matches_brute_force_refits"}),
     # cross-validation run several times over
     "test_model_selection": frozenset({"test_results_do_not_depend_on_n_jobs_or_grid_order"}),
     # the four tests sharing the quick reproduction run (28 fits)

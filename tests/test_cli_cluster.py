@@ -11,6 +11,7 @@ import pymc_pcrp as pcrp
 from pymc_pcrp.cli import cluster as cluster_command
 from pymc_pcrp.cli.cluster import add_cluster_parser, run_cluster
 from pymc_pcrp.model_selection import CVResult
+from pymc_pcrp.step_methods.pcrp_gibbs import auto_sweeps_per_draw
 
 SEED = sum(ord(c) for c in "test_cluster_command")
 
@@ -200,11 +201,17 @@ def test_split_merge_option_reaches_the_step(tmp_path):
     )  # fmt: skip
     assert run_cluster(args) == 0
     stats = az.from_netcdf(out / "idata.nc").sample_stats
-    # Two proposals after each of the 30 kept sweeps.
-    assert int(stats["split_proposed"].sum() + stats["merge_proposed"].sum()) == 60
+    # Two proposals after each sweep; by default a draw has several sweeps at this size,
+    # and summary.md states how many.
+    sweeps = auto_sweeps_per_draw(*x.shape)
+    assert sweeps > 1
+    assert int(stats["split_proposed"].sum() + stats["merge_proposed"].sum()) == 60 * sweeps
     _, labels = _read_labels(out / "labels.csv")
     _assert_recovers(labels, truth)
-    assert "2 split-merge proposal(s) per sweep" in (out / "summary.md").read_text()
+    summary_text = (out / "summary.md").read_text()
+    assert "2 split-merge proposal(s) per sweep" in summary_text
+    assert f"{sweeps} Gibbs sweep(s) per draw" in summary_text
+    assert f"--sweeps-per-draw {sweeps}" in summary_text
 
 
 def test_cv_without_a_jump_is_reported_and_fits_use_the_step_defaults(

@@ -52,7 +52,12 @@ def test_chain_diagnostics_detect_disagreeing_chains_and_constant_draws():
     rhat_stuck, _ = panel.chain_diagnostics(stuck)
     assert rhat_stuck > 1.5
     rhat_const, ess_const = panel.chain_diagnostics(np.full((4, 10), 3))
-    assert math.isnan(rhat_const) and math.isnan(ess_const)
+    assert rhat_const == 1.0 and ess_const == math.inf
+    assert panel.meets_target(rhat_const, ess_const, 1.0, 450, 12.0)
+    assert panel.diag(rhat_const, ess_const) == "const"
+    each_stuck = np.repeat(np.array([[3.0], [3.0], [3.0], [4.0]]), 10, axis=1)
+    rhat_each, ess_each = panel.chain_diagnostics(each_stuck)
+    assert not panel.meets_target(rhat_each, ess_each, 1.0, 450, 12.0)
 
 
 def test_meets_target_needs_every_criterion():

@@ -11,11 +11,58 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.log_joint import drifted, partition_log_joint, resync_state
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.splitmerge import _split_merge_moves
 from pymc_pcrp._kernels.sweep import NIWParams, SweepState, gibbs_sweeps, log_joint
 
-__all__ = ["advance", "labels_match"]
+__all__ = ["advance", "finish_draw", "labels_match", "run_moves"]
+
+
+@numba.njit(**NJIT_KWARGS)
+def run_moves(
+    rng: np.random.Generator,
+    xc: np.ndarray,
+    state: SweepState,
+    params: NIWParams,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+    n_sweeps: int,
+    n_split_merge: float,
+    n_scans: int,
+    counts: np.ndarray,
+) -> None:
+    """Run the sweeps and split-merge proposals of :func:`advance` in place (see there)."""
+    counts[:] = 0
+    if n_split_merge == 0:
+        gibbs_sweeps(rng, xc, state, params, tables, n_sweeps)
+        return
+    whole = int(n_split_merge)
+    frac = n_split_merge - whole
+    # r log n + size constant of the predictive, for n = 0..N: the sweep's table
+    # (copied to contiguous memory on the first proposal of the draw).
+    seat_const = np.empty(0)
+    for _ in range(n_sweeps):
+        gibbs_sweeps(rng, xc, state, params, tables, 1)
+        n_moves = whole
+        if frac > 0.0 and rng.random() < frac:
+            n_moves += 1
+        if n_moves == 0:
+            continue
+        if seat_const.shape[0] == 0:
+            seat_const = np.ascontiguousarray(tables[2][:, 0])
+        sp, sa, mp, ma = _split_merge_moves(
+            rng, xc, state, params, n_moves, n_scans, params.power, 1.0, seat_const
+        )
+        counts[0] += sp
+        counts[1] += sa
+        counts[2] += mp
+        counts[3] += ma
+
+
+@numba.njit(**NJIT_KWARGS)
+def finish_draw(state: SweepState, labels_out: np.ndarray) -> None:
+    """Write the state's partition into ``labels_out`` in canonical form."""
+    labels_out[:] = canonical_labels(state.labels)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -60,35 +107,20 @@ def advance(
     Returns
     -------
     float
-        :func:`~pymc_pcrp._kernels.sweep.log_joint` of the new state.
+        The log joint of the new partition,
+        :func:`~pymc_pcrp._kernels.log_joint.partition_log_joint`: computed
+        afresh from the labels, so the same partition always gives the same
+        value. When the state's running value
+        (:func:`~pymc_pcrp._kernels.sweep.log_joint`) has drifted from it by
+        more than :data:`~pymc_pcrp._kernels.log_joint.DRIFT_TOLERANCE`
+        (relative), the state's statistics are rebuilt from its labels.
     """
-    counts[:] = 0
-    if n_split_merge == 0:
-        gibbs_sweeps(rng, xc, state, params, tables, n_sweeps)
-    else:
-        whole = int(n_split_merge)
-        frac = n_split_merge - whole
-        # r log n + size constant of the predictive, for n = 0..N: the sweep's table
-        # (copied to contiguous memory on the first proposal of the draw).
-        seat_const = np.empty(0)
-        for _ in range(n_sweeps):
-            gibbs_sweeps(rng, xc, state, params, tables, 1)
-            n_moves = whole
-            if frac > 0.0 and rng.random() < frac:
-                n_moves += 1
-            if n_moves == 0:
-                continue
-            if seat_const.shape[0] == 0:
-                seat_const = np.ascontiguousarray(tables[2][:, 0])
-            sp, sa, mp, ma = _split_merge_moves(
-                rng, xc, state, params, n_moves, n_scans, params.power, 1.0, seat_const
-            )
-            counts[0] += sp
-            counts[1] += sa
-            counts[2] += mp
-            counts[3] += ma
-    labels_out[:] = canonical_labels(state.labels)
-    return log_joint(state, params, xc.shape[1])
+    run_moves(rng, xc, state, params, tables, n_sweeps, n_split_merge, n_scans, counts)
+    finish_draw(state, labels_out)
+    fresh = partition_log_joint(xc, labels_out, params)
+    if drifted(log_joint(state, params, xc.shape[1]), fresh):
+        resync_state(xc, state, params)
+    return fresh
 
 
 @numba.njit(**NJIT_KWARGS)

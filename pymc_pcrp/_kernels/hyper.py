@@ -35,7 +35,15 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.chain import advance
+from pymc_pcrp._kernels.chain import finish_draw, run_moves
+from pymc_pcrp._kernels.log_joint import (
+    cluster_scatter,
+    drifted,
+    mean_weight,
+    n_blocks,
+    prior_terms,
+    resync_state,
+)
 from pymc_pcrp._kernels.niw import log_multigamma
 from pymc_pcrp._kernels.state import NIWParams, SweepState, refresh_slot
 
@@ -45,6 +53,7 @@ __all__ = [
     "cluster_eigenvalues",
     "log_marginal_grid",
     "make_scale_grid",
+    "partition_log_joint_scaled",
     "scale_conditional",
 ]
 
@@ -294,6 +303,90 @@ def set_scale(
 
 
 @numba.njit(**NJIT_KWARGS)
+def partition_log_joint_scaled(
+    xc: np.ndarray, labels: np.ndarray, params: NIWParams, grid: ScaleGrid
+) -> float:
+    """Compute the log joint with the NIW scale ``s`` integrated out, from scratch.
+
+    ``K log alpha + r sum_k log Gamma(n_k) + log sum_g w_g prod_k m(X_k | s_g P)``
+    for canonical ``labels`` (the value :func:`~pymc_pcrp._kernels.hyper.advance_scaled`
+    reports).
+    """
+    k = n_blocks(labels)
+    d = xc.shape[1]
+    sizes, means, w = cluster_scatter(xc, labels, k)
+    linv = grid.base_chol_inv
+    # Per cluster: eigenvalues lam of L0^{-1} W L0^{-T} = V diag(lam) V^T and
+    # u = V^T L0^{-1} m. Then |s P + W + c m m^T| = |P| prod_j (s + lam_j)
+    # (1 + c sum_j u_j^2 / (s + lam_j)): the rank-one term, which dominates far
+    # from the prior mean, is never added to W.
+    lam = np.empty((k, d))
+    u = np.empty((k, d))
+    t = np.empty((d, d))
+    m = np.empty((d, d))
+    lm = np.empty(d)
+    for c in range(k):
+        for i in range(d):
+            for j in range(d):
+                acc = 0.0
+                for a in range(i + 1):
+                    acc += linv[i, a] * w[c, a, j]
+                t[i, j] = acc
+        for i in range(d):
+            for j in range(i + 1):
+                acc = 0.0
+                for a in range(j + 1):
+                    acc += t[i, a] * linv[j, a]
+                m[i, j] = acc
+                m[j, i] = acc
+        vals, vecs = np.linalg.eigh(m)
+        for i in range(d):
+            acc = 0.0
+            for a in range(i + 1):
+                acc += linv[i, a] * means[c, a]
+            lm[i] = acc
+        for j in range(d):
+            lam[c, j] = vals[j]
+            acc = 0.0
+            for i in range(d):
+                acc += vecs[i, j] * lm[i]
+            u[c, j] = acc
+    g_count = grid.log_s.shape[0]
+    out = np.empty(g_count)
+    const = 0.0
+    for c in range(k):
+        n = sizes[c]
+        kappa_n = params.kappa0 + n
+        const += (
+            -0.5 * n * d * _LOG_PI
+            + log_multigamma(0.5 * (params.nu0 + n), d)
+            - log_multigamma(0.5 * params.nu0, d)
+            + 0.5 * d * math.log(params.kappa0 / kappa_n)
+            - 0.5 * n * grid.logdet_base
+        )
+    top = -np.inf
+    for g in range(g_count):
+        ls = grid.log_s[g]
+        s = math.exp(ls)
+        acc = const + grid.log_w[g] + 0.5 * k * params.nu0 * d * ls
+        for c in range(k):
+            inner = 0.0
+            quad = 0.0
+            for j in range(d):
+                inner += math.log(s + lam[c, j])
+                quad += u[c, j] * u[c, j] / (s + lam[c, j])
+            inner += math.log1p(mean_weight(params.kappa0, sizes[c]) * quad)
+            acc -= 0.5 * (params.nu0 + sizes[c]) * inner
+        out[g] = acc
+        if acc > top:
+            top = acc
+    total = 0.0
+    for g in range(g_count):
+        total += math.exp(out[g] - top)
+    return prior_terms(sizes, params) + top + math.log(total)
+
+
+@numba.njit(**NJIT_KWARGS)
 def advance_scaled(
     rng: np.random.Generator,
     xc: np.ndarray,
@@ -317,8 +410,10 @@ def advance_scaled(
     initial partition). ``tables[0]`` is overwritten.
 
     Returns the log joint of the new labels with ``s`` integrated out,
-    ``K log alpha + r sum_k log Gamma(n_k) + log sum_g w_g prod_k m(X_k | s_g P)``;
-    the drawn ``s`` is ``exp(grid.log_s[grid.current[0]])``.
+    ``K log alpha + r sum_k log Gamma(n_k) + log sum_g w_g prod_k m(X_k | s_g P)``,
+    computed afresh from the labels (:func:`partition_log_joint_scaled`; the
+    state is rebuilt from its labels when its running value has drifted); the
+    drawn ``s`` is ``exp(grid.log_s[grid.current[0]])``.
     """
     g_count = grid.log_s.shape[0]
     logp = np.empty(g_count)
@@ -332,17 +427,21 @@ def advance_scaled(
         local = _params_at(params, grid)
     grid.current[1] = IN_SYNC
     total = np.zeros(4, dtype=np.int64)
-    marginal = 0.0
+    running = 0.0
     for _ in range(n_sweeps):
-        advance(rng, xc, state, local, tables, 1, n_split_merge, n_scans, counts, labels_out)
+        run_moves(rng, xc, state, local, tables, 1, n_split_merge, n_scans, counts)
         for j in range(4):
             total[j] += counts[j]
         top = scale_conditional(state, params.kappa0, params.nu0, grid, logp)
-        marginal = top
+        running = top
         for p in range(state.k[0]):
-            marginal += params.log_alpha + params.power * math.lgamma(state.counts[state.order[p]])
+            running += params.log_alpha + params.power * math.lgamma(state.counts[state.order[p]])
         g = _draw_index(rng, logp, top)
         if g != grid.current[0]:
             local = set_scale(g, grid, state, params, tables)
     counts[:] = total
-    return marginal
+    finish_draw(state, labels_out)
+    fresh = partition_log_joint_scaled(xc, labels_out, params, grid)
+    if drifted(running, fresh):
+        resync_state(xc, state, local)
+    return fresh

@@ -85,6 +85,7 @@ from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.fitting import fit
 from pymc_pcrp.model_selection import CVResult, cross_validate_power, split_train_test
 from pymc_pcrp.posterior import PointEstimate, point_estimate
+from pymc_pcrp.step_methods.pcrp_gibbs import auto_sweeps_per_draw
 
 __all__ = ["add_cluster_parser", "run_cluster"]
 
@@ -364,6 +365,9 @@ def run_cluster(args: argparse.Namespace) -> int:
         return _error(str(err))
 
     x = data.x
+    if args.sweeps_per_draw is None:
+        # resolved here so that summary.md states (and its command repeats) the value used
+        args.sweeps_per_draw = auto_sweeps_per_draw(*x.shape)
     scaling = None
     if args.standardize:
         mean, sd = x.mean(axis=0), x.std(axis=0, ddof=1)

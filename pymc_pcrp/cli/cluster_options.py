@@ -260,7 +260,13 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
     _int_option(sampling, "--tune", 0, 1000, "burn-in draws per chain, discarded (default: 1000)")
     _int_option(sampling, "--chains", 1, 4, "number of chains (default: 4)")
     _int_option(sampling, "--cores", 1, 1, "processes running the chains in parallel (default: 1)")
-    _int_option(sampling, "--sweeps-per-draw", 1, 1, "Gibbs sweeps between kept draws (default: 1)")
+    _int_option(
+        sampling,
+        "--sweeps-per-draw",
+        1,
+        None,
+        "Gibbs sweeps between kept draws (default: automatic, min(10, ceil(5000 / (N D))))",
+    )
     sampling.add_argument(
         "--split-merge",
         type=_rate,

@@ -349,10 +349,12 @@ class NIWMixture(Continuous):
     ``observed`` may have shape ``(N, D)`` or, for one-dimensional data, ``(N,)``.
     Forward draws (prior predictive) first draw each cluster's mean and
     covariance from the NIW prior, then the points. For posterior predictive
-    checks use :func:`pymc_pcrp.sample_posterior_predictive`, not
-    ``pm.sample_posterior_predictive``: the cluster parameters are integrated
-    out and absent from the trace, so PyMC would draw them from the prior
-    instead of their posterior given the data.
+    checks use :func:`pymc_pcrp.sample_posterior_predictive`: the cluster
+    parameters are integrated out and absent from the trace, so PyMC's own
+    forward draw would take them from the prior instead of their posterior
+    given the data. Once :mod:`pymc_pcrp` is imported,
+    ``pm.sample_posterior_predictive(idata)`` calls it for the NIWMixture
+    (docs/entry_points.md).
 
     References
     ----------

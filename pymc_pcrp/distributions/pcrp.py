@@ -259,9 +259,12 @@ class PowerCRP(Discrete):
     power : float or TensorVariable
         Power ``r > 0`` applied to cluster sizes; ``1`` gives the CRP. A number or
         ``pm.Data``, never a random variable.
-    n : int
+    n : int or TensorVariable
         Number of items (data points). Also sets the label dtype: ``int16`` for
-        ``n <= 32768``, ``int32`` otherwise.
+        ``n <= 32768``, ``int32`` otherwise. With a fixed ``alpha`` it may be the
+        length of a ``pm.Data`` array, ``n=X.shape[0]``: ``pm.set_data`` can then
+        give ``X`` another number of rows and the labels follow (``int32`` labels);
+        docs/entry_points.md shows the pattern.
 
     Examples
     --------
@@ -312,10 +315,13 @@ class PowerCRP(Discrete):
             if not isinstance(arg, TensorVariable):
                 check_positive_scalar(arg, arg_name)
         if isinstance(n, TensorVariable):
-            raise ValueError("Argument 'n' of PowerCRP must be a Python integer, not a tensor.")
-        if int(np.asarray(n)) != np.asarray(n) or int(np.asarray(n)) < 1:
-            raise ValueError(f"Argument 'n' of PowerCRP must be a positive integer, but got {n!r}.")
-        n = int(np.asarray(n))
+            n = _tensor_n(n, alpha)
+        else:
+            if int(np.asarray(n)) != np.asarray(n) or int(np.asarray(n)) < 1:
+                raise ValueError(
+                    f"Argument 'n' of PowerCRP must be a positive integer, but got {n!r}."
+                )
+            n = int(np.asarray(n))
         alpha = pt.as_tensor_variable(alpha, dtype="float64")
         power = pt.as_tensor_variable(power, dtype="float64")
         if alpha.ndim != 0 or power.ndim != 0:
@@ -348,6 +354,34 @@ class PowerCRP(Discrete):
             res = res - PCRPLogNormaliser(n_items)(alpha, power)
         res = pt.switch(_is_canonical(value, n), res, -np.inf)
         return check_parameters(res, alpha > 0, power > 0, msg="alpha > 0, power > 0")
+
+
+def _tensor_n(n: TensorVariable, alpha) -> TensorVariable | int:
+    """Check a tensor ``n`` (such as ``X.shape[0]`` of a ``pm.Data`` ``X``); return it.
+
+    A constant tensor gives its integer value. A varying ``n`` lets ``pm.set_data``
+    change the number of points (the labels follow), but only with a fixed
+    ``alpha``: a random ``alpha`` needs the normaliser ``log Z_n`` for one ``n``.
+    """
+    if n.ndim != 0 or not n.dtype.startswith(("int", "uint")):
+        raise ValueError(
+            "Argument 'n' of PowerCRP must be a positive integer or an integer scalar tensor "
+            f"(such as X.shape[0] of a pm.Data X), but got {n.type}."
+        )
+    if depends_on_random_variable(n):
+        raise ValueError("Argument 'n' of PowerCRP must not depend on a random variable.")
+    value = _constant_n(n)
+    if value is not None:
+        if value < 1:
+            raise ValueError(f"Argument 'n' of PowerCRP must be positive, but got {value}.")
+        return value
+    if isinstance(alpha, TensorVariable) and depends_on_random_variable(alpha):
+        raise ValueError(
+            "A PowerCRP with a random 'alpha' needs a fixed number of items: pass n=len(X) "
+            "(an integer), and build a new model for data of another length. Only a fixed "
+            "alpha allows n=X.shape[0] with X a pm.Data that pm.set_data may resize."
+        )
+    return n
 
 
 def _register_n_clusters(rv: TensorVariable) -> None:

@@ -4,7 +4,9 @@
   estimate of the partition and its expected loss;
 * :mod:`~pymc_pcrp.posterior.prediction`: new points, their cluster
   (:func:`predict`) and their predictive density;
-* :mod:`~pymc_pcrp.posterior.ppc`: replicated data (posterior predictive draws).
+* :mod:`~pymc_pcrp.posterior.ppc`: replicated data (posterior predictive draws);
+* :mod:`~pymc_pcrp.posterior.pointwise`: the pointwise log-likelihood
+  (:func:`log_likelihood`) behind ``az.loo``, ``az.waic`` and ``az.compare``.
 
 Every name below is importable from ``pymc_pcrp.posterior``; the most used ones
 (:func:`point_estimate`, :func:`posterior_similarity`, :func:`predict`,
@@ -12,6 +14,7 @@ Every name below is importable from ``pymc_pcrp.posterior``; the most used ones
 """
 
 from pymc_pcrp._idata import label_draws, observed_points
+from pymc_pcrp.posterior.pointwise import log_likelihood, pointwise_log_likelihood
 from pymc_pcrp.posterior.ppc import sample_posterior_predictive
 from pymc_pcrp.posterior.prediction import (
     DensityComponents,
@@ -32,8 +35,10 @@ __all__ = [
     "PredictResult",
     "expected_loss",
     "label_draws",
+    "log_likelihood",
     "observed_points",
     "point_estimate",
+    "pointwise_log_likelihood",
     "posterior_similarity",
     "predict",
     "predictive_density",

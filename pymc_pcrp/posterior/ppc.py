@@ -71,6 +71,13 @@ def sample_posterior_predictive(
         data = np.asarray(model.rvs_to_values[obs].eval(), dtype=np.float64)
         x = data[:, None] if data.ndim == 1 else data
         labels = idata.posterior[z_rv.name].values
+        if labels.shape[-1] != x.shape[0]:
+            raise ValueError(
+                f"The posterior labels '{z_rv.name}' are for {labels.shape[-1]} points but the "
+                f"data of '{obs.name}' now have {x.shape[0]} rows (pm.set_data?): replicated data "
+                "need the data the posterior was sampled on. Set those data back, sample the new "
+                "data's posterior first, or assign new points with pymc_pcrp.predict."
+            )
         scales = draw_scales(idata, grid, labels.shape[:2], obs.name)
         reps = np.empty((*labels.shape[:2], *x.shape))
         for c in range(labels.shape[0]):

@@ -37,13 +37,18 @@ from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp._kernels.state import NIWParams, SweepState, init_state, make_params
 from pymc_pcrp._kernels.sweep import sweep_tables
-from pymc_pcrp._validation import check_data, check_prior_scale, depends_on_random_variable
+from pymc_pcrp._validation import (
+    check_data,
+    check_prior_scale,
+    depends_on_random_variable,
+    rebuild_message,
+)
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 from pymc_pcrp.step_methods._compile_notice import announce_compilation
 
-__all__ = ["INIT_STRATEGIES", "PCRPGibbs", "PCRPGibbsState"]
+__all__ = ["INIT_STRATEGIES", "PCRPGibbs", "PCRPGibbsState", "auto_sweeps_per_draw"]
 
 # Draws after which the kept cluster statistics are rebuilt from the labels.
 _REFRESH_EVERY = 1000
@@ -57,6 +62,10 @@ SPLIT_MERGE_RATE = 0.1
 SPLIT_MERGE_SCANS = -1
 # init="random" draws K0 uniform on 1..min(ceil(sqrt(N)), RANDOM_INIT_MAX_K).
 RANDOM_INIT_MAX_K = 20
+# sweeps_per_draw=None: enough sweeps that a draw does about AUTO_SWEEP_WORK point-dimension
+# updates (N * D per sweep), at most AUTO_SWEEPS_MAX sweeps; see auto_sweeps_per_draw.
+AUTO_SWEEP_WORK = 5000
+AUTO_SWEEPS_MAX = 10
 
 
 class SweepInputs(NamedTuple):
@@ -158,8 +167,16 @@ class PCRPGibbs(BlockedStep):
     ----------
     vars : list of TensorVariable
         The ``PowerCRP`` variable(s); each gets its own step.
-    sweeps_per_draw : int, default=1
-        Sweeps between stored draws (thinning inside the step).
+    sweeps_per_draw : int or None, default=None
+        Sweeps between stored draws (thinning inside the step). ``None`` picks
+        ``min(10, ceil(5000 / (N D)))`` for ``N`` points of dimension ``D``
+        (:func:`auto_sweeps_per_draw`): one sweep from ``N D = 5,000`` up, up to
+        ten below. PyMC's own work per draw (calling the step, recording the
+        point and its stats) costs about as much as a sweep with ``N D`` of a
+        few thousand (a sweep costs roughly 100-200 ns per point and dimension),
+        so on small data sets several sweeps per draw buy several times the
+        effective sample size for much less than several times the run time.
+        Give an integer to fix it.
     init : {"random", "prior", "one", "singletons", "point"}, default="random"
         Where each chain starts, drawn from the chain's own random generator:
 
@@ -246,7 +263,7 @@ class PCRPGibbs(BlockedStep):
         self,
         vars,
         *,
-        sweeps_per_draw: int = 1,
+        sweeps_per_draw: int | None = None,
         init: str = "random",
         split_merge: float = SPLIT_MERGE_RATE,
         split_merge_scans: int = SPLIT_MERGE_SCANS,
@@ -263,9 +280,15 @@ class PCRPGibbs(BlockedStep):
                 "PCRPGibbs updates one PowerCRP variable per step; pass one variable "
                 "(pm.sample does this automatically)."
             )
-        if int(sweeps_per_draw) != sweeps_per_draw or sweeps_per_draw < 1:
+        if sweeps_per_draw is not None and (
+            isinstance(sweeps_per_draw, bool)
+            or not isinstance(sweeps_per_draw, int | float | np.number)
+            or int(sweeps_per_draw) != sweeps_per_draw
+            or sweeps_per_draw < 1
+        ):
             raise ValueError(
-                f"Argument 'sweeps_per_draw' must be a positive integer, got {sweeps_per_draw!r}."
+                "Argument 'sweeps_per_draw' must be a positive integer or None (automatic), "
+                f"got {sweeps_per_draw!r}."
             )
         try:
             rate_ok = math.isfinite(float(split_merge)) and float(split_merge) >= 0
@@ -288,23 +311,27 @@ class PCRPGibbs(BlockedStep):
         if init not in INIT_STRATEGIES:
             raise ValueError(f"Argument 'init' must be one of {INIT_STRATEGIES}, got {init!r}.")
         self.vars = vars
-        self.sweeps_per_draw = int(sweeps_per_draw)
+        rv = model.values_to_rvs[vars[0]]
+        if not isinstance(getattr(rv.owner, "op", None), PowerCRPRV):
+            raise ValueError(f"PCRPGibbs can only update PowerCRP variables; '{rv.name}' is not.")
+        self._n = int(rv.owner.op.dist_params(rv.owner)[-1].eval())
         self.init = init
         self.split_merge = float(split_merge)
         self.split_merge_scans = int(split_merge_scans)
         self.fresh_chain = True
         self.rng = get_random_generator(rng)
-        rv = model.values_to_rvs[vars[0]]
-        if not isinstance(getattr(rv.owner, "op", None), PowerCRPRV):
-            raise ValueError(f"PCRPGibbs can only update PowerCRP variables; '{rv.name}' is not.")
         announce_compilation()
         self._name = vars[0].name
         self._dtype = np.dtype(rv.dtype)
-        self._n = int(rv.owner.op.dist_params(rv.owner)[-1].eval())
         self._prior_readers, self._alpha_is_random = self._prior_value_readers(
             model, rv, compile_kwargs
         )
         self._data_readers, self._niw = self._find_likelihood(model, rv)
+        self.sweeps_per_draw = (
+            auto_sweeps_per_draw(self._n, self._data_dimension())
+            if sweeps_per_draw is None
+            else int(sweeps_per_draw)
+        )
         self._inputs: _InputCache | None = None  # see _arrays
         self._kept: _KeptState | None = None  # see step
         self._compiled: _CompiledAdvance | None = None  # see _call_advance
@@ -389,6 +416,13 @@ class PCRPGibbs(BlockedStep):
         ]
         return readers, niw
 
+    def _data_dimension(self) -> int:
+        """``D`` of the NIWMixture data (0 without a likelihood)."""
+        if self._data_readers is None:
+            return 0
+        shape = np.shape(self._data_readers[0]())
+        return 1 if len(shape) == 1 else int(shape[1])
+
     # -- per-step arrays --------------------------------------------------
 
     def _arrays(self, point=None) -> SweepInputs:
@@ -445,10 +479,7 @@ class PCRPGibbs(BlockedStep):
             x = check_data(data, "observed")
             check_prior_scale(x, np.asarray(mu0), np.asarray(psi0), float(np.min(grid)))
             if x.shape[0] != self._n:
-                raise ValueError(
-                    f"The data of '{self._niw.name}' have {x.shape[0]} rows but '{self._name}' "
-                    f"labels {self._n} points."
-                )
+                raise ValueError(rebuild_message(self._niw.name, x.shape[0], self._name, self._n))
             xc = np.ascontiguousarray(x - np.asarray(mu0, dtype=np.float64))
         grid = np.asarray(grid, dtype=np.float64)
         log_w = np.asarray(log_w, dtype=np.float64)
@@ -590,6 +621,15 @@ class PCRPGibbs(BlockedStep):
             "niw_scale": niw_scale,
         }
         return new_point, [stats]
+
+
+def auto_sweeps_per_draw(n: int, d: int = 1) -> int:
+    """Sweeps per draw of ``sweeps_per_draw=None``: ``min(10, ceil(5000 / (n d)))``, at least 1.
+
+    ``d = 0`` (no likelihood) counts as 1.
+    """
+    work = max(int(n), 1) * max(int(d), 1)
+    return max(1, min(AUTO_SWEEPS_MAX, math.ceil(AUTO_SWEEP_WORK / work)))
 
 
 def random_init_max_k(n: int) -> int:

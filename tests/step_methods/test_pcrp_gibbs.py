@@ -197,8 +197,21 @@ def test_bad_step_options():
         value = model.rvs_to_values[model["z"]]
         with pytest.raises(ValueError, match="'init' must be one of"):
             pcrp.PCRPGibbs([value], init="kmeans")
-        with pytest.raises(ValueError, match="'sweeps_per_draw' must be a positive integer"):
-            pcrp.PCRPGibbs([value], sweeps_per_draw=0)
+        for bad in (0, 1.5, True, "2"):
+            with pytest.raises(ValueError, match="'sweeps_per_draw' must be a positive integer"):
+                pcrp.PCRPGibbs([value], sweeps_per_draw=bad)
+
+
+def test_automatic_sweeps_per_draw_follows_the_number_of_points():
+    from pymc_pcrp.step_methods.pcrp_gibbs import auto_sweeps_per_draw
+
+    cases = {(1, 0): 10, (150, 4): 9, (178, 13): 3, (569, 30): 1, (2000, 1): 3, (2500, 2): 1}
+    assert {case: auto_sweeps_per_draw(*case) for case in cases} == cases
+    for n, expected in ((10, 10), (600, 5)):  # D = 2
+        with _model(_data(n)) as model:
+            value = model.rvs_to_values[model["z"]]
+            assert pcrp.PCRPGibbs([value]).sweeps_per_draw == expected
+            assert pcrp.PCRPGibbs([value], sweeps_per_draw=1).sweeps_per_draw == 1
 
 
 def test_sampling_state_round_trip():

@@ -1,0 +1,120 @@
+"""Make ``pm.compute_log_likelihood`` store the pointwise log-likelihood of an NIWMixture.
+
+PyMC's :func:`pymc.compute_log_likelihood` evaluates each observed variable's
+log density with ``sum=False``. An :class:`~pymc_pcrp.NIWMixture` has one joint
+density for the whole data set (the clusters' parameters are integrated out),
+so PyMC would store one total per draw and ArviZ would see one observation.
+This module wraps :func:`pymc.stats.log_density.compute_log_density`, which
+both ``pm.compute_log_likelihood`` and ``pm.sample(idata_kwargs={"log_likelihood":
+True})`` call: for every requested NIWMixture it stores
+:func:`pymc_pcrp.posterior.log_likelihood` instead (one term per point and
+draw); other observed variables, and ``pm.compute_log_prior``, are left to
+PyMC. When the pointwise term cannot be computed the wrapper raises a
+``ValueError`` saying why and naming the function to call; it never falls back
+to the one-total version.
+
+:func:`install` patches PyMC only for the releases in
+:data:`pymc_pcrp.step_methods._convergence.TESTED_PYMC`, like the convergence
+report's wrapper.
+"""
+
+from __future__ import annotations
+
+import pymc
+import pymc.stats.log_density as _log_density
+import xarray as xr
+
+from pymc.model import modelcontext
+
+from pymc_pcrp.posterior._model_terms import is_niw_mixture
+from pymc_pcrp.posterior.pointwise import log_likelihood
+from pymc_pcrp.step_methods._convergence import TESTED_PYMC, _pymc_release
+
+__all__ = ["compute_log_density", "install"]
+
+_original = getattr(
+    _log_density.compute_log_density, "__wrapped__", _log_density.compute_log_density
+)
+
+
+def compute_log_density(
+    idata,
+    *,
+    var_names=None,
+    extend_inferencedata=True,
+    model=None,
+    kind="likelihood",
+    sample_dims=("chain", "draw"),
+    progressbar=True,
+    compile_kwargs=None,
+):
+    """PyMC's ``compute_log_density``, with the pointwise term for each NIWMixture.
+
+    Same signature and result as PyMC's function. Raises ``ValueError`` when an
+    NIWMixture is requested and its pointwise log-likelihood cannot be computed.
+    """
+    kwargs = {
+        "model": model,
+        "kind": kind,
+        "sample_dims": sample_dims,
+        "progressbar": progressbar,
+        "compile_kwargs": compile_kwargs,
+    }
+    if kind != "likelihood":
+        return _original(
+            idata, var_names=var_names, extend_inferencedata=extend_inferencedata, **kwargs
+        )
+    model = modelcontext(model)
+    kwargs["model"] = model
+    requested = [rv.name for rv in model.observed_RVs] if var_names is None else list(var_names)
+    mixtures = [rv.name for rv in model.observed_RVs if is_niw_mixture(rv)]
+    mixtures = [name for name in requested if name in mixtures]
+    if not mixtures:
+        return _original(
+            idata, var_names=var_names, extend_inferencedata=extend_inferencedata, **kwargs
+        )
+    if tuple(sample_dims) != ("chain", "draw"):
+        raise ValueError(
+            "The pointwise log-likelihood of an NIWMixture needs sample_dims=('chain', 'draw'); "
+            f"got {tuple(sample_dims)}."
+        )
+    parts = []
+    others = [name for name in requested if name not in mixtures]
+    if others:
+        parts.append(_original(idata, var_names=others, extend_inferencedata=False, **kwargs))
+    for name in mixtures:
+        try:
+            parts.append(
+                log_likelihood(idata, model=model, var_name=name, extend_inferencedata=False)
+            )
+        except Exception as exc:
+            raise ValueError(
+                f"The NIWMixture '{name}' has one joint density for all its points, so PyMC's "
+                "elementwise log-likelihood would be one total per draw; pymc_pcrp computes "
+                f"a pointwise one instead, which failed here: {exc} See "
+                "pymc_pcrp.posterior.log_likelihood(idata, ...), which you can also call "
+                "directly with the model's power, alpha and prior."
+            ) from exc
+    dataset = xr.merge(parts, combine_attrs="drop_conflicts")
+    if not extend_inferencedata:
+        return dataset
+    if "log_likelihood" in idata.groups():
+        idata.log_likelihood = dataset
+    else:
+        idata.add_groups(log_likelihood=dataset)
+    return idata
+
+
+compute_log_density.__wrapped__ = _original
+
+
+def install() -> bool:
+    """Replace PyMC's ``compute_log_density`` by :func:`compute_log_density` (idempotent).
+
+    Only on the PyMC releases in ``TESTED_PYMC``; returns whether the wrapper is installed.
+    """
+    low, high = TESTED_PYMC
+    if not low <= _pymc_release(pymc.__version__) < high:
+        return False
+    _log_density.compute_log_density = compute_log_density
+    return True
