@@ -97,9 +97,16 @@ class SweepState(structref.StructRefProxy):
     def __reduce__(self):
         return (SweepState, tuple(getattr(self, name) for name in _FIELDS))
 
+    # ``labels`` and ``k`` keep their arrays for the life of the state (growing
+    # replaces only the per-slot arrays), so Python reads them once: the step
+    # reads both at every draw, and a jitted getter costs microseconds.
     @property
     def labels(self) -> np.ndarray:
-        return _get_labels(self)
+        try:
+            return self._labels
+        except AttributeError:
+            self._labels = _get_labels(self)
+            return self._labels
 
     @property
     def counts(self) -> np.ndarray:
@@ -131,7 +138,11 @@ class SweepState(structref.StructRefProxy):
 
     @property
     def k(self) -> np.ndarray:
-        return _get_k(self)
+        try:
+            return self._k
+        except AttributeError:
+            self._k = _get_k(self)
+            return self._k
 
 
 # One reader per field for Python (numba reads the fields directly).
