@@ -219,12 +219,17 @@ def scale_log_posterior(
 ) -> np.ndarray:
     """``log w_g + sum_k log m(X_k | s_g P)`` for each grid value ``s_g`` (unnormalised).
 
-    ``xc`` are the data centred at ``mu0`` and ``base`` is ``P``. With
-    ``B_k = Q_k - S_k S_k^T / kappa_n`` (``Q_k``, ``S_k`` the sums of outer
-    products and of points) and ``lambda_kj`` the eigenvalues of
-    ``L^{-1} B_k L^{-T}`` (``P = L L^T``), ``log|s P + B_k| = log|P| + sum_j
-    log(s + lambda_kj)``: ``O(N D^2 + K D^3 + G K D)`` time in all, and memory
-    ``O(N D + K D^2)``.
+    ``xc`` are the data centred at ``mu0`` and ``base`` is ``P = L L^T``. A
+    cluster with ``n`` points, mean ``m`` and scatter ``W`` about its mean has
+    ``Psi_n = s P + W + c m m^T`` with ``c = kappa0 n / (kappa0 + n)``. With
+    ``lambda_j``, ``V`` the eigen-decomposition of ``L^{-1} W L^{-T}`` and
+    ``u = V^T L^{-1} m``,
+    ``log|Psi_n| = log|P| + sum_j log(s + lambda_j) + log(1 + c sum_j u_j^2 / (s + lambda_j))``:
+    the scatter is taken about each cluster's own mean and the rank-one mean
+    term is never added to it, so a cluster far from ``mu0`` keeps its digits
+    (the same arithmetic as the step's
+    :func:`~pymc_pcrp._kernels.hyper.partition_log_joint_scaled`).
+    ``O(N D^2 + K D^3 + G K D)`` time in all, and memory ``O(N D + K D^2)``.
     """
     xc = np.asarray(xc, dtype=np.float64)
     d = xc.shape[1]
@@ -233,24 +238,26 @@ def scale_log_posterior(
     counts = np.bincount(inv, minlength=k).astype(np.float64)
     sums = np.zeros((k, d))
     np.add.at(sums, inv, xc)
+    means = sums / counts[:, None]
     chol = np.linalg.cholesky(np.asarray(base, dtype=np.float64))
-    ys = np.linalg.solve(chol, sums.T).T
-    outer = np.zeros((k, d, d))
-    # Sums of outer products of y_i = L^{-1} x_i per cluster, points sorted by
-    # cluster and taken a block at a time: memory O(block D^2) beyond the data,
-    # not O(N D^2), and no np.add.at.
+    ym = np.linalg.solve(chol, means.T).T  # L^{-1} m
+    scatter = np.zeros((k, d, d))
+    # Scatter of y_i = L^{-1} (x_i - m) per cluster, points sorted by cluster and
+    # taken a block at a time: memory O(block D^2) beyond the data, not O(N D^2),
+    # and no np.add.at.
     by_cluster = np.argsort(inv, kind="stable")
     block = max(1, (1 << 20) // max(d * d, 1))
     for start in range(0, by_cluster.size, block):
         rows = by_cluster[start : start + block]
-        yb = solve_triangular(chol, xc[rows].T, lower=True).T
         seg = inv[rows]
+        yb = solve_triangular(chol, (xc[rows] - means[seg]).T, lower=True).T
         firsts = np.flatnonzero(np.concatenate(([True], seg[1:] != seg[:-1])))
-        outer[seg[firsts]] += np.add.reduceat(yb[:, :, None] * yb[:, None, :], firsts, axis=0)
+        scatter[seg[firsts]] += np.add.reduceat(yb[:, :, None] * yb[:, None, :], firsts, axis=0)
+    eig, vecs = np.linalg.eigh(scatter)  # (K, D), (K, D, D)
+    u2 = np.einsum("kij,ki->kj", vecs, ym) ** 2  # (K, D)
     kappa_n = kappa0 + counts
     nu_n = nu0 + counts
-    b = outer - ys[:, :, None] * ys[:, None, :] / kappa_n[:, None, None]
-    eig = np.linalg.eigvalsh(b)  # (K, D)
+    weight = kappa0 * counts / kappa_n
     logdet_base = 2.0 * float(np.sum(np.log(np.diag(chol))))
     const = np.sum(
         -0.5 * counts * d * np.log(np.pi)
@@ -260,7 +267,10 @@ def scale_log_posterior(
         - 0.5 * counts * logdet_base
     )
     s = np.asarray(grid, dtype=np.float64)
-    logdets = np.log(s[:, None, None] + eig[None, :, :]).sum(axis=2)  # (G, K)
+    shifted = s[:, None, None] + eig[None, :, :]  # (G, K, D)
+    logdets = np.log(shifted).sum(axis=2) + np.log1p(
+        weight[None, :] * (u2[None, :, :] / shifted).sum(axis=2)
+    )  # (G, K)
     return (
         np.asarray(log_weights, dtype=np.float64)
         + const

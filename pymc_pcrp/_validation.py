@@ -122,7 +122,8 @@ def check_prior_scale(
             else f"psi0 (times its smallest scale {smallest_scale:.3g})"
         )
         raise ValueError(
-            f"Argument '{name}': {which} is too small for these data. The points' sum of "
+            f"Argument '{name}': {which} is too small for these data for PCRPGibbs. The "
+            "points' sum of "
             f"squared distances from mu0 measured in units of psi0 is {total:.3g}, above "
             f"{MAX_SCATTER_OVER_PSI0:.0e}: the cluster statistics (sums of squares) would "
             "swamp psi0 beyond double precision and the posterior scale matrices lose "

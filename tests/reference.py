@@ -4,6 +4,10 @@ Written straight from design.md section 3 (Murphy 2007) without any attempt at
 speed, so that the optimised kernels can be compared against them.
 """
 
+import math
+
+from fractions import Fraction
+
 import numpy as np
 import scipy.special
 import scipy.stats
@@ -106,3 +110,27 @@ def gibbs_conditional(i, labels, X, alpha, r, mu0, kappa0, nu0, psi0):
     log_w = np.array(log_w)
     probs = np.exp(log_w - scipy.special.logsumexp(log_w))
     return [int(k) for k in cluster_labels], probs
+
+
+def niw_log_marginal_exact_2d(points, kappa0, nu0, c=1.0):
+    """NIW log marginal (psi0 = c I, mu0 = 0, D = 2) with Psi_n in exact rationals."""
+    pts = [[Fraction(float(v)) for v in p] for p in points]
+    n = len(pts)
+    k0 = Fraction(kappa0)
+    s = [sum(p[a] for p in pts) for a in range(2)]
+    q = [[sum(p[a] * p[b] for p in pts) for b in range(2)] for a in range(2)]
+    psi = [
+        [(Fraction(c) if a == b else 0) + q[a][b] - s[a] * s[b] / (k0 + n) for b in range(2)]
+        for a in range(2)
+    ]
+    det = psi[0][0] * psi[1][1] - psi[0][1] * psi[1][0]
+    logdet = math.log(det.numerator) - math.log(det.denominator)
+    kappa_n, nu_n = kappa0 + n, nu0 + n
+    return (
+        -n * math.log(math.pi)
+        + scipy.special.multigammaln(0.5 * nu_n, 2)
+        - scipy.special.multigammaln(0.5 * nu0, 2)
+        + 0.5 * nu0 * 2 * math.log(c)
+        - 0.5 * nu_n * logdet
+        + math.log(kappa0 / kappa_n)
+    )

@@ -18,12 +18,7 @@ from pytensor.tensor.variable import TensorVariable
 from scipy import stats
 from scipy.special import logsumexp
 
-from pymc_pcrp._validation import (
-    check_data,
-    check_positive_scalar,
-    check_prior_scale,
-    check_spd,
-)
+from pymc_pcrp._validation import check_data, check_positive_scalar, check_spd
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 
 __all__ = [
@@ -433,4 +428,3 @@ def _check_observed(observed, z, prior: NIWPrior) -> None:
             f"Argument 'observed' has N = {data.shape[0]} points but 'z' labels {n} items; "
             f"create the labels with n={data.shape[0]}."
         )
-    check_prior_scale(data, prior.mu0, prior.psi0, float(np.min(prior.grid_arrays()[0])))

@@ -327,6 +327,12 @@ class PCRPGibbs(BlockedStep):
             model, rv, compile_kwargs
         )
         self._data_readers, self._niw = self._find_likelihood(model, rv)
+        if self._data_readers is not None:
+            # Before any sampling: a prior the cluster statistics would swamp.
+            data, mu0, _, _, psi0, grid, _ = (read() for read in self._data_readers)
+            check_prior_scale(
+                check_data(data, "observed"), np.asarray(mu0), np.asarray(psi0), np.min(grid)
+            )
         self.sweeps_per_draw = (
             auto_sweeps_per_draw(self._n, self._data_dimension())
             if sweeps_per_draw is None

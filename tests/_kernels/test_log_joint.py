@@ -8,18 +8,15 @@ running statistics lose digits, and trigger a rebuild of a drifted state.
 
 import math
 
-from fractions import Fraction
-
 import numpy as np
 import pytest
 
-from reference import niw_log_marginal
+from reference import niw_log_marginal, niw_log_marginal_exact_2d
 from scipy.special import logsumexp
 
 from pymc_pcrp._kernels.chain import advance
 from pymc_pcrp._kernels.hyper import advance_scaled, make_scale_grid, partition_log_joint_scaled
 from pymc_pcrp._kernels.log_joint import partition_log_joint
-from pymc_pcrp._kernels.niw import log_multigamma
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import init_state, log_joint, make_params, sweep_tables
 
@@ -112,29 +109,6 @@ def test_same_partition_gives_the_same_bits_in_every_chain(scaled):
         assert running_differs
 
 
-def _exact_log_marginal_2d(points, kappa0, nu0):
-    """NIW log marginal (psi0 = I, mu0 = 0, D = 2) with Psi_n in exact rationals."""
-    pts = [[Fraction(float(v)) for v in p] for p in points]
-    n = len(pts)
-    k0 = Fraction(kappa0)
-    s = [sum(p[a] for p in pts) for a in range(2)]
-    q = [[sum(p[a] * p[b] for p in pts) for b in range(2)] for a in range(2)]
-    psi = [
-        [(1 if a == b else 0) + q[a][b] - s[a] * s[b] / (k0 + n) for b in range(2)]
-        for a in range(2)
-    ]
-    det = psi[0][0] * psi[1][1] - psi[0][1] * psi[1][0]
-    logdet = math.log(det.numerator) - math.log(det.denominator)
-    kappa_n, nu_n = kappa0 + n, nu0 + n
-    return (
-        -n * math.log(math.pi)
-        + log_multigamma(0.5 * nu_n, 2)
-        - log_multigamma(0.5 * nu0, 2)
-        - 0.5 * nu_n * logdet
-        + math.log(kappa0 / kappa_n)
-    )
-
-
 def test_fresh_log_joint_keeps_its_digits_far_from_the_prior_mean():
     """Issue 13's case: clusters 1e7 apart, Psi_0 = I. Sums of squares lose ~14 digits."""
     rng = np.random.default_rng(SEED + 7)
@@ -146,9 +120,24 @@ def test_fresh_log_joint_keeps_its_digits_far_from_the_prior_mean():
     kappa0, nu0 = 0.01, 4.0
     params = make_params(1.0, 1.0, kappa0, nu0, np.eye(2))
     exact = 2 * math.lgamma(30) + sum(
-        _exact_log_marginal_2d(xc[labels == k], kappa0, nu0) for k in (0, 1)
+        niw_log_marginal_exact_2d(xc[labels == k], kappa0, nu0) for k in (0, 1)
     )
     assert partition_log_joint(xc, labels, params) == pytest.approx(exact, rel=1e-9, abs=1e-7)
+
+
+def test_fresh_log_joint_keeps_its_digits_with_identical_points_and_a_tiny_prior_scale():
+    """Issue 13's other case: 100 identical points and 100 others, Psi_0 = 1e-12 I."""
+    rng = np.random.default_rng(SEED + 8)
+    x = np.empty((200, 2))
+    x[:100] = [0.7, -1.3]
+    x[100:] = rng.normal(size=(100, 2)) + 4.0
+    labels = np.repeat([0, 1], 100)
+    kappa0, nu0, c = 0.01, 4.0, 1e-12
+    params = make_params(1.0, 1.0, kappa0, nu0, c * np.eye(2))
+    exact = 2 * math.lgamma(100) + sum(
+        niw_log_marginal_exact_2d(x[labels == k], kappa0, nu0, c) for k in (0, 1)
+    )
+    assert partition_log_joint(x, labels, params) == pytest.approx(exact, rel=1e-9, abs=1e-7)
 
 
 def test_drifted_state_is_rebuilt_from_its_labels():
