@@ -41,6 +41,9 @@ logjoint   the log joint the step reports, computed afresh from the labels at ea
            and N=100,000 (D=10)
 start      the default initialisation at N=1,000,000, D=10: seconds to the first draw
            (step built, start drawn, first sweep and moves), with the largest K0 it can draw
+hyper      a random alpha (Gamma(2, 1), drawn by PCRPHyper) against a fixed alpha, in-loop
+           seconds per draw through pm.sample, N=2,000 D=2, paired runs; a random power
+           (Uniform(0.8, 2)) beside them; the cost of log Z_N by Stirling row and recursion
 """
 
 from __future__ import annotations
@@ -85,6 +88,7 @@ SECTIONS = (
     "moves",
     "logjoint",
     "start",
+    "hyper",
 )
 DOC = REPO / "docs" / "performance.md"
 PLOT = REPO / "docs" / "performance_scaling.png"
@@ -133,6 +137,7 @@ class Config:
     logjoint: tuple = ((2000, 2), (2000, 10), (100_000, 10))  # (N, D) cases
     logjoint_calls: int = 200
     start: tuple = (1_000_000, 10)
+    hyper: tuple = (2000, 2, 2000, 200, 3)  # N, D, draws, tune, paired runs
     quick: bool = False
 
     @classmethod
@@ -164,6 +169,7 @@ class Config:
             logjoint=((2000, 2),),
             logjoint_calls=20,
             start=(100_000, 10),
+            hyper=(2000, 2, 300, 100, 1),
             quick=True,
         )
 
@@ -1079,6 +1085,103 @@ def section_start(cfg: Config, rep: Report, cache: dict) -> None:
 # subprocess entry points
 
 
+def section_hyper(cfg: Config, rep: Report, cache: dict) -> None:
+    """Random alpha (and power) against fixed ones, in-loop seconds per draw; log Z_N costs."""
+    import math
+
+    import numpy as np
+    import pymc as pm
+
+    from common import ALPHA, POWER
+
+    import pymc_pcrp as pcrp
+
+    from pymc_pcrp.distributions.normaliser import log_normaliser
+
+    n, d, draws, tune, runs = cfg.hyper
+    x, _, prior, _, _, _ = problem(n, d)
+
+    def run(kind: str, n_draws: int, seed: int) -> tuple[np.ndarray, dict]:
+        """Seconds between consecutive kept draws (PyMC's callback), and posterior means."""
+        stamps: list[float] = []
+        with pm.Model() as model:
+            alpha = pm.Gamma("alpha", 2.0, 1.0) if kind in ("alpha", "both") else ALPHA
+            power = pm.Uniform("r", 0.8, 2.0) if kind in ("r", "both") else POWER
+            z = pcrp.PowerCRP("z", alpha=alpha, power=power, n=n)
+            pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
+        idata, _ = sample(
+            model,
+            draws=n_draws,
+            tune=tune,
+            init="random",
+            sm=None,
+            seed=seed,
+            callback=lambda trace, draw: stamps.append(time.perf_counter()),
+        )
+        post = idata.posterior
+        means = {v: float(post[v].mean()) for v in ("n_clusters", "alpha", "r") if v in post}
+        return np.diff(stamps[tune:]), means
+
+    for kind in ("fixed", "alpha", "r"):  # warm-up: numba cache, Stirling rows of this r
+        run(kind, 20, 0)
+    fixed, random_alpha, ratios, means = [], [], [], {}
+    for b in range(runs):
+        # alternate which runs first, so that a drift of the load hits both alike
+        order = ("alpha", "fixed") if b % 2 else ("fixed", "alpha")
+        per = {}
+        for kind in order:
+            gaps, means[kind] = run(kind, draws, 10 + b)
+            per[kind] = gaps
+        fixed.append(float(np.median(per["fixed"])))
+        random_alpha.append(float(np.median(per["alpha"])))
+        ratios.append(random_alpha[-1] / fixed[-1])
+        mean_ratio = float(np.mean(per["alpha"]) / np.mean(per["fixed"]))
+        rep.log(
+            f"  run {b}: per draw median fixed {1e3 * fixed[-1]:.3f} ms, random alpha "
+            f"{1e3 * random_alpha[-1]:.3f} ms (ratio {ratios[-1]:.2f}; of the means "
+            f"{mean_ratio:.2f}); posterior means fixed {means['fixed']}, random {means['alpha']}"
+        )
+    gaps_r, means["r"] = run("r", max(draws // 4, 50), 99)
+    t_r = float(np.median(gaps_r))
+    rep.log(f"  random r: per draw median {1e3 * t_r:.3f} ms; posterior means {means['r']}")
+    # log Z_N at N: Stirling row (alpha varies, r fixed) and the recursion (r varies)
+    log_normaliser(n, 1.0, POWER)
+    t0 = time.perf_counter()
+    alphas = np.exp(np.linspace(-2.0, 2.0, 200))
+    for a in alphas:
+        log_normaliser(n, float(a), POWER)
+    t_row = (time.perf_counter() - t0) / alphas.size
+    t0 = time.perf_counter()
+    powers = np.linspace(1.01, 1.5, 10)
+    for r in powers:
+        log_normaliser(n, 1.0, float(r) + 1e-9 * math.pi, "recursion")
+    t_rec = (time.perf_counter() - t0) / powers.size
+    rep.log(
+        f"  log Z_N at N={n}: {1e6 * t_row:.1f} us per alpha from the cached Stirling row "
+        f"(r={POWER}); {1e3 * t_rec:.2f} ms per (alpha, r) by the O(N^2) recursion"
+    )
+    ratio = med(ratios)
+    r, status = goal_max(ratio, 1.2)
+    rep.row(
+        f"random alpha (Gamma(2, 1), PCRPHyper) / fixed alpha, in-loop seconds per draw "
+        f"through pm.sample, N={n:,} D={d} (median of {runs} paired runs of per-draw medians)",
+        f"{ratio:.2f} ({1e3 * med(random_alpha):.3f} / {1e3 * med(fixed):.3f} ms)",
+        "<= 1.2",
+        r,
+        status,
+    )
+    rep.row(
+        f"random power (Uniform(0.8, 2), PCRPHyper) / fixed, per draw, N={n:,} D={d}",
+        f"{t_r / med(fixed):.1f} ({1e3 * t_r:.3f} / {1e3 * med(fixed):.3f} ms)",
+        "-",
+    )
+    rep.row(
+        f"log Z_N, N={n:,}: per alpha from the Stirling row / per (alpha, r) by recursion",
+        f"{1e6 * t_row:.1f} us / {1e3 * t_rec:.2f} ms",
+        "-",
+    )
+
+
 def child_memory(n: int, d: int, draws: int, keep: str) -> None:
     import resource
 
@@ -1349,6 +1452,7 @@ def main(argv=None) -> int:
         "moves": section_moves,
         "logjoint": section_logjoint,
         "start": section_start,
+        "hyper": section_hyper,
     }
     cache: dict = {}
     for name in SECTIONS:

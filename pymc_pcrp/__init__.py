@@ -16,7 +16,8 @@ data), :mod:`pymc_pcrp.prior` (the prior on the number of clusters),
 (scores against known labels), :mod:`pymc_pcrp.plots`, :mod:`pymc_pcrp.datasets`
 and :mod:`pymc_pcrp.distributed` (chains on several machines).
 
-Importing the package registers :class:`PCRPGibbs` with ``pm.sample``, makes
+Importing the package registers :class:`PCRPGibbs` (labels) and :class:`PCRPHyper`
+(a random ``alpha`` or power) with ``pm.sample``, makes
 PyMC's end-of-sampling convergence report use the number of clusters instead of
 individual labels, and makes ``pm.compute_log_likelihood`` store the pointwise
 log-likelihood of an :class:`NIWMixture` (:func:`pymc_pcrp.posterior.log_likelihood`).
@@ -48,7 +49,7 @@ from pymc_pcrp.posterior import (
     predict,
     sample_posterior_predictive,
 )
-from pymc_pcrp.step_methods import PCRPGibbs, _convergence
+from pymc_pcrp.step_methods import PCRPGibbs, PCRPHyper, _convergence
 
 try:
     __version__ = version("pymc-pcrp")
@@ -64,6 +65,7 @@ __all__ = [
     "NIWMixture",
     "NIWPrior",
     "PCRPGibbs",
+    "PCRPHyper",
     "PowerCRP",
     "SamplingInterrupted",
     "__version__",

@@ -224,8 +224,8 @@ def smc_kernel_init(self, *args, **kwargs):
             "kernels move every variable by Gaussian jumps (rounded for integers), which "
             "cannot explore partitions, so the particles stay near their prior draws and the "
             "result is not the posterior. Use pm.sample(), which updates the labels with "
-            "pymc_pcrp.PCRPGibbs (and any continuous variable, such as a random alpha, with "
-            "NUTS)."
+            "pymc_pcrp.PCRPGibbs (a random alpha or power with pymc_pcrp.PCRPHyper, any other "
+            "continuous variable with NUTS)."
         )
     return _ORIGINAL_SMC_INIT(self, *args, **kwargs)
 

@@ -314,6 +314,8 @@ def _report_convergence(idata: az.InferenceData) -> ConvergenceReport:
     if report.converged:
         print(" ".join(notes), flush=True)
     else:
+        if report.n_chains < 2:
+            print(notes[0], flush=True)  # that R-hat was not checked
         print(f"WARNING: {convergence_advice(report)}", flush=True)
     return report
 

@@ -20,6 +20,14 @@ computed for a larger ``alpha`` are always used, which only makes the result mor
 exact. For ``r = 1`` the whole row ``log |s(n, k)|`` costs ``O(n**2)`` and is
 computed at once.
 
+A Stirling row costs ``O(n**2 k_max)`` for each new ``r``, which is wasted when
+``r`` changes at every call (a random power, updated by a slice sampler). For
+that case :func:`log_normaliser` also offers ``method="recursion"``: the
+recursion of :mod:`pymc_pcrp._kernels.hyperprior` on ``Z_m`` itself, ``O(n**2)``
+for one ``(alpha, r)``, no truncation, no per-``r`` state; its last few values
+are memoised, so that the step that reports ``log_joint`` and the step that
+drew ``(alpha, r)`` do not compute the same value twice.
+
 The Ops let a model with a random ``alpha`` include ``-log Z_n(alpha, r)`` in its
 log density, with the derivative
 
@@ -43,7 +51,9 @@ from pytensor.graph.basic import Apply, Constant, Variable
 from pytensor.graph.op import Op
 from pytensor.graph.traversal import graph_inputs
 
+from pymc_pcrp._kernels.hyperprior import log_normaliser_recursion, row_log_normaliser
 from pymc_pcrp._kernels.partitions import (
+    TRUNCATION_NATS,
     _log_stirling_next_column,
     _log_stirling_rows,
     check_prior_args,
@@ -54,6 +64,7 @@ from pymc_pcrp._kernels.partitions import (
 from pymc_pcrp._validation import depends_on_random_variable
 
 __all__ = [
+    "NORMALISER_METHODS",
     "PCRPExpectedClusters",
     "PCRPLogNormaliser",
     "is_fixed",
@@ -131,6 +142,21 @@ class _LogStirlingRow:
                     return weights
                 self._add_column()
 
+    def log_z(self, log_alpha: float) -> float:
+        """Return ``log Z_n`` at ``alpha = exp(log_alpha)`` (one numba pass over the row).
+
+        Same certified truncation as :meth:`log_weights`, no temporary arrays.
+        """
+        memo = self._memo
+        if memo is not None and memo[0] == log_alpha:
+            return memo[1][0]
+        with self._lock:
+            while True:
+                value, ok = row_log_normaliser(self._row, self._bound, log_alpha, TRUNCATION_NATS)
+                if ok:
+                    return value
+                self._add_column()
+
     def summary(self, log_alpha: float) -> tuple[float, float, float]:
         """Return ``(log Z_n, E[K], Var[K])`` at ``alpha = exp(log_alpha)``.
 
@@ -187,8 +213,57 @@ def log_prior_weights(n: int, alpha: float, r: float) -> np.ndarray:
     return _stirling_row(n, r).log_weights(math.log(alpha))
 
 
-def log_normaliser(n: int, alpha: float, r: float) -> float:
-    """``log Z_n(alpha, r)``, computed from the cached Stirling row.
+def stirling_row_arrays(n: int, r: float) -> tuple[np.ndarray, np.ndarray]:
+    """Return the cached row ``log S_r(n, k)`` (computed so far) and its bounds.
+
+    The row grows by reallocation: fetch it again after :func:`certify_row`.
+
+    Parameters
+    ----------
+    n : int
+        Number of items.
+    r : float
+        Power of the pCRP.
+
+    Returns
+    -------
+    row, bound : numpy.ndarray
+        ``log S_r(n, k)`` for ``k = 0..k_built`` and upper bounds for ``k = 0..n``.
+    """
+    row = _stirling_row(int(n), float(r))
+    return row._row, row._bound
+
+
+def certify_row(n: int, r: float, log_alpha: float) -> None:
+    """Grow the cached row of ``(n, r)`` until it certifies ``log Z_n`` at ``log_alpha``."""
+    _stirling_row(int(n), float(r)).log_z(float(log_alpha))
+
+
+NORMALISER_METHODS = ("row", "recursion")
+
+# (n, alpha, r) -> log Z of the last calls with method="recursion"
+_RECURSION_MEMO: dict[tuple[int, float, float], float] = {}
+_RECURSION_MEMO_SIZE = 16
+_RECURSION_LOCK = threading.Lock()
+
+
+def _log_normaliser_recursion(n: int, alpha: float, r: float) -> float:
+    """Memoised :func:`~pymc_pcrp._kernels.hyperprior.log_normaliser_recursion`."""
+    key = (n, alpha, r)
+    with _RECURSION_LOCK:
+        value = _RECURSION_MEMO.get(key)
+    if value is not None:
+        return value
+    value = float(log_normaliser_recursion(n, math.log(alpha), r))
+    with _RECURSION_LOCK:
+        if len(_RECURSION_MEMO) >= _RECURSION_MEMO_SIZE:
+            _RECURSION_MEMO.pop(next(iter(_RECURSION_MEMO)))
+        _RECURSION_MEMO[key] = value
+    return value
+
+
+def log_normaliser(n: int, alpha: float, r: float, method: str = "row") -> float:
+    """``log Z_n(alpha, r)``, from the cached Stirling row or by the direct recursion.
 
     Parameters
     ----------
@@ -198,6 +273,12 @@ def log_normaliser(n: int, alpha: float, r: float) -> float:
         Concentration, ``alpha > 0``.
     r : float
         Power of the pCRP.
+    method : {"row", "recursion"}, default="row"
+        ``"row"``: from the Stirling row of ``(n, r)``, built once per ``(n, r)``
+        in ``O(n**2 k_max)`` and cached, then ``O(k_max)`` per ``alpha`` (for a
+        fixed ``r``). ``"recursion"``: ``O(n**2)`` per call, nothing kept per
+        ``r`` but the last few results (for an ``r`` that changes at every call).
+        Both are exact to rounding; they agree to about ``1e-15`` relative.
 
     Returns
     -------
@@ -206,7 +287,11 @@ def log_normaliser(n: int, alpha: float, r: float) -> float:
         ``log Gamma(alpha + n) - log Gamma(alpha)``.
     """
     n, alpha, r = check_prior_args(n, alpha, r)
-    return _stirling_row(n, r).summary(math.log(alpha))[0]
+    if method == "recursion":
+        return _log_normaliser_recursion(n, alpha, r)
+    if method != "row":
+        raise ValueError(f"method must be one of {NORMALISER_METHODS}, got {method!r}")
+    return _stirling_row(n, r).log_z(math.log(alpha))
 
 
 def prior_k_moments(n: int, alpha: float, r: float) -> tuple[float, float]:
@@ -263,14 +348,21 @@ def _scalar_float_input(x, name: str) -> pt.TensorVariable:
 
 
 class _ScalarOfAlphaPower(Op):
-    """Base of the Ops below: ``(alpha, power) -> float64 scalar`` for a fixed ``n``."""
+    """Base of the Ops below: ``(alpha, power) -> float64 scalar`` for a fixed ``n``.
 
-    __props__ = ("n",)
+    ``method`` is the :func:`log_normaliser` method: ``"row"`` for a fixed power,
+    ``"recursion"`` for a random one.
+    """
 
-    def __init__(self, n: int):
+    __props__ = ("n", "method")
+
+    def __init__(self, n: int, method: str = "row"):
         if int(n) != n or n < 0:
             raise ValueError(f"n must be a non-negative integer, got {n!r}")
+        if method not in NORMALISER_METHODS:
+            raise ValueError(f"method must be one of {NORMALISER_METHODS}, got {method!r}")
         self.n = int(n)
+        self.method = method
 
     def make_node(self, alpha, power) -> Apply:
         """Build the node of a scalar function of ``alpha`` and ``power``."""
@@ -334,13 +426,13 @@ class PCRPLogNormaliser(_ScalarOfAlphaPower):
     """
 
     def _value(self, alpha: float, power: float) -> float:
-        return log_normaliser(self.n, alpha, power)
+        return log_normaliser(self.n, alpha, power, self.method)
 
     def grad(self, inputs, output_grads):
         """``d log Z / d alpha = E[K] / alpha``; the power derivative is not implemented."""
         alpha, power = inputs
         (g,) = output_grads
-        mean_k = PCRPExpectedClusters(self.n)(alpha, power)
+        mean_k = PCRPExpectedClusters(self.n, self.method)(alpha, power)
         return [
             g * mean_k / alpha,
             grad_not_implemented(self, 1, power, "derivative of log Z in power"),

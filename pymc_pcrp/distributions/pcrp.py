@@ -217,24 +217,27 @@ class PowerCRP(Discrete):
     one label vector; the log density is ``-inf`` for a label vector that is not
     canonical.
 
-    ``alpha`` may be a number, ``pm.Data``, or a random variable (any positive
-    tensor that depends on random variables, such as ``pm.Gamma("alpha", 2, 1)``).
+    ``alpha`` and ``power`` may each be a number, ``pm.Data``, or a random
+    variable (any positive tensor that depends on random variables, such as
+    ``pm.Gamma("alpha", 2, 1)`` or ``pm.Uniform("r", 0.8, 2.0)``).
 
-    * When ``alpha`` is fixed (a number, or built from numbers and ``pm.Data``
-      only), the log density is the log of the numerator above: the normalising
+    * When both are fixed (numbers, or built from numbers and ``pm.Data`` only),
+      the log density is the log of the numerator above: the normalising
       constant :math:`-\log Z_n(\alpha, r)` is left out, because it is a
       constant of the model. The log density of the labels plus the data then
       equals the ``log_joint`` sample stat of :class:`~pymc_pcrp.PCRPGibbs`.
-    * When ``alpha`` is random, the normaliser depends on it and is included
-      exactly (a PyTensor Op over the generalised Stirling numbers, computed once
-      per ``(n, power)``), with its gradient
-      :math:`\partial \log Z_n / \partial \alpha = E[K \mid \alpha] / \alpha`, so
-      that ``pm.sample`` can update ``alpha`` with NUTS while
-      :class:`~pymc_pcrp.PCRPGibbs` updates the labels.
-
-    ``power`` must be fixed (a number or ``pm.Data``): the derivative of the
-    normaliser in ``power`` is not available, and ``power`` is better chosen by
-    cross-validation (or compared across fits) than given a prior.
+    * When either is random, the normaliser depends on it and is included
+      exactly (:mod:`pymc_pcrp.distributions.normaliser`: generalised Stirling
+      numbers, computed once per ``(n, power)``, for a fixed power; an
+      ``O(n^2)`` recursion per evaluation for a random one). ``pm.sample``
+      then gives the random variables that ``alpha`` and ``power`` are built
+      from to :class:`~pymc_pcrp.PCRPHyper`, which draws them exactly from their
+      conditional given the labels by slice sampling, at a cost that does not
+      depend on the data's dimension (the labels enter only through ``K`` and
+      :math:`\sum_k \log\Gamma(n_k)`). The gradient in ``alpha``,
+      :math:`\partial \log Z_n / \partial \alpha = E[K \mid \alpha] / \alpha`,
+      is also available, for NUTS if a user assigns it; the derivative in
+      ``power`` is not.
 
     ========  ===================================================
     Support   canonical label vectors of length ``n``
@@ -257,8 +260,8 @@ class PowerCRP(Discrete):
         Concentration, ``> 0``: the weight of a new cluster. May be a random
         variable (see above).
     power : float or TensorVariable
-        Power ``r > 0`` applied to cluster sizes; ``1`` gives the CRP. A number or
-        ``pm.Data``, never a random variable.
+        Power ``r > 0`` applied to cluster sizes; ``1`` gives the CRP. May be a
+        random variable (see above).
     n : int or TensorVariable
         Number of items (data points). Also sets the label dtype: ``int16`` for
         ``n <= 32768``, ``int32`` otherwise. With a fixed ``alpha`` it may be the
@@ -275,10 +278,11 @@ class PowerCRP(Discrete):
             pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(X), observed=X)
             idata = pm.sample()
 
-        # alpha with a prior: pm.sample uses NUTS for alpha and PCRPGibbs for z
+        # alpha and r with priors: pm.sample uses PCRPHyper for them, PCRPGibbs for z
         with pm.Model():
             alpha = pm.Gamma("alpha", 2.0, 1.0)
-            z = pcrp.PowerCRP("z", alpha=alpha, power=1.5, n=len(X))
+            r = pm.Uniform("r", 0.8, 2.0)
+            z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=len(X))
             pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(X), observed=X)
             idata = pm.sample()
 
@@ -299,23 +303,17 @@ class PowerCRP(Discrete):
         """Register the variable and its ``n_clusters`` deterministic in the current model."""
         rv = super().__new__(cls, name, *args, **kwargs)
         _register_n_clusters(rv)
+        _mark_hyperparameters(rv)
         return rv
 
     @classmethod
     def dist(cls, alpha, power, n, **kwargs):
         """Create the distribution outside a model (see the class docstring)."""
-        if isinstance(power, TensorVariable) and depends_on_random_variable(power):
-            raise ValueError(
-                "Argument 'power' of PowerCRP depends on a random variable, which is not "
-                "supported: the pCRP normalising constant Z_n(alpha, power) would then have to "
-                "be differentiated in power. Fix 'power' to a number (or pm.Data) and choose "
-                "it by cross-validation; only 'alpha' may be a random variable."
-            )
         for arg, arg_name in ((alpha, "alpha"), (power, "power")):
             if not isinstance(arg, TensorVariable):
                 check_positive_scalar(arg, arg_name)
         if isinstance(n, TensorVariable):
-            n = _tensor_n(n, alpha)
+            n = _tensor_n(n, alpha, power)
         else:
             if int(np.asarray(n)) != np.asarray(n) or int(np.asarray(n)) < 1:
                 raise ValueError(
@@ -338,9 +336,9 @@ class PowerCRP(Discrete):
 
     @staticmethod
     def logp(value, alpha, power, n):
-        """``K log(alpha) + power * sum_k log Gamma(n_k)``, minus ``log Z_n`` if alpha varies.
+        """``K log(alpha) + power * sum_k log Gamma(n_k)``, minus ``log Z_n`` if a parameter varies.
 
-        The normaliser is included exactly when ``alpha`` is not fixed data (see
+        The normaliser is included exactly when ``alpha`` or ``power`` is not fixed data (see
         :func:`pymc_pcrp.distributions.normaliser.is_fixed`); ``-inf`` off the
         support.
         """
@@ -349,19 +347,48 @@ class PowerCRP(Discrete):
         n_blocks = pt.sum(occupied)
         log_gamma = pt.switch(occupied, pt.gammaln(pt.maximum(counts, 1)), 0.0)
         res = n_blocks * pt.log(alpha) + power * pt.sum(log_gamma)
-        if not is_fixed(alpha):
+        if not (is_fixed(alpha) and is_fixed(power)):
             n_items = int(pt.get_underlying_scalar_constant_value(n))
-            res = res - PCRPLogNormaliser(n_items)(alpha, power)
+            # a fixed power: Stirling rows (cheap for many alphas); a random one: the
+            # O(n^2) recursion, which keeps nothing per power
+            method = "row" if is_fixed(power) else "recursion"
+            res = res - PCRPLogNormaliser(n_items, method)(alpha, power)
         res = pt.switch(_is_canonical(value, n), res, -np.inf)
         return check_parameters(res, alpha > 0, power > 0, msg="alpha > 0, power > 0")
 
 
-def _tensor_n(n: TensorVariable, alpha) -> TensorVariable | int:
+def _mark_hyperparameters(rv: TensorVariable) -> None:
+    """Tag the free random variables that ``alpha`` and ``power`` are built from.
+
+    A free random variable of the model reached from ``alpha`` or ``power``
+    without passing through another random variable (``alpha`` itself, or
+    ``log_alpha`` in ``alpha=pt.exp(log_alpha)``, but not the parameters of
+    ``alpha``'s own prior) gets ``tag.pcrp_hyperparameter = True``, so that
+    :class:`~pymc_pcrp.PCRPHyper` can claim it in ``pm.sample``'s step
+    assignment, whose competence test sees the variable but not the model.
+    """
+    model = modelcontext(None)
+    free = set(model.free_RVs)
+    alpha, power, _ = rv.owner.op.dist_params(rv.owner)
+    stack = [alpha, power]
+    seen: set[int] = set()
+    while stack:
+        var = stack.pop()
+        if id(var) in seen:
+            continue
+        seen.add(id(var))
+        if var in free:
+            var.tag.pcrp_hyperparameter = True
+        elif var.owner is not None and not isinstance(var.owner.op, RandomVariable):
+            stack.extend(var.owner.inputs)
+
+
+def _tensor_n(n: TensorVariable, alpha, power) -> TensorVariable | int:
     """Check a tensor ``n`` (such as ``X.shape[0]`` of a ``pm.Data`` ``X``); return it.
 
     A constant tensor gives its integer value. A varying ``n`` lets ``pm.set_data``
     change the number of points (the labels follow), but only with a fixed
-    ``alpha``: a random ``alpha`` needs the normaliser ``log Z_n`` for one ``n``.
+    ``alpha`` and ``power``: a random one needs the normaliser ``log Z_n`` for one ``n``.
     """
     if n.ndim != 0 or not n.dtype.startswith(("int", "uint")):
         raise ValueError(
@@ -375,12 +402,14 @@ def _tensor_n(n: TensorVariable, alpha) -> TensorVariable | int:
         if value < 1:
             raise ValueError(f"Argument 'n' of PowerCRP must be positive, but got {value}.")
         return value
-    if isinstance(alpha, TensorVariable) and depends_on_random_variable(alpha):
-        raise ValueError(
-            "A PowerCRP with a random 'alpha' needs a fixed number of items: pass n=len(X) "
-            "(an integer), and build a new model for data of another length. Only a fixed "
-            "alpha allows n=X.shape[0] with X a pm.Data that pm.set_data may resize."
-        )
+    for arg, arg_name in ((alpha, "alpha"), (power, "power")):
+        if isinstance(arg, TensorVariable) and depends_on_random_variable(arg):
+            raise ValueError(
+                f"A PowerCRP with a random '{arg_name}' needs a fixed number of items: pass "
+                "n=len(X) (an integer), and build a new model for data of another length. Only "
+                "a fixed alpha and power allow n=X.shape[0] with X a pm.Data that pm.set_data "
+                "may resize."
+            )
     return n
 
 

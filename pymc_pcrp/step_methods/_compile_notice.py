@@ -22,16 +22,20 @@ _announced = False
 
 
 def _kernels_cached() -> bool:
-    """Whether the step's kernel is compiled in this process or has an on-disk cache index."""
-    from pymc_pcrp._kernels.chain import advance
+    """Whether the step's kernels are compiled in this process or have an on-disk cache index.
 
-    if advance.signatures:
+    ``run_moves`` (sweeps and split-merge moves) is compiled by both of the step's
+    entry kernels, ``advance`` (fixed NIW scale) and ``advance_scaled`` (learned scale).
+    """
+    from pymc_pcrp._kernels.chain import run_moves
+
+    if run_moves.signatures:
         return True
     if not CACHING:
         return False
     try:
         # numba names a kernel's cache index <module>.<function>-<line>.nbi
-        return bool(glob(os.path.join(advance.stats.cache_path, "chain.advance-*.nbi")))
+        return bool(glob(os.path.join(run_moves.stats.cache_path, "chain.run_moves-*.nbi")))
     except (AttributeError, OSError, TypeError):  # an unfamiliar numba: stay silent
         return True
 

@@ -18,12 +18,13 @@ import numpy as np
 import pymc as pm
 import pytensor
 
+from pymc.pytensorf import compile as pm_compile
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant
-from pytensor.graph.traversal import ancestors
+from pytensor.graph.traversal import ancestors, graph_inputs
 
 from pymc_pcrp._kernels.chain import advance, labels_match
 from pymc_pcrp._kernels.hyper import (
@@ -37,12 +38,7 @@ from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp._kernels.state import NIWParams, SweepState, init_state, make_params
 from pymc_pcrp._kernels.sweep import sweep_tables
-from pymc_pcrp._validation import (
-    check_data,
-    check_prior_scale,
-    depends_on_random_variable,
-    rebuild_message,
-)
+from pymc_pcrp._validation import check_data, check_prior_scale, rebuild_message
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
@@ -92,6 +88,7 @@ class _InputCache(NamedTuple):
     sources: tuple
     raw: tuple
     inputs: SweepInputs
+    log_new_base: np.ndarray | None = None  # tables[0] without log alpha (see _with_prior)
 
 
 class _KeptState(NamedTuple):
@@ -115,6 +112,25 @@ class _CompiledAdvance(NamedTuple):
 def _same_objects(a: tuple, b: tuple) -> bool:
     """Whether two tuples hold the very same objects, position by position."""
     return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def _same_argument_types(a: SweepInputs, b: SweepInputs) -> bool:
+    """Whether two inputs hold the same arrays: the same objects, or params changed by floats.
+
+    :meth:`PCRPGibbs._with_prior` replaces only the float fields ``log_alpha``
+    and ``power`` of the parameters, which cannot change numba's argument types.
+    """
+    if _same_objects(a, b):
+        return True
+    pa, pb = a.params, b.params
+    return (
+        _same_objects(
+            (a.xc, a.tables, a.scale, a.fixed_scale), (b.xc, b.tables, b.scale, b.fixed_scale)
+        )
+        and pa.psi0 is pb.psi0
+        and pa.chol0 is pb.chol0
+        and (pa.kappa0, pa.nu0, pa.logdet0) == (pb.kappa0, pb.nu0, pb.logdet0)
+    )
 
 
 @dataclass_state
@@ -147,12 +163,13 @@ class PCRPGibbs(BlockedStep):
     ``pm.sample(pcrp_gibbs={"split_merge": 0})``) runs the paper's Algorithm 1
     alone.
 
-    ``alpha`` may be a random variable (``power`` may not: ``PowerCRP`` refuses
-    it). The step then reads the current ``alpha`` from the point at every step,
-    so another step method (NUTS or Slice, which ``pm.sample`` assigns by
-    itself) updates ``alpha`` given the labels while this one updates the labels
-    given ``alpha``; the model's log density includes the normaliser
-    ``-log Z_N(alpha, r)`` that makes that alternation exact.
+    ``alpha`` and ``power`` may be random variables. The step then reads their
+    current values from the point at every step, so another step method
+    (:class:`~pymc_pcrp.PCRPHyper`, which ``pm.sample`` assigns by itself)
+    updates them given the labels while this one updates the labels given them;
+    the model's log density includes the normaliser ``-log Z_N(alpha, r)`` that
+    makes that alternation exact. A new ``alpha`` or ``power`` costs this step
+    ``O(N)`` (the sweep tables are rewritten in place, see ``_with_prior``).
 
     The labels must feed exactly one observed :class:`~pymc_pcrp.NIWMixture`
     (whose component parameters the update integrates out), or nothing at all,
@@ -241,8 +258,8 @@ class PCRPGibbs(BlockedStep):
     ``NIWMixture`` data given ``alpha``, exactly as PyMC computes them:
     ``K log alpha + r sum_k log Gamma(n_k) + sum_k log m(X_k)`` (with a learned
     scale ``log sum_g w_g prod_k m(X_k | s_g)`` in place of the last sum), minus
-    ``log Z_N(alpha, r)`` when ``alpha`` is a random variable (for a fixed
-    ``alpha`` the normaliser is a constant that ``PowerCRP`` leaves out). With a
+    ``log Z_N(alpha, r)`` when ``alpha`` or ``power`` is a random variable (for
+    fixed ones the normaliser is a constant that ``PowerCRP`` leaves out). With a
     fixed ``alpha`` and no other terms it equals the model's log density.
     """
 
@@ -323,9 +340,12 @@ class PCRPGibbs(BlockedStep):
         announce_compilation()
         self._name = vars[0].name
         self._dtype = np.dtype(rv.dtype)
-        self._prior_readers, self._alpha_is_random = self._prior_value_readers(
+        self._prior_readers, (alpha_random, power_random) = self._prior_value_readers(
             model, rv, compile_kwargs
         )
+        # a random alpha or power is read from the point at every step (PCRPHyper draws it)
+        self._alpha_is_random = alpha_random or power_random
+        self._power_is_random = power_random
         self._data_readers, self._niw = self._find_likelihood(model, rv)
         if self._data_readers is not None:
             # Before any sampling: a prior the cluster statistics would swamp.
@@ -342,6 +362,7 @@ class PCRPGibbs(BlockedStep):
         self._kept: _KeptState | None = None  # see step
         self._compiled: _CompiledAdvance | None = None  # see _call_advance
         self._scale_inputs: SweepInputs | None = None  # inputs the current s was applied to
+        self._prior_shifts = 0  # new alphas applied by shifting the new-cluster weights
 
     @staticmethod
     def competence(var, has_grad):
@@ -367,30 +388,23 @@ class PCRPGibbs(BlockedStep):
 
     @staticmethod
     def _prior_value_readers(model, rv, compile_kwargs=None):
-        """Readers of ``alpha`` and ``power`` from a point, and whether ``alpha`` is random.
+        """Readers of ``alpha`` and ``power`` from a point, and whether each is random.
 
-        A random ``alpha`` is compiled as a function of the point (through its
-        value variable, so its transform is applied); a fixed one is read directly.
+        A random parameter is compiled as a function of the point (through its
+        value variables, so their transforms are applied); a fixed one is read
+        directly.
         """
-        alpha, power, _ = rv.owner.op.dist_params(rv.owner)
-        if depends_on_random_variable(power):
-            raise ValueError(
-                f"The 'power' of PowerCRP '{rv.name}' is a random variable; PCRPGibbs needs it "
-                "fixed (a number or pm.Data). Only 'alpha' may be a random variable."
-            )
-        read_power = _value_reader(power)
-        (alpha_value,) = model.replace_rvs_by_values([alpha])
-        if is_fixed(alpha_value):
-            read_alpha = _value_reader(alpha_value)
-            return (lambda point: read_alpha(), lambda point: read_power()), False
-        read_alpha = model.compile_fn(
-            alpha_value,
-            inputs=model.value_vars,
-            on_unused_input="ignore",
-            point_fn=True,
-            **(compile_kwargs or {}),
-        )
-        return (read_alpha, lambda point: read_power()), True
+        readers, random = [], []
+        for param in rv.owner.op.dist_params(rv.owner)[:2]:
+            (value,) = model.replace_rvs_by_values([param])
+            if is_fixed(value):
+                read = _value_reader(value)
+                readers.append(lambda point, read=read: read())
+                random.append(False)
+            else:
+                readers.append(_point_reader(model, value, compile_kwargs))
+                random.append(True)
+        return tuple(readers), tuple(random)
 
     def _find_likelihood(self, model, rv):
         """Locate the single NIWMixture fed by ``rv`` and refuse any other use of it."""
@@ -477,9 +491,9 @@ class PCRPGibbs(BlockedStep):
         if same_sources and values == last.values:
             return last.inputs
         if same_sources and values[2:] == last.values[2:]:
-            # Only alpha or power changed: keep the centred data (and with it
-            # the kept sweep state, which does not depend on them).
-            xc = last.inputs.xc
+            # Only alpha or power changed (a random one, drawn by PCRPHyper): keep
+            # the centred data, the kept sweep state and the compiled kernel.
+            return self._with_prior(last, alpha, power, values)
         else:
             # New data (pm.set_data) get the checks NIWMixture made at construction.
             x = check_data(data, "observed")
@@ -501,6 +515,42 @@ class PCRPGibbs(BlockedStep):
         params = make_params(alpha, power, float(kappa0), float(nu0), psi0)
         inputs = SweepInputs(xc, params, sweep_tables(xc, params), scale, fixed)
         self._inputs = _InputCache(values, sources, (), inputs)
+        return inputs
+
+    def _with_prior(self, last: _InputCache, alpha: float, power: float, values) -> SweepInputs:
+        """Return the cached inputs for a new ``alpha`` or ``power``, in ``O(N)``.
+
+        ``alpha`` enters the sweep tables only as ``log alpha`` added to every
+        point's new-cluster weight, and ``power`` only as ``r log m`` in the
+        per-size table, so both are rewritten in place (the new-cluster weights
+        from a copy taken without ``log alpha``, so nothing drifts). The arrays
+        keep their identity, so the compiled kernel is reused (see
+        :meth:`_call_advance`). With a learned NIW scale the new-cluster weights
+        belong to the chain's current ``s`` (the kernel rewrites them when ``s``
+        changes), so they are shifted by the change of ``log alpha`` instead; the
+        step recomputes them from scratch at least every ``_REFRESH_EVERY``
+        shifts, so that rounding cannot accumulate.
+        """
+        old = last.inputs
+        log_new, pred_const, by_size = old.tables
+        log_alpha = math.log(alpha)
+        base = last.log_new_base
+        if old.scale is not None:
+            base = None
+            if log_alpha != old.params.log_alpha:
+                log_new += log_alpha - old.params.log_alpha
+            self._prior_shifts += 1
+        elif log_alpha != old.params.log_alpha:
+            if base is None:
+                base = log_new - old.params.log_alpha
+            np.add(base, log_alpha, out=log_new)
+        if power != old.params.power:
+            sizes = by_size.shape[0] - 1
+            log_sizes = np.log(np.arange(1, sizes + 1, dtype=np.float64))
+            by_size[1:, 0] = power * log_sizes + pred_const[1 : sizes + 1]
+        params = old.params._replace(log_alpha=log_alpha, power=float(power))
+        inputs = old._replace(params=params)
+        self._inputs = _InputCache(values, last.sources, (), inputs, base)
         return inputs
 
     def _initial_labels(self, current: np.ndarray, params: NIWParams) -> np.ndarray:
@@ -540,7 +590,7 @@ class PCRPGibbs(BlockedStep):
         if (
             compiled is not None
             and compiled.kernel is kernel
-            and _same_objects(compiled.inputs, inputs)
+            and _same_argument_types(compiled.inputs, inputs)
             and compiled.label_dtypes == label_dtypes
         ):
             return compiled.call(*args)
@@ -606,8 +656,16 @@ class PCRPGibbs(BlockedStep):
             niw_scale = inputs.fixed_scale[0]
         else:
             if self._scale_inputs is not inputs:
-                # new parameters or tables (alpha changed, or new data): apply s to them
-                scale.current[1] = max(scale.current[1], REBUILT)
+                shifted = (
+                    self._scale_inputs is not None
+                    and 0 < self._prior_shifts < _REFRESH_EVERY
+                    and _same_argument_types(self._scale_inputs, inputs)
+                )
+                if not shifted:
+                    # new tables (new data, new NIW parameters), or time to recompute the
+                    # weights that _with_prior shifted: apply s to them
+                    scale.current[1] = max(scale.current[1], REBUILT)
+                    self._prior_shifts = 0
                 self._scale_inputs = inputs
             args = (*args[:5], scale, *args[5:])
             log_density = self._call_advance(inputs, args, advance_scaled)
@@ -615,8 +673,9 @@ class PCRPGibbs(BlockedStep):
         self._kept = _KeptState(xc, state, new_labels, age)
         new_point = dict(point)
         new_point[self._name] = new_labels
-        if self._alpha_is_random:
-            log_density -= log_normaliser(self._n, math.exp(params.log_alpha), params.power)
+        if self._alpha_is_random:  # alpha or power random: the normaliser is not a constant
+            method = "recursion" if self._power_is_random else "row"
+            log_density -= log_normaliser(self._n, math.exp(params.log_alpha), params.power, method)
         stats = {
             "log_joint": log_density,
             "n_clusters": int(state.k[0]),
@@ -641,6 +700,25 @@ def auto_sweeps_per_draw(n: int, d: int = 1) -> int:
 def random_init_max_k(n: int) -> int:
     """Largest ``K0`` of ``init="random"``: ``min(ceil(sqrt(n)), RANDOM_INIT_MAX_K)``."""
     return max(1, min(math.ceil(math.sqrt(n)), RANDOM_INIT_MAX_K))
+
+
+def _point_reader(model, value, compile_kwargs=None):
+    """Return ``point -> value`` compiled on the value variables it needs only.
+
+    A random ``alpha`` or ``power`` is read at every draw: a function of all the
+    model's value variables (the labels among them) spent most of its time
+    checking inputs it does not use.
+    """
+    needed = set(graph_inputs([value]))
+    inputs = [v for v in model.value_vars if v in needed]
+    fn = pm_compile(inputs, value, on_unused_input="ignore", **(compile_kwargs or {}))
+    fn.trust_input = True
+    names = [(v.name, np.dtype(v.dtype)) for v in inputs]
+
+    def read(point):
+        return fn(*[np.asarray(point[name], dtype=dtype) for name, dtype in names])
+
+    return read
 
 
 def _value_reader(var):

@@ -104,12 +104,12 @@ def test_bad_arguments_are_refused(kwargs, match):
         pcrp.PowerCRP.dist(**kwargs)
 
 
-def test_random_power_is_refused():
-    # A random alpha is supported (tests/distributions/test_pcrp_alpha.py); power is not.
-    with pm.Model():
+def test_random_power_is_accepted():
+    # A random power is supported (tests/distributions/test_pcrp_power.py checks its density).
+    with pm.Model() as model:
         a = pm.Gamma("a", 2.0, 2.0)
-        with pytest.raises(ValueError, match=r"'power'.*random variable.*normalising constant"):
-            pcrp.PowerCRP("z", alpha=1.0, power=a, n=5)
+        pcrp.PowerCRP("z", alpha=1.0, power=a, n=5)
+    assert np.isfinite(model.compile_logp()(model.initial_point()))
 
 
 def test_pm_data_alpha_is_allowed():

@@ -1,4 +1,4 @@
-"""PCRPGibbs with a random alpha: step assignment, reading alpha, and the exact joint prior."""
+"""PCRPGibbs with a random alpha (drawn by PCRPHyper): assignment, reading alpha, joint prior."""
 
 import numpy as np
 import pymc as pm
@@ -30,14 +30,14 @@ def _model(x, power=1.3):
     return model
 
 
-def test_pm_sample_assigns_gibbs_to_labels_and_nuts_to_alpha():
+def test_pm_sample_assigns_gibbs_to_labels_and_pcrp_hyper_to_alpha():
     model = _model(_data())
     with model:
         provided, selected = assign_step_methods(model)
     assert provided == []
     assert selected == {
         pcrp.PCRPGibbs: [model.rvs_to_values[model["z"]]],
-        pm.NUTS: [model.rvs_to_values[model["alpha"]]],
+        pcrp.PCRPHyper: [model.rvs_to_values[model["alpha"]]],
     }
 
 
@@ -84,7 +84,7 @@ def test_log_joint_stat_equals_the_models_label_and_data_terms():
 
 
 def test_prior_only_model_recovers_the_gamma_prior_on_alpha_and_the_mixture_on_k():
-    """Labels by PCRPGibbs and alpha by NUTS, with no likelihood: the joint is the prior.
+    """Labels by PCRPGibbs and alpha by PCRPHyper, with no likelihood: the joint is the prior.
 
     So alpha must follow its Gamma(2, 1) prior and K the mixture
     sum_alpha p(K | alpha) p(alpha). Without the normaliser alpha's conditional

@@ -25,7 +25,7 @@ def _sample(x, split_merge, draws=30, seed=1):
             random_seed=seed,
             progressbar=False,
             compute_convergence_checks=False,
-            pcrp_gibbs={"init": "one", "split_merge": split_merge},
+            pcrp_gibbs={"init": "one", "split_merge": split_merge, "sweeps_per_draw": 1},
         )
 
 
@@ -73,8 +73,8 @@ def test_default_is_split_merge_and_zero_is_algorithm_1():
     """The default step makes split-merge proposals; ``split_merge=0`` makes none."""
     x = _two_clusters(60)
     with pcrp.build_model(x, power=1.1) as model:
-        default = pcrp.PCRPGibbs([model["z"]], rng=3)
-        plain = pcrp.PCRPGibbs([model["z"]], rng=3, split_merge=0)
+        default = pcrp.PCRPGibbs([model["z"]], rng=3, sweeps_per_draw=1)
+        plain = pcrp.PCRPGibbs([model["z"]], rng=3, split_merge=0, sweeps_per_draw=1)
     assert default.split_merge == pcrp_gibbs.SPLIT_MERGE_RATE > 0
     assert default.split_merge_scans == pcrp_gibbs.SPLIT_MERGE_SCANS
     totals = {}
