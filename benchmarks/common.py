@@ -62,5 +62,10 @@ def mixture_data(n: int, d: int, seed: int = DATA_SEED) -> tuple[np.ndarray, np.
     rng = np.random.default_rng([seed, n, d])
     z = rng.choice(3, size=n, p=weights)
     chol = np.linalg.cholesky(covs)
-    x = centres[z] + np.einsum("nij,nj->ni", chol[z], rng.standard_normal((n, d)))
+    x = rng.standard_normal((n, d))
+    # A block of rows at a time: chol[z] holds D^2 numbers per point.
+    block = max(1, (1 << 22) // (d * d))
+    for start in range(0, n, block):
+        rows = slice(start, start + block)
+        x[rows] = centres[z[rows]] + np.einsum("nij,nj->ni", chol[z[rows]], x[rows])
     return np.ascontiguousarray(x), canonical(z)

@@ -27,7 +27,9 @@ naive      pm.sample with PCRPGibbs against a naive PyMC finite mixture, per swe
 sklearn    scikit-learn's BayesianGaussianMixture (DP prior) against pm.sample from the
            default initialisation: time, number of clusters and adjusted Rand index
 memory     peak memory of pm.sample at N=100,000, 1,000 draws, keeping only n_clusters
-           (var_names) or everything (subprocesses)
+           (var_names) or everything; then one draw (default prior, init and moves) at
+           N=100,000 D=50 (learned and fixed prior scale) and N=10,000,000 D=10: time and
+           peak RSS (subprocesses)
 startup    import pymc_pcrp to first sweep, cold (empty numba cache) and warm (subprocesses)
 scale      N=100,000, D=10: single-site Gibbs from one cluster and from the default
            (random) initialisation; from one cluster with split-merge moves
@@ -114,6 +116,12 @@ class Config:
     sklearn_sizes: tuple = (2000, 20_000)
     sklearn_ours: tuple = (100, 100)  # tune, draws (sweeps_per_draw = 1)
     memory: tuple = (100_000, 2, 1000)  # N, D, draws
+    # N, D, NIWPrior.from_data scale ("learn" or a fixed number), goal MB
+    memory_big: tuple = (
+        (100_000, 50, "learn", 600.0),
+        (100_000, 50, "0.1", 600.0),
+        (10_000_000, 10, "learn", 10_000.0),
+    )
     startup: tuple = (2000, 2)
     startup_cold: bool = True
     startup_warm_repeats: int = 3
@@ -147,6 +155,7 @@ class Config:
             sklearn_sizes=(2000,),
             sklearn_ours=(50, 50),
             memory=(20_000, 2, 100),
+            memory_big=((20_000, 50, "learn", 600.0), (1_000_000, 10, "learn", 10_000.0)),
             startup_cold=False,
             startup_warm_repeats=1,
             scale=(10_000, 10),
@@ -684,6 +693,32 @@ def section_memory(cfg: Config, rep: Report, cache: dict) -> None:
             "met" if bpl <= want else f"NOT MET: {bpl / want:.0f}x the compact size",
         )
 
+    _memory_one_draw(cfg, rep, env)
+
+
+def _memory_one_draw(cfg: Config, rep: Report, env: dict) -> None:
+    """One pm.sample draw at large N and D, each case alone in a subprocess: time and peak RSS."""
+    for n, d, scale, goal in cfg.memory_big:
+        res = run_child(["memory_draw", str(n), str(d), scale], env)
+        rep.log(f"  one draw N={n} D={d} scale={scale}: {json.dumps(res)}")
+        prior = "NIWPrior.from_data(X)" if scale == "learn" else f"from_data(X, scale={scale})"
+        figure = (
+            f"pm.sample one draw (tune=0), N={n:,} D={d}, {prior}, default init "
+            "and moves: peak RSS (VmHWM) of the whole process, MB = 10^6 bytes"
+        )
+        if "error" in res:
+            rep.row(figure, "FAILED: " + " / ".join(res["error"][-2:]), "-", "-", "error")
+            continue
+        ratio, status = goal_max(res["peak_mb"], goal, " MB")
+        rep.row(
+            figure,
+            f"{res['peak_mb']:.0f} MB (data and model {res['rss_before_mb']:.0f} MB); "
+            f"pm.sample {res['sample_s']:.1f} s, K after the draw {res['k']}",
+            f"<= {goal:,.0f} MB",
+            ratio,
+            status,
+        )
+
 
 def section_startup(cfg: Config, rep: Report, cache: dict) -> None:
     n, d = cfg.startup
@@ -1179,6 +1214,39 @@ def child_memory(n: int, d: int, draws: int, keep: str) -> None:
     print(json.dumps(out))
 
 
+def child_memory_draw(n: int, d: int, scale: str) -> None:
+    from common import mixture_data
+
+    import pymc_pcrp as pcrp
+
+    quiet()
+    x, _ = mixture_data(n, d)
+    prior = pcrp.NIWPrior.from_data(x, scale=scale if scale == "learn" else float(scale))
+    model = build_model(x, prior)
+    rss_before = _rss_mb()
+    idata, wall = sample(
+        model, draws=1, init="random", sm=None, seed=700, compute_convergence_checks=False
+    )
+    out = {
+        "n": n,
+        "d": d,
+        "rss_before_mb": round(rss_before * 1024 * 1024 / 1e6, 1),
+        "peak_mb": round(_peak_mb(), 1),
+        "sample_s": round(wall, 2),
+        "k": int(idata.sample_stats["n_clusters"].values[0, -1]),
+    }
+    print(json.dumps(out))
+
+
+def _peak_mb() -> float:
+    """Peak resident memory of this process (VmHWM), in MB of 10^6 bytes."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024 / 1e6
+    return float("nan")
+
+
 def _rss_mb() -> float:
     with open("/proc/self/status") as fh:
         for line in fh:
@@ -1323,6 +1391,8 @@ def main(argv=None) -> int:
         sys.path.insert(0, str(HERE))
         if kind == "memory":
             child_memory(int(rest[0]), int(rest[1]), int(rest[2]), rest[3])
+        elif kind == "memory_draw":
+            child_memory_draw(int(rest[0]), int(rest[1]), rest[2] if len(rest) > 2 else "learn")
         elif kind == "startup":
             child_startup(int(rest[0]), int(rest[1]))
         return 0

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from scipy.linalg import solve_triangular
 from scipy.special import gammaln, logsumexp, multigammaln
 
 from pymc_pcrp.distributions import NIWPrior
@@ -228,7 +229,7 @@ def scale_log_posterior(
     term is never added to it, so a cluster far from ``mu0`` keeps its digits
     (the same arithmetic as the step's
     :func:`~pymc_pcrp._kernels.hyper.partition_log_joint_scaled`).
-    ``O(N D^2 + K D^3 + G K D)`` in all.
+    ``O(N D^2 + K D^3 + G K D)`` time in all, and memory ``O(N D + K D^2)``.
     """
     xc = np.asarray(xc, dtype=np.float64)
     d = xc.shape[1]
@@ -239,10 +240,19 @@ def scale_log_posterior(
     np.add.at(sums, inv, xc)
     means = sums / counts[:, None]
     chol = np.linalg.cholesky(np.asarray(base, dtype=np.float64))
-    y = np.linalg.solve(chol, (xc - means[inv]).T).T  # L^{-1} (x_i - m)
     ym = np.linalg.solve(chol, means.T).T  # L^{-1} m
     scatter = np.zeros((k, d, d))
-    np.add.at(scatter, inv, y[:, :, None] * y[:, None, :])
+    # Scatter of y_i = L^{-1} (x_i - m) per cluster, points sorted by cluster and
+    # taken a block at a time: memory O(block D^2) beyond the data, not O(N D^2),
+    # and no np.add.at.
+    by_cluster = np.argsort(inv, kind="stable")
+    block = max(1, (1 << 20) // max(d * d, 1))
+    for start in range(0, by_cluster.size, block):
+        rows = by_cluster[start : start + block]
+        seg = inv[rows]
+        yb = solve_triangular(chol, (xc[rows] - means[seg]).T, lower=True).T
+        firsts = np.flatnonzero(np.concatenate(([True], seg[1:] != seg[:-1])))
+        scatter[seg[firsts]] += np.add.reduceat(yb[:, :, None] * yb[:, None, :], firsts, axis=0)
     eig, vecs = np.linalg.eigh(scatter)  # (K, D), (K, D, D)
     u2 = np.einsum("kij,ki->kj", vecs, ym) ** 2  # (K, D)
     kappa_n = kappa0 + counts

@@ -11,6 +11,7 @@ from pytensor.tensor.random.op import RandomVariable
 __all__ = [
     "check_data",
     "check_positive_scalar",
+    "check_prior_scale",
     "check_spd",
     "depends_on_random_variable",
 ]
@@ -72,6 +73,63 @@ def _check_magnitude(arr: np.ndarray, name: str) -> None:
                 "magnitude, which sums of squares cannot represent in double precision. "
                 "Rescale the data (for example standardise each column) before clustering."
             )
+
+
+#: Largest ``sum_i x_i^T Psi_0^{-1} x_i`` (points centred at ``mu0``) the kernels accept.
+#: The cluster statistics are sums of squares and their rounding errors grow like
+#: ``eps`` times this sum relative to ``Psi_0``; a scan of far-apart centres,
+#: identical points and single outliers (N = 20 to 2,000) first lost positive
+#: definiteness at 1e16, so the limit keeps a factor of 10 below that.
+MAX_SCATTER_OVER_PSI0 = 1e15
+
+
+def check_prior_scale(
+    data: np.ndarray,
+    mu0: np.ndarray,
+    psi0: np.ndarray,
+    smallest_scale: float = 1.0,
+    name: str = "prior",
+) -> None:
+    """Refuse a prior scale matrix that the data's sums of squares would swamp.
+
+    ``data`` is ``(N, D)``; ``Psi_0 = smallest_scale * psi0`` is the smallest
+    scale matrix the model uses (the smallest grid value of a learned scale).
+    The test is ``sum_i (x_i - mu0)^T Psi_0^{-1} (x_i - mu0) <=``
+    :data:`MAX_SCATTER_OVER_PSI0`: beyond it, double precision cannot keep the
+    posterior scale matrices of the clusters positive definite (points far from
+    ``mu0`` or from each other on the scale of ``Psi_0``, or ``Psi_0`` itself
+    tiny). Memory ``O(D^2)`` beyond the data, a block of points at a time.
+    """
+    from scipy.linalg import solve_triangular
+
+    try:
+        chol = np.linalg.cholesky(smallest_scale * np.asarray(psi0, dtype=np.float64))
+    except np.linalg.LinAlgError:
+        chol = None
+    total = np.inf
+    if chol is not None and np.all(np.isfinite(chol)) and np.all(np.diag(chol) > 0):
+        total = 0.0
+        block = max(1, (1 << 20) // max(data.shape[1], 1))
+        with np.errstate(over="ignore", invalid="ignore"):
+            for start in range(0, data.shape[0], block):
+                centred = (data[start : start + block] - mu0).T
+                y = solve_triangular(chol, centred, lower=True)
+                total += float(np.sum(y * y))
+    if not total <= MAX_SCATTER_OVER_PSI0:
+        which = (
+            "psi0"
+            if smallest_scale == 1.0
+            else f"psi0 (times its smallest scale {smallest_scale:.3g})"
+        )
+        raise ValueError(
+            f"Argument '{name}': {which} is too small for these data for PCRPGibbs. The "
+            "points' sum of "
+            f"squared distances from mu0 measured in units of psi0 is {total:.3g}, above "
+            f"{MAX_SCATTER_OVER_PSI0:.0e}: the cluster statistics (sums of squares) would "
+            "swamp psi0 beyond double precision and the posterior scale matrices lose "
+            "positive definiteness. Standardise the data (each column to mean 0 and "
+            "variance 1), or use a larger psi0, e.g. NIWPrior.from_data(X)."
+        )
 
 
 def check_positive_scalar(value, name: str) -> float:

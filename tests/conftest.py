@@ -47,6 +47,8 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     "test_compile_notice": frozenset(
         {"test_cold_cache_announces_compilation_once_and_warm_cache_does_not"}
     ),
+    # 80 fuzz cases, each compiling a model's log density (test_fuzz_few_cases stays fast)
+    "test_fuzz": frozenset({"test_fuzz_many_cases"}),
     # az.loo against 40 refits, each leaving one point out
     "test_log_likelihood": frozenset({"test_psis_loo_matches_brute_force_refits"}),
     # cross-validation run several times over

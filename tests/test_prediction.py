@@ -231,6 +231,11 @@ def test_invalid_input_is_refused():
         predict(idata, np.zeros((1, 2)), power=1.1, point=labels[:-1])
     with pytest.raises(ValueError, match="point"):
         predict(idata, np.zeros((1, 2)), power=1.1, point=labels.astype(float))
+    # -1 in the result means "a new cluster": a training cluster cannot be called -1
+    negative = labels.copy()
+    negative[labels == labels[5]] = -1
+    with pytest.raises(ValueError, match=r"'point' holds negative labels \(first at training"):
+        predict(idata, np.zeros((1, 2)), power=1.1, point=negative)
     with pytest.raises(ValueError, match="power"):
         predict(idata, np.zeros((1, 2)), power=0.0, point=labels)
     with pytest.raises(ValueError, match="alpha"):

@@ -107,6 +107,7 @@ from pymc_pcrp._kernels.state import (
     SweepState,
     factorise,
     free_slot,
+    grow_if_full,
     open_slot,
 )
 
@@ -389,11 +390,10 @@ def _split_merge_moves(
     n, d = xc.shape
     if n < 2 or n_moves <= 0:
         return 0, 0, 0, 0
-    cap = state.counts.shape[0]
     labels = state.labels
 
     # Member lists of every slot: head[slot] -> nxt[point] -> ... -> -1.
-    head = np.full(cap, -1, dtype=np.int64)
+    head = np.full(state.counts.shape[0], -1, dtype=np.int64)
     nxt = np.full(n, -1, dtype=np.int64)
     for p in range(n - 1, -1, -1):
         nxt[p] = head[labels[p]]
@@ -449,6 +449,11 @@ def _split_merge_moves(
             if log_a >= 0.0 or math.log(rng.random()) < log_a:
                 n_split_acc += 1
                 _accept_split(state, sj, i, j, members, m, side, *groups, head, nxt)
+                if grow_if_full(state):
+                    # The split took the last free slot: the state doubled its capacity.
+                    grown = np.full(state.counts.shape[0], -1, dtype=np.int64)
+                    grown[: head.shape[0]] = head
+                    head = grown
         else:
             n_merge += 1
             mlogdet = _merged_stats(state, params, si, sj, msum, msumsq, mchol, buf)

@@ -18,6 +18,20 @@ index rather than a :class:`SweepState`, so that the split-merge move
 groups. They index the arrays and never take views: numba's reference counting
 of array views and array-passing calls was most of the cost of a point update.
 The data must be centred at the prior mean (see :mod:`pymc_pcrp._kernels.niw`).
+
+Capacity
+--------
+The per-slot arrays hold ``capacity`` slots, not ``N + 1``: :func:`init_state`
+allocates ``min(N + 1, 2 K + 8)`` for ``K`` initial clusters, and whatever opens
+a cluster calls :func:`grow_if_full` afterwards, which doubles the capacity
+(up to ``N + 1``) when no free slot is left. The invariant every kernel relies
+on is therefore ``k[0] < capacity``: ``order[k[0]]`` is always a free slot for
+a new cluster. Memory is ``O(K_max D^2 + N D)`` with ``K_max`` the largest
+number of clusters the chain has held, instead of ``O(N D^2)``.
+
+:class:`SweepState` is a mutable numba structure (a ``StructRef``), not a
+tuple, so that growing replaces its arrays in place: a caller that holds the
+state sees the grown arrays, and no kernel has to return a new state.
 """
 
 import math
@@ -26,6 +40,9 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
+
+from numba.core import types
+from numba.experimental import structref
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.niw import (
@@ -43,6 +60,7 @@ __all__ = [
     "close_slot",
     "factorise",
     "free_slot",
+    "grow_if_full",
     "init_state",
     "make_params",
     "open_slot",
@@ -51,18 +69,129 @@ __all__ = [
 ]
 
 
-class SweepState(NamedTuple):
-    """Mutable state of the sweep; see the module docstring for the fields."""
+_FIELDS = ("labels", "counts", "sums", "sumsq", "chol", "logdet", "order", "where", "k")
 
-    labels: np.ndarray
-    counts: np.ndarray
-    sums: np.ndarray
-    sumsq: np.ndarray
-    chol: np.ndarray
-    logdet: np.ndarray
-    order: np.ndarray
-    where: np.ndarray
-    k: np.ndarray
+
+@structref.register
+class SweepStateType(types.StructRef):
+    """numba type of :class:`SweepState`."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+class SweepState(structref.StructRefProxy):
+    """Mutable state of the sweep; see the module docstring for the fields.
+
+    Built by :func:`init_state`. In Python its fields read as NumPy arrays that
+    share memory with the state (``state.counts[slot]``, ``state.k[0]``); after
+    a kernel grew the capacity, read them again rather than keep an old array.
+    Pickling copies the arrays.
+    """
+
+    def __new__(cls, labels, counts, sums, sumsq, chol, logdet, order, where, k):
+        return structref.StructRefProxy.__new__(
+            cls, labels, counts, sums, sumsq, chol, logdet, order, where, k
+        )
+
+    def __reduce__(self):
+        return (SweepState, tuple(getattr(self, name) for name in _FIELDS))
+
+    # ``labels`` and ``k`` keep their arrays for the life of the state (growing
+    # replaces only the per-slot arrays), so Python reads them once: the step
+    # reads both at every draw, and a jitted getter costs microseconds.
+    @property
+    def labels(self) -> np.ndarray:
+        try:
+            return self._labels
+        except AttributeError:
+            self._labels = _get_labels(self)
+            return self._labels
+
+    @property
+    def counts(self) -> np.ndarray:
+        return _get_counts(self)
+
+    @property
+    def sums(self) -> np.ndarray:
+        return _get_sums(self)
+
+    @property
+    def sumsq(self) -> np.ndarray:
+        return _get_sumsq(self)
+
+    @property
+    def chol(self) -> np.ndarray:
+        return _get_chol(self)
+
+    @property
+    def logdet(self) -> np.ndarray:
+        return _get_logdet(self)
+
+    @property
+    def order(self) -> np.ndarray:
+        return _get_order(self)
+
+    @property
+    def where(self) -> np.ndarray:
+        return _get_where(self)
+
+    @property
+    def k(self) -> np.ndarray:
+        try:
+            return self._k
+        except AttributeError:
+            self._k = _get_k(self)
+            return self._k
+
+
+# One reader per field for Python (numba reads the fields directly).
+@numba.njit(**NJIT_KWARGS)
+def _get_labels(state):
+    return state.labels
+
+
+@numba.njit(**NJIT_KWARGS)
+def _get_counts(state):
+    return state.counts
+
+
+@numba.njit(**NJIT_KWARGS)
+def _get_sums(state):
+    return state.sums
+
+
+@numba.njit(**NJIT_KWARGS)
+def _get_sumsq(state):
+    return state.sumsq
+
+
+@numba.njit(**NJIT_KWARGS)
+def _get_chol(state):
+    return state.chol
+
+
+@numba.njit(**NJIT_KWARGS)
+def _get_logdet(state):
+    return state.logdet
+
+
+@numba.njit(**NJIT_KWARGS)
+def _get_order(state):
+    return state.order
+
+
+@numba.njit(**NJIT_KWARGS)
+def _get_where(state):
+    return state.where
+
+
+@numba.njit(**NJIT_KWARGS)
+def _get_k(state):
+    return state.k
+
+
+structref.define_proxy(SweepState, SweepStateType, list(_FIELDS))
 
 
 class NIWParams(NamedTuple):
@@ -121,10 +250,22 @@ def shift_stats(
 
 
 @numba.njit(**NJIT_KWARGS)
-def init_state(xc: np.ndarray, labels: np.ndarray, params: NIWParams) -> SweepState:
-    """Build a fresh :class:`SweepState` from centred data and labels ``0..K-1``."""
+def init_state(
+    xc: np.ndarray, labels: np.ndarray, params: NIWParams, capacity: int = 0
+) -> SweepState:
+    """Build a fresh :class:`SweepState` from centred data and labels ``0..K-1``.
+
+    The capacity is ``min(N + 1, 2 K + 8)`` slots (see "Capacity" in the module
+    docstring), or ``capacity`` when given (at least ``K + 1``); labels need not
+    be contiguous, ``K`` is the largest plus one. The capacity changes nothing
+    but memory: a chain run from either start makes the same moves.
+    """
     n, d = xc.shape
-    cap = n + 1
+    n_labels = 0
+    for i in range(n):
+        n_labels = max(n_labels, labels[i] + 1)
+    cap = capacity if capacity > 0 else min(n + 1, 2 * n_labels + 8)
+    cap = max(cap, n_labels + 1)
     counts = np.zeros(cap, dtype=np.int64)
     sums = np.zeros((cap, d))
     sumsq = np.zeros((cap, d, d))
@@ -144,6 +285,44 @@ def init_state(xc: np.ndarray, labels: np.ndarray, params: NIWParams) -> SweepSt
             open_slot(state, slot)
             refresh_slot(state, slot, params, buf)
     return state
+
+
+@numba.njit(**NJIT_KWARGS)
+def grow_if_full(state: SweepState) -> bool:
+    """Double the capacity when every slot is occupied; return whether it grew.
+
+    Called after each opening of a cluster, it keeps ``k[0] < capacity``. The
+    new slots are free (zero counts and sums) and come after the old ones in
+    ``order``; occupied slots keep their numbers, so labels stay valid. The
+    capacity never exceeds ``N + 1``, which ``N`` points can never fill.
+    """
+    cap = state.counts.shape[0]
+    if state.k[0] < cap:
+        return False
+    new_cap = min(2 * cap, state.labels.shape[0] + 1)
+    d = state.sums.shape[1]
+    counts = np.zeros(new_cap, dtype=np.int64)
+    sums = np.zeros((new_cap, d))
+    sumsq = np.zeros((new_cap, d, d))
+    chol = np.zeros((new_cap, d, d))
+    logdet = np.zeros(new_cap)
+    order = np.arange(new_cap)
+    where = np.arange(new_cap)
+    counts[:cap] = state.counts
+    sums[:cap] = state.sums
+    sumsq[:cap] = state.sumsq
+    chol[:cap] = state.chol
+    logdet[:cap] = state.logdet
+    order[:cap] = state.order
+    where[:cap] = state.where
+    state.counts = counts
+    state.sums = sums
+    state.sumsq = sumsq
+    state.chol = chol
+    state.logdet = logdet
+    state.order = order
+    state.where = where
+    return True
 
 
 @numba.njit(**NJIT_KWARGS)

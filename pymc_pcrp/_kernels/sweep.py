@@ -43,6 +43,7 @@ from pymc_pcrp._kernels.state import (
     SweepState,
     add_point,
     free_slot,
+    grow_if_full,
     init_state,
     make_params,
     open_slot,
@@ -216,6 +217,24 @@ def _reseat_by_removal(
 
 
 @numba.njit(**NJIT_KWARGS)
+def _grow_caches(
+    cap: int, mean: np.ndarray, inv_diag: np.ndarray, const: np.ndarray, inv_eig: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Copy the sweep's per-slot caches into arrays of ``cap`` slots (after a growth)."""
+    old = const.shape[0]
+    d = mean.shape[1]
+    new_mean = np.empty((cap, d))
+    new_inv_diag = np.empty((cap, d))
+    new_const = np.empty(cap)
+    new_inv_eig = np.empty((cap, 2))
+    new_mean[:old] = mean
+    new_inv_diag[:old] = inv_diag
+    new_const[:old] = const
+    new_inv_eig[:old] = inv_eig
+    return new_mean, new_inv_diag, new_const, new_inv_eig
+
+
+@numba.njit(**NJIT_KWARGS)
 def gibbs_sweeps(
     rng: np.random.Generator,
     xc: np.ndarray,
@@ -284,9 +303,8 @@ def gibbs_sweeps(
     log_new, _, by_size = tables
     cap = state.counts.shape[0]
     # Per-slot caches, filled for a slot when it is occupied (below, or when a
-    # point opens it) and read only then. np.empty, not np.zeros: at N = 100,000,
-    # D = 10 zeroing them would touch 17 MB on every call, which cost more than
-    # a sweep's worth of updates at one sweep per pm.sample draw.
+    # point opens it) and read only then, so np.empty. They have the state's
+    # capacity and grow with it (_grow_caches) when a new cluster fills it.
     mean = np.empty((cap, d))
     inv_diag = np.empty((cap, d))
     const = np.empty(cap)
@@ -386,6 +404,17 @@ def gibbs_sweeps(
                             v,
                             buf,
                         )
+                        if grow_if_full(state):
+                            cap = state.counts.shape[0]
+                            mean, inv_diag, const, inv_eig = _grow_caches(
+                                cap, mean, inv_diag, const, inv_eig
+                            )
+                            chol, counts, order, logdet = (
+                                state.chol,
+                                state.counts,
+                                state.order,
+                                state.logdet,
+                            )
                         continue
                     own_u = u
                     low_own = loo_lower_bound(own_a, own_e, own_b, own_c, u, u)
@@ -524,6 +553,11 @@ def gibbs_sweeps(
             _move_point(
                 state, xc, i, old, slot, params, by_size, mean, inv_diag, const, inv_eig, v, buf
             )
+            if choice == k and grow_if_full(state):
+                # The new cluster took the last free slot: double the capacity.
+                cap = state.counts.shape[0]
+                mean, inv_diag, const, inv_eig = _grow_caches(cap, mean, inv_diag, const, inv_eig)
+                chol, counts, order, logdet = state.chol, state.counts, state.order, state.logdet
         if d > 2:
             # Exact eigenvalue bounds again, before the widened ones grow loose.
             for p in range(n_occupied[0]):

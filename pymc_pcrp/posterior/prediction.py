@@ -141,6 +141,13 @@ def _training_partition(point, idata: az.InferenceData, n: int) -> np.ndarray:
             f"Argument 'point' must be a PointEstimate or {n} integer labels of the training "
             f"points, but got dtype {values.dtype} and shape {values.shape}."
         )
+    if n and values.min() < 0:
+        raise ValueError(
+            f"Argument 'point' holds negative labels (first at training point "
+            f"{int(np.argmax(values < 0))}); labels must be >= 0, because -1 in "
+            "PredictResult.labels means a new cluster. Relabel, e.g. with "
+            "numpy.unique(point, return_inverse=True)[1]."
+        )
     return values.astype(np.int64, copy=False)
 
 
@@ -226,6 +233,7 @@ def predict(
         The partition of the training points whose clusters the columns refer
         to. Defaults to ``point_estimate(idata, loss="vi", random_seed=0)``;
         pass the point estimate you report to make sure the columns match it.
+        Labels must be ``>= 0``: ``-1`` in the result means a new cluster.
     max_draws : int, optional
         Use at most this many draws, evenly spaced through the chains
         (concatenated); all draws by default. The cost grows linearly with

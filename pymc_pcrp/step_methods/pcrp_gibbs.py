@@ -38,7 +38,7 @@ from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp._kernels.state import NIWParams, SweepState, init_state, make_params
 from pymc_pcrp._kernels.sweep import sweep_tables
-from pymc_pcrp._validation import rebuild_message
+from pymc_pcrp._validation import check_data, check_prior_scale, rebuild_message
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
@@ -347,6 +347,12 @@ class PCRPGibbs(BlockedStep):
         self._alpha_is_random = alpha_random or power_random
         self._power_is_random = power_random
         self._data_readers, self._niw = self._find_likelihood(model, rv)
+        if self._data_readers is not None:
+            # Before any sampling: a prior the cluster statistics would swamp.
+            data, mu0, _, _, psi0, grid, _ = (read() for read in self._data_readers)
+            check_prior_scale(
+                check_data(data, "observed"), np.asarray(mu0), np.asarray(psi0), np.min(grid)
+            )
         self.sweeps_per_draw = (
             auto_sweeps_per_draw(self._n, self._data_dimension())
             if sweeps_per_draw is None
@@ -489,8 +495,9 @@ class PCRPGibbs(BlockedStep):
             # the centred data, the kept sweep state and the compiled kernel.
             return self._with_prior(last, alpha, power, values)
         else:
-            x = np.asarray(data, dtype=np.float64)
-            x = x[:, None] if x.ndim == 1 else x
+            # New data (pm.set_data) get the checks NIWMixture made at construction.
+            x = check_data(data, "observed")
+            check_prior_scale(x, np.asarray(mu0), np.asarray(psi0), float(np.min(grid)))
             if x.shape[0] != self._n:
                 raise ValueError(rebuild_message(self._niw.name, x.shape[0], self._name, self._n))
             xc = np.ascontiguousarray(x - np.asarray(mu0, dtype=np.float64))

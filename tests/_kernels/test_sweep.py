@@ -249,3 +249,69 @@ def test_widened_eigenvalue_bounds_stay_valid_over_moves():
             assert 1.0 / inv_eig[slot, 1] <= eig[0] * (1 + 1e-12)
             widened += np.isfinite(inv_eig[slot, 1])
     assert widened > 100  # the lower bound stayed informative for a while
+
+
+@pytest.mark.parametrize("d", [1, 3])
+@pytest.mark.parametrize("split_merge", [0.0, 2.0])
+def test_slots_grow_as_clusters_open_and_the_chain_is_unchanged(d, split_merge):
+    """A state started with few slots grows them and runs exactly the chain of a full one.
+
+    The full state has N + 1 slots (the largest capacity, and the only one before
+    slots grew); the small one starts with 2 K + 8 = 10 and doubles when a new
+    cluster takes its last free slot. With the same seed both chains make the
+    same draws, bit for bit, through sweeps and split-merge moves.
+    """
+    from pymc_pcrp._kernels.chain import advance
+
+    n = 120
+    x, _, mu0, kappa0, nu0, psi0 = _problem(n, d, SEED + 11)
+    xc = np.ascontiguousarray(x - mu0)
+    params = make_params(40.0, 1.0, kappa0, nu0, 0.05 * psi0)  # many clusters
+    tables = sweep_tables(xc, params)
+    start = np.zeros(n, dtype=np.int64)
+    small = init_state(xc, start, params)
+    full = init_state(xc, start, params, n + 1)
+    assert small.counts.shape[0] == 10
+    assert full.counts.shape[0] == n + 1
+    rng_small, rng_full = np.random.default_rng(3), np.random.default_rng(3)
+    caps = []
+    for _ in range(6):
+        out = []
+        for state, rng in ((small, rng_small), (full, rng_full)):
+            counts = np.empty(4, dtype=np.int64)
+            labels = np.empty(n, dtype=np.int64)
+            lj = advance(rng, xc, state, params, tables, 2, split_merge, 0, counts, labels)
+            out.append((lj, labels, counts.copy()))
+        assert out[0][0] == out[1][0]
+        np.testing.assert_array_equal(out[0][1], out[1][1])
+        np.testing.assert_array_equal(out[0][2], out[1][2])
+        np.testing.assert_array_equal(small.labels, full.labels)
+        caps.append(small.counts.shape[0])
+        assert small.k[0] < caps[-1] <= n + 1
+    assert caps[-1] > 10  # the small state did grow
+    # the grown state holds the right statistics
+    fresh = _fresh_logdets(x, small.labels, mu0, kappa0, 0.05 * psi0)
+    for slot in small.order[: small.k[0]]:
+        members = small.labels == slot
+        assert small.counts[slot] == members.sum()
+        np.testing.assert_allclose(small.sums[slot], xc[members].sum(0), rtol=1e-9, atol=1e-9)
+        assert small.logdet[slot] == pytest.approx(fresh[slot][1], rel=1e-9, abs=1e-9)
+    free = small.order[small.k[0] :]
+    assert np.all(small.counts[free] == 0)
+    assert np.all(small.sums[free] == 0.0)
+    assert np.all(small.sumsq[free] == 0.0)
+
+
+def test_sweep_state_pickles_with_its_arrays():
+    """The step keeps a state between draws and PyMC may pickle the step."""
+    import pickle
+
+    x, labels, mu0, kappa0, nu0, psi0 = _problem(30, 2, SEED + 13)
+    params = make_params(1.0, 1.2, kappa0, nu0, psi0)
+    state = init_state(x - mu0, labels, params)
+    copy = pickle.loads(pickle.dumps(state))
+    for name in ("labels", "counts", "sums", "sumsq", "chol", "logdet", "order", "where", "k"):
+        np.testing.assert_array_equal(getattr(copy, name), getattr(state, name))
+    assert log_joint(copy, params, 2) == log_joint(state, params, 2)
+    copy.counts[0] += 1  # a copy, not shared memory
+    assert copy.counts[0] == state.counts[0] + 1
