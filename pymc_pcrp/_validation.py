@@ -133,7 +133,13 @@ def check_prior_scale(
 
 
 def check_positive_scalar(value, name: str) -> float:
-    """Return ``value`` as a float, requiring a finite number ``> 0``."""
+    """Return ``value`` as a float, requiring a finite number ``> 0`` (not a string)."""
+    if isinstance(value, str | bytes):
+        raise ValueError(
+            f"Argument '{name}' must be a number (or a PyMC variable), but got the string "
+            f"{value!r}; write {name}={value.strip() if isinstance(value, str) else value!r} "
+            "without quotes."
+        )
     arr = np.asarray(value, dtype=np.float64)
     if arr.ndim != 0:
         raise ValueError(f"Argument '{name}' must be a scalar, but got shape {arr.shape}.")

@@ -1,7 +1,10 @@
 """Input checks at the boundary: data the arithmetic cannot hold is refused by name."""
 
 import numpy as np
+import pymc as pm
 import pytest
+
+import pymc_pcrp as pcrp
 
 from pymc_pcrp._validation import check_data
 
@@ -43,3 +46,13 @@ def test_predict_refuses_points_beyond_the_arithmetic(tmp_path):
     )
     with pytest.raises(ValueError, match="above 1e\\+100"):
         pcrp.predict(idata, np.array([[1e155, 0.0]]))
+
+
+@pytest.mark.parametrize("arg", ["alpha", "power"])
+def test_a_string_for_alpha_or_power_is_refused_by_name(arg):
+    """Issue 13: ``alpha='1'`` gave PyTensor's "Cannot convert '1' to a tensor variable"."""
+    kwargs = {"alpha": 1.0, "power": 1.1, "n": 5, arg: "1"}
+    with pm.Model(), pytest.raises(ValueError, match=f"Argument '{arg}' must be a number"):
+        pcrp.PowerCRP("z", **kwargs)
+    with pytest.raises(ValueError, match=f"Argument '{arg}' must be a number"):
+        pcrp.fit(np.arange(6.0), **{"power" if arg == "power" else "alpha": "1"}, draws=2)
