@@ -49,15 +49,21 @@ def _env() -> dict:
 
 
 def test_fit_raises_when_sampling_is_interrupted(tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-c", FIT_SCRIPT],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-        env=_env(),
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    # A signal is delivered asynchronously: once in a CI run (7426401) the SIGINT was
+    # lost and the run completed, so the script is run up to three times until the
+    # signal lands; whenever it lands, fit must raise.
+    for _attempt in range(3):
+        done = subprocess.run(
+            [sys.executable, "-c", FIT_SCRIPT],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=tmp_path,
+            env=_env(),
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        if not done.stdout.startswith("COMPLETE"):
+            break
     first, *rest = done.stdout.splitlines()
     word, chains, draws = first.split()
     assert word == "INTERRUPTED", done.stdout
