@@ -300,6 +300,7 @@ class PCRPGibbs(BlockedStep):
         if sweeps_per_draw is not None and (
             isinstance(sweeps_per_draw, bool)
             or not isinstance(sweeps_per_draw, int | float | np.number)
+            or not math.isfinite(sweeps_per_draw)
             or int(sweeps_per_draw) != sweeps_per_draw
             or sweeps_per_draw < 1
         ):

@@ -197,7 +197,7 @@ def test_bad_step_options():
         value = model.rvs_to_values[model["z"]]
         with pytest.raises(ValueError, match="'init' must be one of"):
             pcrp.PCRPGibbs([value], init="kmeans")
-        for bad in (0, 1.5, True, "2"):
+        for bad in (0, 1.5, True, "2", float("nan"), float("inf")):
             with pytest.raises(ValueError, match="'sweeps_per_draw' must be a positive integer"):
                 pcrp.PCRPGibbs([value], sweeps_per_draw=bad)
 
