@@ -42,6 +42,16 @@ FIT_SCRIPT = textwrap.dedent(
 )
 
 
+def _default_sigint() -> None:
+    """In the child before exec: SIGINT back to its default disposition.
+
+    A test suite started in the background by a non-interactive shell inherits
+    SIGINT ignored, and Python then installs no KeyboardInterrupt handler, so the
+    signal these tests send would be dropped (the run completes).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _env() -> dict:
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
@@ -49,21 +59,16 @@ def _env() -> dict:
 
 
 def test_fit_raises_when_sampling_is_interrupted(tmp_path):
-    # A signal is delivered asynchronously: once in a CI run (7426401) the SIGINT was
-    # lost and the run completed, so the script is run up to three times until the
-    # signal lands; whenever it lands, fit must raise.
-    for _attempt in range(3):
-        done = subprocess.run(
-            [sys.executable, "-c", FIT_SCRIPT],
-            capture_output=True,
-            text=True,
-            timeout=600,
-            cwd=tmp_path,
-            env=_env(),
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        if not done.stdout.startswith("COMPLETE"):
-            break
+    done = subprocess.run(
+        [sys.executable, "-c", FIT_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=_env(),
+        preexec_fn=_default_sigint,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
     first, *rest = done.stdout.splitlines()
     word, chains, draws = first.split()
     assert word == "INTERRUPTED", done.stdout
@@ -97,6 +102,7 @@ def test_cluster_command_interrupted_publishes_nothing(tmp_path):
         [*base, "--draws", "200000", "--out", str(out), "--overwrite"],
         cwd=tmp_path,
         env=_env(),
+        preexec_fn=_default_sigint,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
