@@ -5,9 +5,9 @@ its running log joint (:func:`~pymc_pcrp._kernels.sweep.log_joint`) carries the
 rounding of every move since the state was built. Two chains that sit in the
 same partition therefore report values that differ in the last few digits, and
 the rank-normalised R-hat, which ranks the draws of all chains together, reads
-those differences as a disagreement between the chains (on iris at ``r = 1.3``
-every chain spends 97% of its draws in one partition, and R-hat of the log
-joint came out at 2.4 from differences of ``1e-13``).
+those differences as a disagreement between the chains (on iris at ``r = 1.3``,
+where every chain holds one partition in nearly every draw, R-hat of the log
+joint came out at 2.46 from differences of about ``1e-13``; docs/mixing.md).
 
 The functions here (and
 :func:`~pymc_pcrp._kernels.hyper.partition_log_joint_scaled` for a learned NIW
