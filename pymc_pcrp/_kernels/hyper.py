@@ -108,6 +108,25 @@ def make_scale_grid(xc: np.ndarray, base: np.ndarray, grid, log_weights) -> Scal
 
 
 @numba.njit(**NJIT_KWARGS)
+def whiten(linv: np.ndarray, b: np.ndarray, t: np.ndarray, out: np.ndarray) -> None:
+    """Write ``L0^{-1} B L0^{-T}`` (symmetric) into ``out``; ``t`` is scratch, ``L0^{-1}`` lower."""
+    d = linv.shape[0]
+    for i in range(d):
+        for j in range(d):
+            acc = 0.0
+            for a in range(i + 1):
+                acc += linv[i, a] * b[a, j]
+            t[i, j] = acc
+    for i in range(d):
+        for j in range(i + 1):
+            acc = 0.0
+            for a in range(j + 1):
+                acc += t[i, a] * linv[j, a]
+            out[i, j] = acc
+            out[j, i] = acc
+
+
+@numba.njit(**NJIT_KWARGS)
 def cluster_eigenvalues(
     state: SweepState, kappa0: float, base_chol_inv: np.ndarray, sizes: np.ndarray, eig: np.ndarray
 ) -> int:
@@ -129,21 +148,8 @@ def cluster_eigenvalues(
                 b[i, j] = (
                     state.sumsq[slot, i, j] - state.sums[slot, i] * state.sums[slot, j] * inv_kappa
                 )
-        # t = L0^{-1} B, then m = t L0^{-T} (symmetric); L0^{-1} is lower triangular.
-        for i in range(d):
-            for j in range(d):
-                acc = 0.0
-                for a in range(i + 1):
-                    acc += base_chol_inv[i, a] * b[a, j]
-                t[i, j] = acc
         m = np.empty((d, d))
-        for i in range(d):
-            for j in range(i + 1):
-                acc = 0.0
-                for a in range(j + 1):
-                    acc += t[i, a] * base_chol_inv[j, a]
-                m[i, j] = acc
-                m[j, i] = acc
+        whiten(base_chol_inv, b, t, m)
         eig[p, :] = np.linalg.eigvalsh(m)
         sizes[p] = n
     return k
@@ -326,19 +332,7 @@ def partition_log_joint_scaled(
     m = np.empty((d, d))
     lm = np.empty(d)
     for c in range(k):
-        for i in range(d):
-            for j in range(d):
-                acc = 0.0
-                for a in range(i + 1):
-                    acc += linv[i, a] * w[c, a, j]
-                t[i, j] = acc
-        for i in range(d):
-            for j in range(i + 1):
-                acc = 0.0
-                for a in range(j + 1):
-                    acc += t[i, a] * linv[j, a]
-                m[i, j] = acc
-                m[j, i] = acc
+        whiten(linv, w[c], t, m)
         vals, vecs = np.linalg.eigh(m)
         for i in range(d):
             acc = 0.0
