@@ -947,7 +947,7 @@ def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
     from pymc_pcrp.step_methods import pcrp_gibbs
 
     n, d, sweeps, blocks = cfg.moves
-    rate, scans = pcrp_gibbs.SPLIT_MERGE_RATE, pcrp_gibbs.SPLIT_MERGE_SCANS
+    rate, scans = pcrp_gibbs.auto_split_merge(n, d), pcrp_gibbs.SPLIT_MERGE_SCANS
     _, z, _, xc, params, tables = problem(n, d)
     counts = np.empty(4, dtype=np.int64)
     out = np.empty(n, dtype=np.int64)

@@ -274,7 +274,7 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
         help="expected split-merge proposals per Gibbs sweep (a fraction is allowed), for "
         "the final and the cross-validation fits (see pymc_pcrp.PCRPGibbs); 0 is the "
         "paper's Gibbs sampler alone, 1 frees stuck chains faster at a few times the cost "
-        "per sweep (default: the step's own default moves, 0.1 per sweep)",
+        "per sweep (default: the step's own, min(1, max(0.1, 600 / (N D))) per sweep)",
         metavar="M",
     )
     sampling.add_argument(

@@ -16,6 +16,7 @@ from pymc_pcrp.cli.io import ClusterData
 from pymc_pcrp.diagnostics import ConvergenceReport
 from pymc_pcrp.model_selection import CVResult
 from pymc_pcrp.posterior import PointEstimate
+from pymc_pcrp.step_methods.pcrp_gibbs import auto_split_merge
 
 
 def _fmt(value: float, digits: int = 2) -> str:
@@ -89,13 +90,16 @@ def power_choice(cv: CVResult | None) -> str:
     return "top of the cross-validation grid: the loss never jumped"
 
 
-def _model_section(args, power: float, seed: int, cv: CVResult | None) -> list[str]:
+def _model_section(
+    args, shape: tuple[int, int], power: float, seed: int, cv: CVResult | None
+) -> list[str]:
     lines = ["", "## Model and sampler", ""]
     how = power_choice(cv)
     lines.append(f"- power r = {power:g} ({how}); alpha = {args.alpha:g}")
     lines.append("- NIW prior: `NIWPrior.from_data` of the clustered data (defaults)")
     moves = (
-        "the step's default moves (PCRPGibbs without options)"
+        "the step's default moves (PCRPGibbs without options: "
+        f"{auto_split_merge(*shape):.3g} split-merge proposal(s) per sweep)"
         if args.split_merge is None
         else f"{args.split_merge:g} split-merge proposal(s) per sweep"
     )
@@ -233,7 +237,9 @@ def summary(
     lines = ["# pCRP clustering", ""]
     lines += _warnings_section(report, cv_info)
     lines += _data_section(args, data, scaling)
-    lines += _model_section(args, power, seed, None if cv_info is None else cv_info[0])
+    lines += _model_section(
+        args, data.x.shape, power, seed, None if cv_info is None else cv_info[0]
+    )
     if cv_info is not None:
         lines += _cv_section(args, data.x.shape[0], *cv_info)
     lines += _k_section(idata)

@@ -44,17 +44,27 @@ from pymc_pcrp.distributions.normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 from pymc_pcrp.step_methods._compile_notice import announce_compilation
 
-__all__ = ["INIT_STRATEGIES", "PCRPGibbs", "PCRPGibbsState", "auto_sweeps_per_draw"]
+__all__ = [
+    "INIT_STRATEGIES",
+    "PCRPGibbs",
+    "PCRPGibbsState",
+    "auto_split_merge",
+    "auto_sweeps_per_draw",
+]
 
 # Draws after which the kept cluster statistics are rebuilt from the labels.
 _REFRESH_EVERY = 1000
 
 INIT_STRATEGIES = ("random", "prior", "one", "singletons", "point")
 
-# Default move set (docs/mixing.md): after each sweep, a split-merge proposal with
-# probability SPLIT_MERGE_RATE, built by sequential allocation alone (SAMS,
-# split_merge_scans=-1). Measured with benchmarks/run.py to cost at most 1.5x a plain sweep.
+# Default move set (docs/mixing.md): after each sweep, split_merge=None expected split-merge
+# proposals, built by sequential allocation alone (SAMS, split_merge_scans=-1):
+# min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, SPLIT_MERGE_WORK / (N D))), see
+# auto_split_merge. At N = 2,000, D = 2 that is 0.15, measured with benchmarks/run.py
+# to cost at most 1.5x a plain sweep.
 SPLIT_MERGE_RATE = 0.1
+SPLIT_MERGE_MAX = 1.0
+SPLIT_MERGE_WORK = 600
 SPLIT_MERGE_SCANS = -1
 # init="random" draws K0 uniform on 1..min(ceil(sqrt(N)), RANDOM_INIT_MAX_K).
 RANDOM_INIT_MAX_K = 20
@@ -155,11 +165,14 @@ class PCRPGibbs(BlockedStep):
     predictive for a new cluster. Its stationary distribution is the exact
     posterior ``p(z | X) ∝ alpha^K prod Gamma(n_k)^r prod m(X_k)``.
 
-    **Default move set.** By default each sweep is followed, with probability
-    0.1, by one split-merge proposal (``split_merge=0.1``, built by sequential
-    allocation: ``split_merge_scans=-1``), which moves whole clusters where
-    single-site Gibbs is stuck and keeps the target exact, for at most 1.5 times
-    the cost of a plain sweep. ``PCRPGibbs(split_merge=0)`` (or
+    **Default move set.** By default each sweep is followed by split-merge
+    proposals (built by sequential allocation: ``split_merge_scans=-1``), which
+    move whole clusters where single-site Gibbs is stuck and keep the target
+    exact: ``min(1, max(0.1, 600 / (N D)))`` of them per sweep on average
+    (:func:`auto_split_merge`), so one per sweep on small data sets, where a
+    draw's time is mostly PyMC's fixed cost, and 0.1 on large ones; at
+    ``N = 2,000, D = 2`` they cost at most 1.5 times a plain sweep.
+    ``PCRPGibbs(split_merge=0)`` (or
     ``pm.sample(pcrp_gibbs={"split_merge": 0})``) runs the paper's Algorithm 1
     alone.
 
@@ -208,7 +221,7 @@ class PCRPGibbs(BlockedStep):
         * ``"singletons"``: every point in its own cluster;
         * ``"point"``: the labels of the start point ``pm.sample`` passes
           (``initvals``, or one cluster by default).
-    split_merge : float, default=0.1
+    split_merge : float, optional
         Expected number of split-merge proposals after each sweep (Jain & Neal,
         2004, and Dahl, 2005, with the pCRP prior ratio;
         :mod:`pymc_pcrp._kernels.splitmerge`). Each proposal picks two points
@@ -219,13 +232,20 @@ class PCRPGibbs(BlockedStep):
         generator without looking at the state, so every sweep applies a fixed
         mixture of kernels that each leave the posterior invariant: the chain
         stays exact. Integer values behave exactly as in earlier versions.
+        By default (``None``) :func:`auto_split_merge` of the data's ``N`` and
+        ``D``: ``min(1, max(0.1, 600 / (N D)))``.
 
         **``split_merge=0`` gives the paper's Algorithm 1 alone** (single-site
         Gibbs sweeps, nothing else). The default is not Algorithm 1 but the
         best exact move set measured (docs/mixing.md): single-site Gibbs frees
         chains slowly, or never, from states where whole clusters are merged
-        or split, and one proposal every ten sweeps fixes that for at most
-        1.5 times the cost of a plain sweep (``benchmarks/run.py``).
+        or split. A proposal costs about one or two sweeps' work whatever
+        ``N`` (it visits the points of one or two clusters), so on large data
+        sets one every ten sweeps (at most 1.5 times the cost of a plain sweep
+        at ``N = 2,000, D = 2``, ``benchmarks/run.py``); on small ones, where
+        each draw's time is mostly PyMC's fixed cost per draw, up to one per
+        sweep for little extra wall time (on iris at ``r = 1`` the effective
+        sample size of ``K`` rose from 44 to 447, docs/real_data.md).
     split_merge_scans : int, default=-1
         How each proposal is built. ``-1`` (default): by sequential allocation
         alone (SAMS, Dahl 2005): the other points of the cluster(s) are seated
@@ -282,7 +302,7 @@ class PCRPGibbs(BlockedStep):
         *,
         sweeps_per_draw: int | None = None,
         init: str = "random",
-        split_merge: float = SPLIT_MERGE_RATE,
+        split_merge: float | None = None,
         split_merge_scans: int = SPLIT_MERGE_SCANS,
         model=None,
         rng=None,
@@ -309,13 +329,15 @@ class PCRPGibbs(BlockedStep):
                 f"got {sweeps_per_draw!r}."
             )
         try:
-            rate_ok = math.isfinite(float(split_merge)) and float(split_merge) >= 0
+            rate_ok = split_merge is None or (
+                math.isfinite(float(split_merge)) and float(split_merge) >= 0
+            )
         except (TypeError, ValueError):
             rate_ok = False
         if not rate_ok or isinstance(split_merge, bool):
             raise ValueError(
                 "Argument 'split_merge' must be a finite non-negative number (expected "
-                f"proposals per sweep), got {split_merge!r}."
+                f"proposals per sweep) or None (automatic), got {split_merge!r}."
             )
         try:
             scans_ok = int(split_merge_scans) == split_merge_scans and split_merge_scans >= -1
@@ -334,7 +356,7 @@ class PCRPGibbs(BlockedStep):
             raise ValueError(f"PCRPGibbs can only update PowerCRP variables; '{rv.name}' is not.")
         self._n = int(rv.owner.op.dist_params(rv.owner)[-1].eval())
         self.init = init
-        self.split_merge = float(split_merge)
+        self.split_merge = 0.0 if split_merge is None else float(split_merge)  # None: below
         self.split_merge_scans = int(split_merge_scans)
         self.fresh_chain = True
         self.rng = get_random_generator(rng)
@@ -359,6 +381,8 @@ class PCRPGibbs(BlockedStep):
             if sweeps_per_draw is None
             else int(sweeps_per_draw)
         )
+        if split_merge is None:
+            self.split_merge = auto_split_merge(self._n, self._data_dimension())
         self._inputs: _InputCache | None = None  # see _arrays
         self._kept: _KeptState | None = None  # see step
         self._compiled: _CompiledAdvance | None = None  # see _call_advance
@@ -696,6 +720,18 @@ def auto_sweeps_per_draw(n: int, d: int = 1) -> int:
     """
     work = max(int(n), 1) * max(int(d), 1)
     return max(1, min(AUTO_SWEEPS_MAX, math.ceil(AUTO_SWEEP_WORK / work)))
+
+
+def auto_split_merge(n: int, d: int = 1) -> float:
+    """Split-merge proposals per sweep of ``split_merge=None``: ``min(1, max(0.1, 600 / (n d)))``.
+
+    A proposal costs about one or two sweeps whatever ``n`` (it visits the points of
+    one or two clusters), while PyMC adds a fixed cost per draw: on small data sets
+    the proposals then take little of a draw's time, on large ones the rate stays
+    at 0.1. ``d = 0`` (no likelihood) counts as 1.
+    """
+    work = max(int(n), 1) * max(int(d), 1)
+    return min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, SPLIT_MERGE_WORK / work))
 
 
 def random_init_max_k(n: int) -> int:

@@ -75,7 +75,8 @@ def test_default_is_split_merge_and_zero_is_algorithm_1():
     with pcrp.build_model(x, power=1.1) as model:
         default = pcrp.PCRPGibbs([model["z"]], rng=3, sweeps_per_draw=1)
         plain = pcrp.PCRPGibbs([model["z"]], rng=3, split_merge=0, sweeps_per_draw=1)
-    assert default.split_merge == pcrp_gibbs.SPLIT_MERGE_RATE > 0
+    # 60 points in 2-D: 600 / (N D) = 5, capped at one proposal per sweep
+    assert default.split_merge == pcrp_gibbs.auto_split_merge(60, 2) == 1.0
     assert default.split_merge_scans == pcrp_gibbs.SPLIT_MERGE_SCANS
     totals = {}
     for name, step in (("default", default), ("plain", plain)):
@@ -86,8 +87,32 @@ def test_default_is_split_merge_and_zero_is_algorithm_1():
             proposed += stats[0]["split_proposed"] + stats[0]["merge_proposed"]
         totals[name] = proposed
     assert totals["plain"] == 0
-    # 200 sweeps at rate 0.1: Binomial(200, 0.1), mean 20, sd 4.2
-    assert 5 <= totals["default"] <= 40, totals
+    assert totals["default"] == 200, totals  # an integer rate: exactly one per sweep
+
+
+@pytest.mark.parametrize(
+    ("n", "d", "rate"),
+    [
+        (150, 4, 1.0),
+        (272, 2, 1.0),
+        (2000, 2, 0.15),
+        (2000, 1, 0.3),
+        (569, 30, 0.1),
+        (10**6, 0, 0.1),
+    ],
+)
+def test_automatic_split_merge_rate(n, d, rate):
+    """``min(1, max(0.1, 600 / (N D)))``; the step uses it when ``split_merge=None``."""
+    assert pcrp_gibbs.auto_split_merge(n, d) == pytest.approx(rate)
+
+
+def test_step_resolves_the_automatic_rate_from_the_data():
+    x = np.random.default_rng(0).normal(size=(1500, 2))
+    with pcrp.build_model(x) as model:
+        step = pcrp.PCRPGibbs([model["z"]], rng=1)
+        fixed = pcrp.PCRPGibbs([model["z"]], rng=1, split_merge=0.7)
+    assert step.split_merge == pytest.approx(0.2)  # 600 / 3000
+    assert fixed.split_merge == 0.7
 
 
 @pytest.mark.parametrize("rate", [0.3, 2.5])
