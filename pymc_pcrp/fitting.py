@@ -130,7 +130,7 @@ def fit(
         Passed to ``pm.sample``; ``tune`` draws are burn-in (discarded).
     sweeps_per_draw : int, optional
         Gibbs sweeps between stored draws (thinning). By default the step's
-        automatic choice, ``min(10, ceil(5000 / (N D)))``: several sweeps per
+        automatic choice, ``min(10, ceil(15000 / (N D)))``: several sweeps per
         draw on small data sets, where PyMC's per-draw work would otherwise cost
         more than the sweep (see :class:`~pymc_pcrp.PCRPGibbs`).
     init : str, optional
