@@ -5,6 +5,10 @@ option with the textbook posterior predictive and puts the point back. The
 sweep (:func:`pymc_pcrp._kernels.sweep.gibbs_sweeps`) never does this: it
 scores a point against its own cluster with leave-one-out formulas and skips
 far clusters by bounds. The tests and the benchmark check compare the two.
+
+:func:`step_labels_out` gives the labels buffer that tests pass to
+:func:`~pymc_pcrp._kernels.chain.advance` and
+:func:`~pymc_pcrp._kernels.hyper.advance_scaled`.
 """
 
 import math
@@ -16,8 +20,21 @@ from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.scores import _mahalanobis, sweep_tables
 from pymc_pcrp._kernels.state import NIWParams, SweepState
 from pymc_pcrp._kernels.sweep import _add_point, _remove_point
+from pymc_pcrp.distributions.pcrp import label_dtype
 
-__all__ = ["conditional_log_weights", "log_weights_after_removal"]
+__all__ = ["conditional_log_weights", "log_weights_after_removal", "step_labels_out"]
+
+
+def step_labels_out(n: int) -> np.ndarray:
+    """An empty labels buffer of ``n`` items with the dtype the step's is (int16 up to 32768).
+
+    numba compiles a kernel once per combination of argument types, and the chain
+    kernels are the slowest to compile (10-25 s each on a cold cache). Tests that
+    call ``advance`` or ``advance_scaled`` with the step's argument types (this
+    buffer, a float ``n_split_merge``, integer ``n_sweeps`` and ``n_scans``) reuse
+    the compilation the sampler needs anyway instead of adding their own.
+    """
+    return np.empty(n, dtype=label_dtype(n))
 
 
 @numba.njit(**NJIT_KWARGS)

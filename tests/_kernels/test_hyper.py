@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from enumeration import exact_posterior_scaled
+from kernel_reference import step_labels_out
 from reference import niw_log_marginal
 from scipy.special import logsumexp
 
@@ -113,17 +114,17 @@ def _run(x, mu0, kappa0, nu0, base, alpha, r, draws, seed, wrong=False):
     tables = sweep_tables(xc, params)
     state = init_state(xc, np.zeros(n, dtype=np.int64), params)
     counts = np.empty(4, dtype=np.int64)
-    out = np.empty(n, dtype=np.int64)
+    out = step_labels_out(n)
     z_freq, s_freq = {}, np.zeros(GRID.size)
     weights = np.exp(LOG_W)
     for _ in range(draws):
         if wrong:
             # test-only: s drawn from its prior, ignoring the data term
             local = set_scale(grid.current[0], grid, state, params, tables)
-            advance(rng, xc, state, local, tables, 1, 0, 0, counts, out)
+            advance(rng, xc, state, local, tables, 1, 0.0, 0, counts, out)
             set_scale(int(rng.choice(GRID.size, p=weights)), grid, state, params, tables)
         else:
-            advance_scaled(rng, xc, state, params, tables, grid, 1, 0, 0, counts, out)
+            advance_scaled(rng, xc, state, params, tables, grid, 1, 0.0, 0, counts, out)
         key = tuple(int(v) for v in out)
         z_freq[key] = z_freq.get(key, 0) + 1
         s_freq[grid.current[0]] += 1
@@ -156,9 +157,10 @@ def test_fresh_chain_draws_s_and_rebuilt_state_is_refreshed():
     tables = sweep_tables(xc, params)
     state = init_state(xc, labels, params)
     counts = np.empty(4, dtype=np.int64)
-    out = np.empty(12, dtype=np.int64)
+    out = step_labels_out(12)
     rng = np.random.default_rng(SEED)
-    lj = advance_scaled(rng, xc, state, params, tables, grid, 1, 0, 0, counts, out)
+    lj = advance_scaled(rng, xc, state, params, tables, grid, 1, 0.0, 0, counts, out)
+    out = out.astype(np.int64)
     assert grid.current[1] == 0
     # the returned log joint integrates s out
     prior_z = sum(math.lgamma(n) for n in np.bincount(out))

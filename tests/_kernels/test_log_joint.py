@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from kernel_reference import step_labels_out
 from reference import niw_log_marginal, niw_log_marginal_exact_2d
 from scipy.special import logsumexp
 
@@ -90,7 +91,7 @@ def test_same_partition_gives_the_same_bits_in_every_chain(scaled):
         state = init_state(xc, start, params)
         grid = make_scale_grid(xc, np.eye(2), GRID, LOG_W)
         counts = np.empty(4, dtype=np.int64)
-        out = np.empty(7, dtype=np.int64)
+        out = step_labels_out(7)
         for _ in range(400):
             if scaled:
                 value = advance_scaled(
@@ -148,7 +149,7 @@ def test_drifted_state_is_rebuilt_from_its_labels():
     slot = state.order[0]
     state.sumsq[slot, 0, 0] += 1e-3  # corrupt the running statistics
     state.logdet[slot] += 1e-3
-    out = np.empty(30, dtype=np.int64)
+    out = step_labels_out(30)
     value = advance(
         np.random.default_rng(0), xc, state, params, tables, 0, 0.0, 0, np.empty(4, np.int64), out
     )

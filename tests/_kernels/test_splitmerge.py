@@ -54,7 +54,10 @@ CASES = [(1.0, 1.0), (0.5, 1.5), (2.0, 2.0)]
 
 # The compiled helpers below are deliberately not cached: numba's cache of a
 # function does not notice changes in the functions it calls, so a cached
-# helper would keep testing an old version of the kernel.
+# helper would keep testing an old version of the kernel. _run_moves passes
+# every argument of _split_merge_moves as a plain (not literal) value, so that
+# all the tests here share one compilation of it (each costs 10-20 s on a cold
+# cache); np.int64(1) is an int64, where a bare 1 would be typed Literal[int](1).
 
 
 @numba.njit
@@ -85,8 +88,8 @@ def _run_moves(
     n_scans,
     ratio_power,
     proposal_weight,
-    cluster_first=False,
-    selection_weight=1.0,
+    cluster_first,
+    selection_weight,
 ):
     """From each start partition run ``n_steps`` single moves, coding the partition after each.
 
@@ -94,7 +97,7 @@ def _run_moves(
     """
     out = np.empty(starts.shape[0] * n_steps, dtype=np.int64)
     tally = np.zeros(4, dtype=np.int64)
-    table = _seat_constants(2, xc.shape[1], params.power, params.kappa0, params.nu0)
+    table = _seat_constants(np.int64(2), xc.shape[1], params.power, params.kappa0, params.nu0)
     for s in range(starts.shape[0]):
         state = init_state(xc, starts[s], params)
         for t in range(n_steps):
@@ -103,7 +106,7 @@ def _run_moves(
                 xc,
                 state,
                 params,
-                1,
+                np.int64(1),
                 n_scans,
                 ratio_power,
                 proposal_weight,
@@ -119,12 +122,14 @@ def _run_moves(
 
 def _one_move_each(rng, xc, params, starts, n_scans, ratio_power, proposal_weight):
     """Apply one move to each start partition."""
-    return _run_moves(rng, xc, params, starts, 1, n_scans, ratio_power, proposal_weight)
+    return _run_moves(rng, xc, params, starts, 1, n_scans, ratio_power, proposal_weight, False, 1.0)
 
 
 def _chain(rng, xc, params, labels, n_steps, n_scans):
     """A chain of ``n_steps`` exact moves from ``labels``."""
-    return _run_moves(rng, xc, params, labels[None, :], n_steps, n_scans, params.power, 1.0)
+    return _run_moves(
+        rng, xc, params, labels[None, :], n_steps, n_scans, params.power, 1.0, False, 1.0
+    )
 
 
 def _code(labels):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from kernel_reference import conditional_log_weights
+from kernel_reference import conditional_log_weights, step_labels_out
 from reference import gibbs_conditional, log_pcrp_joint, niw_log_marginal
 
 from pymc_pcrp._kernels.niw import chol_rank_one_at, cholesky_lower
@@ -279,7 +279,7 @@ def test_slots_grow_as_clusters_open_and_the_chain_is_unchanged(d, split_merge):
         out = []
         for state, rng in ((small, rng_small), (full, rng_full)):
             counts = np.empty(4, dtype=np.int64)
-            labels = np.empty(n, dtype=np.int64)
+            labels = step_labels_out(n)
             lj = advance(rng, xc, state, params, tables, 2, split_merge, 0, counts, labels)
             out.append((lj, labels, counts.copy()))
         assert out[0][0] == out[1][0]

@@ -8,6 +8,7 @@ import numpy as np
 import pymc as pm
 import pytest
 
+from kernel_reference import step_labels_out
 from pymc.sampling.mcmc import assign_step_methods
 from pymc.stats.convergence import WarningType
 from pymc.step_methods.compound import Competence
@@ -247,7 +248,7 @@ def test_learned_scale_step_replays_the_kernel():
     params = make_params(1.0, 1.5, prior.kappa0, prior.nu0, prior.psi0)
     tables = sweep_tables(xc, params)
     state = init_state(xc, np.zeros(n, dtype=np.int64), params)
-    out = np.empty(n, dtype=np.int64)
+    out = step_labels_out(n)
     moves = (step.split_merge, step.split_merge_scans)  # the step's default move set
     lj = advance_scaled(rng, xc, state, params, tables, grid, 2, *moves, np.empty(4, np.int64), out)
     np.testing.assert_array_equal(new_point["z"], out)

@@ -4,6 +4,8 @@ import numpy as np
 import pymc as pm
 import pytest
 
+from kernel_reference import step_labels_out
+
 import pymc_pcrp as pcrp
 
 from pymc_pcrp.step_methods import pcrp_gibbs
@@ -149,7 +151,7 @@ def test_integer_rate_draws_no_extra_random_number():
     a = init_state(xc, z0, params)
     rng_a = np.random.default_rng(9)
     counts = np.empty(4, dtype=np.int64)
-    out = np.empty(50, dtype=np.int64)
+    out = step_labels_out(50)
     advance(rng_a, xc, a, params, tables, 4, 2.0, 0, counts, out)
     b = init_state(xc, z0, params)
     rng_b = np.random.default_rng(9)
