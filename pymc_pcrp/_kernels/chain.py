@@ -11,12 +11,13 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import drifted, partition_log_joint, resync_state
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.splitmerge import _split_merge_moves
 from pymc_pcrp._kernels.sweep import NIWParams, SweepState, gibbs_sweeps, log_joint
 
-__all__ = ["advance", "finish_draw", "labels_match", "run_moves"]
+__all__ = ["advance", "advance_alpha", "finish_draw", "labels_match", "run_moves"]
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -132,3 +133,30 @@ def labels_match(a: np.ndarray, b: np.ndarray) -> bool:
         if a[i] != b[i]:
             return False
     return True
+
+
+@numba.njit(**NJIT_KWARGS)
+def advance_alpha(
+    rng: np.random.Generator,
+    xc: np.ndarray,
+    state: SweepState,
+    params: NIWParams,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+    n_sweeps: int,
+    n_split_merge: float,
+    n_scans: int,
+    counts: np.ndarray,
+    labels_out: np.ndarray,
+    alpha_args: tuple,
+) -> float:
+    """:func:`advance`, then a proposal of a new ``alpha`` given the new partition.
+
+    The same call, so that a random ``alpha`` costs no second call from Python
+    (see :func:`~pymc_pcrp._kernels.hyperprior.alpha_proposal`). Returns what
+    :func:`advance` returns (the log joint at the old ``alpha``).
+    """
+    fresh = advance(
+        rng, xc, state, params, tables, n_sweeps, n_split_merge, n_scans, counts, labels_out
+    )
+    alpha_proposal(rng, state, alpha_args)
+    return fresh

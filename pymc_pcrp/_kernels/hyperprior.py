@@ -39,12 +39,14 @@ __all__ = [
     "INTERVAL",
     "LOG",
     "LOWER",
+    "alpha_proposal",
     "backward",
     "interpolate",
     "label_statistics",
     "log_normaliser_recursion",
     "pcrp_log_conditional",
     "row_log_normaliser",
+    "slice_given_blocks",
     "slice_surrogate",
 ]
 
@@ -259,6 +261,10 @@ def label_statistics(labels: np.ndarray) -> tuple[int, float]:
 # Layout of the float and integer parameter arrays of slice_surrogate.
 F_U0, F_W, F_LOWER, F_UPPER, F_Q_LO, F_Q_STEP, F_OTHER, F_NATS = range(8)
 I_MAX_STEPS, I_MAX_SHRINKS, I_CODE, I_IS_POWER, I_N, I_USE_ROW = range(6)
+# Layout of slice_surrogate's output array: the first four entries are always
+# written; the rest when the array is long enough (OUT_SIZE).
+O_U1, O_Q1, O_Q0, O_WIDTH, O_H0, O_H1, O_K, O_T, O_EVALS = range(9)
+OUT_SIZE = 9
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -280,18 +286,52 @@ def slice_surrogate(
     ``labels`` (through :func:`label_statistics`). The scalars come packed in
     ``fpar`` and ``ipar`` (indices ``F_*`` and ``I_*``: few arguments keep
     numba's per-call dispatch cheap). Writes ``[u1, q(u1),
-    q(u0), width of the final interval]`` into ``out`` and returns the number of
-    evaluations, or ``-1`` when shrinkage found no point in ``max_shrinks`` tries.
+    q(u0), width of the final interval]`` into ``out`` (and more, see
+    :func:`slice_given_blocks`) and returns the number of evaluations, or ``-1``
+    when shrinkage found no point in ``max_shrinks`` tries.
+    """
+    n_blocks, log_gamma_sum = label_statistics(labels)
+    return slice_given_blocks(
+        rng, fpar, ipar, n_blocks, log_gamma_sum, q_values, row, bound, missed, out
+    )
+
+
+@numba.njit(**NJIT_KWARGS)
+def slice_given_blocks(
+    rng: np.random.Generator,
+    fpar: np.ndarray,
+    ipar: np.ndarray,
+    n_blocks: int,
+    log_gamma_sum: float,
+    q_values: np.ndarray,
+    row: np.ndarray,
+    bound: np.ndarray,
+    missed: np.ndarray,
+    out: np.ndarray,
+) -> int:
+    """:func:`slice_surrogate` given ``K`` and ``T = sum_k log Gamma(n_k)`` instead of labels.
+
+    When ``out`` has :data:`OUT_SIZE` entries it also receives the pCRP term
+    ``h = K log(alpha) + r T - log Z_n`` at ``u0`` and at ``u1`` (``O_H0``,
+    ``O_H1``), ``K``, ``T`` and the number of evaluations (``O_EVALS``), from
+    which the caller gets ``log Z_n`` at either value without computing it again.
     """
     u0, w = fpar[F_U0], fpar[F_W]
     lower, upper, q_lo, q_step = fpar[F_LOWER], fpar[F_UPPER], fpar[F_Q_LO], fpar[F_Q_STEP]
     other, nats = fpar[F_OTHER], fpar[F_NATS]
     max_steps, max_shrinks, code = ipar[I_MAX_STEPS], ipar[I_MAX_SHRINKS], ipar[I_CODE]
     is_power, n, use_row = ipar[I_IS_POWER] != 0, ipar[I_N], ipar[I_USE_ROW] != 0
-    n_blocks, log_gamma_sum = label_statistics(labels)
     args = (code, lower, upper, q_lo, q_step, q_values, is_power, use_row, other)
     stats = (n_blocks, log_gamma_sum, n, row, bound, nats, missed)
+    full = out.shape[0] >= OUT_SIZE
+    if full:
+        out[O_K] = n_blocks
+        out[O_T] = log_gamma_sum
+        out[O_EVALS] = -1.0
     f0 = _surrogate(u0, *args, *stats)
+    q0 = interpolate(u0, q_lo, q_step, q_values)
+    if full:
+        out[O_H0] = f0 - q0
     y = f0 - rng.standard_exponential()
     left = u0 - w * rng.random()
     right = left + w
@@ -313,14 +353,37 @@ def slice_surrogate(
     for _ in range(max_shrinks):
         u1 = left + (right - left) * rng.random()
         evals += 1
-        if y < _surrogate(u1, *args, *stats):
-            out[0] = u1
-            out[1] = interpolate(u1, q_lo, q_step, q_values)
-            out[2] = interpolate(u0, q_lo, q_step, q_values)
-            out[3] = right - left
+        f1 = _surrogate(u1, *args, *stats)
+        if y < f1:
+            q1 = interpolate(u1, q_lo, q_step, q_values)
+            out[O_U1] = u1
+            out[O_Q1] = q1
+            out[O_Q0] = q0
+            out[O_WIDTH] = right - left
+            if full:
+                out[O_H1] = f1 - q1
+                out[O_EVALS] = evals
             return evals
         if u1 < u0:
             left = u1
         else:
             right = u1
     return -1
+
+
+@numba.njit(**NJIT_KWARGS)
+def alpha_proposal(rng: np.random.Generator, state, alpha_args) -> None:
+    """Propose a new ``alpha`` given the sweep state's partition, for :class:`PCRPGibbs`.
+
+    ``alpha_args`` is ``(fpar, ipar, q_values, row, bound, missed, out)`` of
+    :func:`slice_given_blocks`; ``K`` and ``T`` come from the state's occupied
+    slots in ``O(K)``. This is the step's slice move on the surrogate target;
+    the step accepts or rejects its result with the exact prior term (see
+    :class:`~pymc_pcrp.PCRPHyper`), and rewrites its sweep tables if accepted.
+    """
+    fpar, ipar, q_values, row, bound, missed, out = alpha_args
+    n_blocks = state.k[0]
+    log_gamma_sum = 0.0
+    for p in range(n_blocks):
+        log_gamma_sum += math.lgamma(state.counts[state.order[p]])
+    slice_given_blocks(rng, fpar, ipar, n_blocks, log_gamma_sum, q_values, row, bound, missed, out)

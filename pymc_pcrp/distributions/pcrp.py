@@ -366,10 +366,19 @@ def _mark_hyperparameters(rv: TensorVariable) -> None:
     ``alpha``'s own prior) gets ``tag.pcrp_hyperparameter = True``, so that
     :class:`~pymc_pcrp.PCRPHyper` can claim it in ``pm.sample``'s step
     assignment, whose competence test sees the variable but not the model.
+    ``alpha`` itself, when free and the power is fixed, also gets
+    ``tag.pcrp_gibbs_alpha = True``: :class:`~pymc_pcrp.PCRPGibbs` then claims
+    it, to update it inside its own step.
     """
     model = modelcontext(None)
     free = set(model.free_RVs)
     alpha, power, _ = rv.owner.op.dist_params(rv.owner)
+    if alpha in free:
+        # ``alpha`` itself free and the power fixed: PCRPGibbs may update alpha in
+        # its own step (pymc_pcrp.step_methods._alpha_update checks the whole model
+        # when sampling starts); a second PowerCRP with the same alpha withdraws it.
+        before = getattr(alpha.tag, "pcrp_gibbs_alpha", None)
+        alpha.tag.pcrp_gibbs_alpha = before is None and is_fixed(power)
     stack = [alpha, power]
     seen: set[int] = set()
     while stack:
