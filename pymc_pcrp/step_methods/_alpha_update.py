@@ -10,18 +10,28 @@ step also owns ``alpha`` (``pm.sample`` assigns both to it). Each draw then
 1. runs the sweeps (and split-merge moves) given the current ``alpha``;
 2. in the same numba call, proposes a new unconstrained value ``u1`` by one
    slice update (:func:`~pymc_pcrp._kernels.hyperprior.alpha_proposal`) of the
-   surrogate target ``K log(alpha) - log Z_N(alpha, r) + q(u)``, where ``q`` is
-   the tabulated prior term of :class:`~pymc_pcrp.PCRPHyper` (log density plus
-   Jacobian, piecewise linear on a fine grid), ``K`` and the partition's
-   ``sum_k log Gamma(n_k)`` from the new labels;
-3. accepts ``u1`` with probability ``min(1, exp((g - q)(u1) - (g - q)(u0)))``,
-   ``g`` the exact prior term (a compiled PyTensor function).
+   surrogate target ``K log(alpha) - L(u) + q(u)`` given ``K`` of the new labels,
+   where ``q`` is the tabulated prior term of :class:`~pymc_pcrp.PCRPHyper` (log
+   density plus Jacobian, piecewise linear on a fine grid of ``u``) and ``L`` the
+   piecewise-linear interpolation of ``log Z_N(alpha(u), r)`` on the same grid
+   (exact values at the nodes, each computed the first time it is needed), so
+   that the slice costs no sum over the Stirling row per evaluation;
+3. accepts ``u1`` with probability
+   ``min(1, exp((g - q)(u1) - (g - q)(u0) - (log Z - L)(u1) + (log Z - L)(u0)))``,
+   ``g`` the exact prior term and ``log Z`` the exact normaliser (one
+   Stirling-row sum per draw). For the usual priors of ``alpha`` (Gamma,
+   Exponential, HalfNormal, LogNormal, HalfCauchy, InverseGamma, Uniform, with
+   constant parameters) the kernel evaluates ``g`` and makes the test itself,
+   once it has checked at construction that its ``g`` equals PyMC's on the whole
+   grid of ``q``; for any other prior the step evaluates ``g`` with a compiled
+   PyTensor function after the call.
 
 Step 2 is reversible with respect to the surrogate target, so step 3 makes the
-pair an exact Metropolis-Hastings update of ``alpha`` given the labels: the
-same move as :class:`~pymc_pcrp.PCRPHyper`'s, without the second step. The
-sweep tables hold ``log alpha`` only in the new-cluster weights, rewritten in
-``O(N)`` when ``alpha`` changed (``PCRPGibbs._with_prior``).
+pair an exact Metropolis-Hastings update of ``alpha`` given the labels, for any
+surrogate; the surrogate is within a small fraction of a nat of the exact
+target, so nearly every proposal is accepted. The sweep tables hold ``log
+alpha`` only in the new-cluster weights, rewritten in ``O(N)`` when ``alpha``
+changed (``PCRPGibbs._with_prior``).
 """
 
 from __future__ import annotations
@@ -31,7 +41,18 @@ import math
 import numpy as np
 import pymc as pm
 
+from pymc.distributions.continuous import HalfCauchyRV
 from pymc.vartypes import continuous_types
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import graph_inputs
+from pytensor.tensor.random.basic import (
+    ExponentialRV,
+    GammaRV,
+    HalfNormalRV,
+    InvGammaRV,
+    LogNormalRV,
+    UniformRV,
+)
 
 from pymc_pcrp._kernels import hyperprior as hp
 from pymc_pcrp._kernels.partitions import TRUNCATION_NATS
@@ -44,9 +65,21 @@ from pymc_pcrp.step_methods.pcrp_hyper import (
     transform_code,
 )
 
-__all__ = ["AlphaUpdate", "claimed_alpha"]
+__all__ = ["AlphaUpdate", "claimed_alpha", "prior_family"]
 
 _EMPTY = np.zeros(1)
+# random variable types whose log density the kernel evaluates (hyperprior.prior_log_density)
+_FAMILIES = (
+    (GammaRV, hp.GAMMA),
+    (ExponentialRV, hp.EXPONENTIAL),
+    (HalfNormalRV, hp.HALF_NORMAL),
+    (LogNormalRV, hp.LOG_NORMAL),
+    (HalfCauchyRV, hp.HALF_CAUCHY),
+    (InvGammaRV, hp.INV_GAMMA),
+    (UniformRV, hp.UNIFORM),
+)
+# largest difference from PyMC's prior term (relative, or absolute below 1) on the grid
+_FAMILY_TOLERANCE = 1e-9
 
 
 def claimed_alpha(model: pm.Model, labels_rv):
@@ -75,6 +108,27 @@ def claimed_alpha(model: pm.Model, labels_rv):
     if transform_code(model, alpha) is None:
         return None
     return model.rvs_to_values[alpha]
+
+
+def prior_family(rv) -> tuple[int, float, float]:
+    """``(family, p0, p1)`` of ``rv``'s distribution for the kernel, or ``(UNKNOWN, 0, 0)``.
+
+    Known families need constant parameters (see
+    :func:`~pymc_pcrp._kernels.hyperprior.prior_log_density`).
+    """
+    op = rv.owner.op
+    family = next((code for cls, code in _FAMILIES if isinstance(op, cls)), hp.UNKNOWN)
+    if family == hp.UNKNOWN:
+        return hp.UNKNOWN, 0.0, 0.0
+    params = op.dist_params(rv.owner)
+    # constants, or expressions of constants only (pm.Gamma's scale is 1 / beta)
+    if any(p.ndim != 0 or not isinstance(v, Constant) for p in params for v in graph_inputs([p])):
+        return hp.UNKNOWN, 0.0, 0.0
+    values = [float(p.eval()) for p in params]
+    if len(values) not in (1, 2):
+        return hp.UNKNOWN, 0.0, 0.0
+    values.append(0.0)
+    return family, values[0], values[1]
 
 
 class AlphaUpdate:
@@ -125,16 +179,44 @@ class AlphaUpdate:
         self._names = [(v.name, np.dtype(v.dtype)) for v in hyper._inputs]
         self._position = hyper._position
         self._q_values = sur.q_values
-        self._fpar = np.array(
-            [0.0, self.w, sur.lower, sur.upper, sur.q_lo, sur.q_step, 1.0, TRUNCATION_NATS]
-        )
+        family, p0, p1 = prior_family(model.values_to_rvs[value_var])
+        if family != hp.UNKNOWN and not self._family_matches(hyper, family, p0, p1):
+            family = hp.UNKNOWN
+        self.family = family
+        # layout hyperprior.F_*: u0, w, bounds, the grid of q, r, nats, log Z(u0), prior
+        grid = (sur.lower, sur.upper, sur.q_lo, sur.q_step)
+        self._fpar = np.array([0.0, self.w, *grid, 1.0, TRUNCATION_NATS, 0.0, p0, p1])
+        # exact log Z_N at the grid nodes of q, nan until needed; for the power _z_power
+        self._z_table = np.full(sur.q_values.shape[0], math.nan)
+        self._z_power = math.nan
         self._ipar = np.array(
-            [MAX_STEPS_OUT, MAX_SHRINKS, sur.code, 0, term.n, int(self._use_row)], dtype=np.int64
+            [MAX_STEPS_OUT, MAX_SHRINKS, sur.code, 0, term.n, int(self._use_row), family],
+            dtype=np.int64,
         )
         self._missed = np.array([-math.inf])
         self._out = np.empty(hp.OUT_SIZE)
-        # (point value object, u, (prior term, alpha, power)) of the last value seen
+        # (point value object, u, (prior term, alpha, power), log Z_N or nan) of the
+        # last value seen
         self._last: tuple | None = None
+
+    @staticmethod
+    def _family_matches(hyper: PCRPHyper, family: int, p0: float, p1: float) -> bool:
+        """Whether the kernel's prior term equals PyMC's on the grid of the surrogate ``q``."""
+        if len(hyper._inputs) != 1:
+            return False
+        sur = hyper._surrogate
+        dtype = np.dtype(hyper._inputs[0].dtype)
+        for j in range(sur.q_values.shape[0]):
+            u = sur.q_lo + j * sur.q_step
+            ours = hp.prior_term(u, family, p0, p1, sur.code, sur.lower, sur.upper)
+            theirs = float(hyper._fn(np.asarray(u, dtype=dtype))[0])
+            if not (math.isfinite(ours) and math.isfinite(theirs)):
+                if ours != theirs and not (math.isinf(ours) and theirs == -math.inf):
+                    return False
+                continue
+            if abs(ours - theirs) > _FAMILY_TOLERANCE * max(1.0, abs(theirs)):
+                return False
+        return True
 
     def __getstate__(self) -> dict:
         """Pickle without the memo (it holds a point's array by identity)."""
@@ -161,19 +243,25 @@ class AlphaUpdate:
                 f"PCRPGibbs: the start value of '{self.name}' ({u}) gives alpha = {exact[1]} "
                 f"and prior log density {exact[0]}; start from a point inside the support."
             )
-        self._last = (raw, u, exact)
+        self._last = (raw, u, exact, math.nan)
         return exact[1]
 
     def kernel_args(self, power: float) -> tuple:
         """Return the packed arguments of the kernel's proposal (call :meth:`current` first)."""
         fpar = self._fpar
+        log_z0 = self._last[3]
+        if power != self._z_power:  # a new power (pm.Data): a new table
+            self._z_table.fill(math.nan)
+            self._z_power = power
+            log_z0 = math.nan
         fpar[hp.F_U0] = self._last[1]
         fpar[hp.F_W] = self.w
         fpar[hp.F_OTHER] = power
+        fpar[hp.F_LOG_Z0] = log_z0
         self._missed[0] = -math.inf
-        self._power = power
         row, bound = stirling_row_arrays(self._n, power) if self._use_row else (_EMPTY, _EMPTY)
-        return (fpar, self._ipar, self._q_values, row, bound, self._missed, self._out)
+        table = self._z_table
+        return (fpar, self._ipar, self._q_values, table, row, bound, self._missed, self._out)
 
     def finish(self, point, rng: np.random.Generator, tune: bool) -> tuple[float, float]:
         """Accept or reject the kernel's proposal; return ``(alpha, log Z_N(alpha, r))``.
@@ -188,39 +276,43 @@ class AlphaUpdate:
                 f"PCRPGibbs: the slice update of '{self.name}' did not shrink onto an accepted "
                 f"point in {MAX_SHRINKS} tries (current value {u0})."
             )
-        h0 = float(out[hp.O_H0])
-        if not math.isfinite(h0):
-            raise ValueError(
-                f"PCRPGibbs: the pCRP term of '{self.name}' is {h0} at its current value {u0}."
-            )
+        power = self._z_power
         if self._use_row and math.isfinite(self._missed[0]):
-            certify_row(self._n, self._power, float(self._missed[0]))  # once, for later draws
+            certify_row(self._n, power, float(self._missed[0]))  # once, for later draws
         u1 = float(out[hp.O_U1])
-        exact1 = self._exact(point, u1)
-        if len(self._names) > 1:
-            exact0 = self._exact(point, u0)  # the prior term depends on other variables too
-        log_ratio = (exact1[0] - float(out[hp.O_Q1])) - (exact0[0] - float(out[hp.O_Q0]))
+        log_z0, log_z1 = float(out[hp.O_LOG_Z0]), float(out[hp.O_LOG_Z1])
+        if not math.isfinite(log_z0):
+            raise ValueError(f"PCRPGibbs: log Z_N is {log_z0} at the value {u0} of '{self.name}'.")
+        decided = out[hp.O_ACCEPT]
+        if decided >= 0:  # the kernel evaluated the prior and made the test
+            accept = decided > 0
+            exact1 = (float(out[hp.O_G1]), float(out[hp.O_ALPHA1]), power)
+        else:
+            exact1 = self._exact(point, u1)
+            if len(self._names) > 1:
+                exact0 = self._exact(point, u0)  # the prior term depends on other variables
+            log_ratio = (
+                (exact1[0] - float(out[hp.O_Q1]))
+                - (exact0[0] - float(out[hp.O_Q0]))
+                - (log_z1 - float(out[hp.O_TABLE1]))
+                + (log_z0 - float(out[hp.O_TABLE0]))
+            )
+            accept = log_ratio >= 0 or rng.random() < math.exp(log_ratio)
         self.proposed += 1
-        accept = log_ratio >= 0 or rng.random() < math.exp(log_ratio)
         if tune:
             self.n_tunes += 1
             self.w += (float(out[hp.O_WIDTH]) - self.w) / self.n_tunes
-        k, t = float(out[hp.O_K]), float(out[hp.O_T])
         if accept:
             self.accepted += 1
-            self._next = (u1, exact1)
-            h = float(out[hp.O_H1])
+            self._next = (u1, exact1, log_z1)
         else:
-            self._next = (u0, exact0)
-            h = h0
-        alpha = self._next[1][1]
-        # h = K log(alpha) + r T - log Z_N(alpha, r)
-        return alpha, k * math.log(alpha) + self._power * t - h
+            self._next = (u0, exact0, log_z0)
+        return self._next[1][1], self._next[2]
 
     def store(self, new_point: dict) -> None:
         """Write the value :meth:`finish` chose into ``new_point`` and remember it."""
-        u, exact = self._next
+        u, exact, log_z = self._next
         raw = np.asarray(u, dtype=self.dtype)
         new_point[self.name] = raw
         # a float32 value is not u: read it again from the point next time
-        self._last = (raw, u, exact) if float(raw) == u else None
+        self._last = (raw, u, exact, log_z) if float(raw) == u else None

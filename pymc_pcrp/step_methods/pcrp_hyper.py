@@ -369,7 +369,7 @@ class PCRPHyper(BlockedStep):
         u0 = float(point[self._name])
         args, (g0, alpha0, power0), fpar, ipar, row, bound = self._kernel_inputs(point, u0)
         missed = np.array([-math.inf])
-        out = np.empty(hp.OUT_SIZE)
+        out = np.empty(4)
         labels = point[term.labels]
         evals = hp.slice_surrogate(
             self.rng, fpar, ipar, labels, sur.q_values, row, bound, missed, out
@@ -381,7 +381,7 @@ class PCRPHyper(BlockedStep):
             )
         if math.isfinite(missed[0]) and term.method == "row":
             certify_row(term.n, power0, missed[0])  # grow the row once, for later steps
-        u1, q1, q0, width = (float(v) for v in out[:4])
+        u1, q1, q0, width = (float(v) for v in out)
         if args is None:
             args = [np.asarray(point[v.name]) for v in self._inputs]
         exact1 = self._exact_prior_term(args, u1)
