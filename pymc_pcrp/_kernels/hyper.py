@@ -35,7 +35,7 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.chain import finish_draw, run_moves
+from pymc_pcrp._kernels.chain import finish_draw, run_moves, with_log_alpha
 from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import (
     cluster_scatter,
@@ -458,12 +458,13 @@ def advance_scaled_alpha(
     labels_out: np.ndarray,
     alpha_args: tuple,
 ) -> float:
-    """:func:`advance_scaled`, then a proposal of a new ``alpha`` given the new partition.
+    """:func:`advance_scaled` at the step's own ``alpha``, then a proposal of the next one.
 
     See :func:`~pymc_pcrp._kernels.chain.advance_alpha`.
     """
+    local = with_log_alpha(params, alpha_args[-1][0])
     fresh = advance_scaled(
-        rng, xc, state, params, tables, grid, n_sweeps, n_split_merge, n_scans, counts, labels_out
+        rng, xc, state, local, tables, grid, n_sweeps, n_split_merge, n_scans, counts, labels_out
     )
-    alpha_proposal(rng, state, alpha_args)
+    alpha_proposal(rng, state, tables[0], alpha_args)
     return fresh

@@ -50,6 +50,7 @@ __all__ = [
     "prior_log_density",
     "prior_term",
     "row_log_normaliser",
+    "shift_new_cluster_weights",
     "slice_surrogate",
     "table_log_z",
 ]
@@ -505,7 +506,7 @@ def _slice(
 
 
 @numba.njit(**NJIT_KWARGS)
-def alpha_proposal(rng: np.random.Generator, state, alpha_args: tuple) -> None:
+def alpha_proposal(rng: np.random.Generator, state, log_new: np.ndarray, alpha_args: tuple) -> None:
     """Propose a new ``alpha`` given a sweep state's partition (for :class:`PCRPGibbs`).
 
     One slice update of ``u`` on the surrogate target ``K log(alpha) - L(u) +
@@ -516,7 +517,9 @@ def alpha_proposal(rng: np.random.Generator, state, alpha_args: tuple) -> None:
     state's occupied slots in ``O(K)``.
 
     ``alpha_args`` is ``(fpar, ipar, q_values, z_table, row, bound, missed,
-    out)``; ``fpar[F_LOG_Z0]`` is the exact ``log Z_n`` at ``u0``, or ``nan``.
+    out, log_alpha)``; ``fpar[F_LOG_Z0]`` is the exact ``log Z_n`` at ``u0``, or
+    ``nan``; ``log_alpha[0]`` the ``log(alpha)`` that the new-cluster weights
+    ``log_new`` (the sweep's first table) hold.
     Writes into ``out`` (indices ``O_*``) the proposal, the number of
     evaluations (``-1``: shrinkage failed), ``K``, ``T``, ``L`` and the exact
     ``log Z_n`` at ``u0`` and ``u1``: ``u1`` is to be accepted with probability
@@ -524,10 +527,11 @@ def alpha_proposal(rng: np.random.Generator, state, alpha_args: tuple) -> None:
     ``g`` the exact prior term, which makes the move exact. For a known prior
     family (``ipar[I_FAMILY]``, parameters ``fpar[F_P0]`` and ``fpar[F_P1]``)
     the test is made here (:func:`prior_term`): ``out[O_ACCEPT]`` is then 1 or
-    0, with ``g`` at both values and ``alpha(u1)``; otherwise it is -1 and the
-    caller makes the test.
+    0, with ``g`` at both values and ``alpha(u1)``, and on acceptance
+    ``log_new`` is shifted to the new ``alpha`` (``log_alpha[0]`` with it);
+    otherwise ``out[O_ACCEPT]`` is -1 and the caller makes the test.
     """
-    fpar, ipar, q_values, z_table, row, bound, missed, out = alpha_args
+    fpar, ipar, q_values, z_table, row, bound, missed, out, log_alpha = alpha_args
     n_blocks = state.k[0]
     log_gamma_sum = 0.0
     for p in range(n_blocks):
@@ -570,3 +574,14 @@ def alpha_proposal(rng: np.random.Generator, state, alpha_args: tuple) -> None:
     )
     accept = log_ratio >= 0.0 or rng.random() < math.exp(log_ratio)
     out[O_ACCEPT] = 1.0 if accept else 0.0
+    if accept:
+        shift_new_cluster_weights(log_new, log_alpha, math.log(alpha1))
+
+
+@numba.njit(**NJIT_KWARGS)
+def shift_new_cluster_weights(log_new: np.ndarray, log_alpha: np.ndarray, new: float) -> None:
+    """Add ``new - log_alpha[0]`` to every new-cluster weight; set ``log_alpha[0] = new``."""
+    delta = new - log_alpha[0]
+    for i in range(log_new.shape[0]):
+        log_new[i] += delta
+    log_alpha[0] = new

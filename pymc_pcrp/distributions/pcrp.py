@@ -374,11 +374,11 @@ def _mark_hyperparameters(rv: TensorVariable) -> None:
     free = set(model.free_RVs)
     alpha, power, _ = rv.owner.op.dist_params(rv.owner)
     if alpha in free:
-        # ``alpha`` itself free and the power fixed: PCRPGibbs may update alpha in
-        # its own step (pymc_pcrp.step_methods._alpha_update checks the whole model
-        # when sampling starts); a second PowerCRP with the same alpha withdraws it.
+        # ``alpha`` itself free, free labels and a fixed power: PCRPGibbs may update
+        # alpha in its own step (pymc_pcrp.step_methods._alpha_update checks the whole
+        # model when sampling starts); a second PowerCRP with the same alpha withdraws it.
         before = getattr(alpha.tag, "pcrp_gibbs_alpha", None)
-        alpha.tag.pcrp_gibbs_alpha = before is None and is_fixed(power)
+        alpha.tag.pcrp_gibbs_alpha = before is None and rv in free and is_fixed(power)
     stack = [alpha, power]
     seen: set[int] = set()
     while stack:

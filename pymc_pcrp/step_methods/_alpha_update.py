@@ -78,7 +78,8 @@ _FAMILIES = (
     (InvGammaRV, hp.INV_GAMMA),
     (UniformRV, hp.UNIFORM),
 )
-# largest difference from PyMC's prior term (relative, or absolute below 1) on the grid
+# largest variation of the difference from PyMC's prior term on the grid (relative, or
+# absolute below 1)
 _FAMILY_TOLERANCE = 1e-9
 
 
@@ -195,28 +196,41 @@ class AlphaUpdate:
         )
         self._missed = np.array([-math.inf])
         self._out = np.empty(hp.OUT_SIZE)
+        # the log(alpha) the sweep tables hold (the kernel sweeps at it and moves it), and
+        # that alpha as the step last saw it
+        self.log_alpha = np.array([math.nan])
+        self.tables_alpha = math.nan
         # (point value object, u, (prior term, alpha, power), log Z_N or nan) of the
         # last value seen
         self._last: tuple | None = None
 
     @staticmethod
     def _family_matches(hyper: PCRPHyper, family: int, p0: float, p1: float) -> bool:
-        """Whether the kernel's prior term equals PyMC's on the grid of the surrogate ``q``."""
+        """Whether the kernel's prior term equals PyMC's on the grid of ``q``, up to a constant.
+
+        PyMC may round a constant term of the density in single precision (the
+        log of a ``float32`` parameter, say); a constant cancels in the
+        acceptance ratio, so only the variation of the difference is checked.
+        """
         if len(hyper._inputs) != 1:
             return False
         sur = hyper._surrogate
         dtype = np.dtype(hyper._inputs[0].dtype)
+        diffs, scales = [], []
         for j in range(sur.q_values.shape[0]):
             u = sur.q_lo + j * sur.q_step
             ours = hp.prior_term(u, family, p0, p1, sur.code, sur.lower, sur.upper)
             theirs = float(hyper._fn(np.asarray(u, dtype=dtype))[0])
-            if not (math.isfinite(ours) and math.isfinite(theirs)):
-                if ours != theirs and not (math.isinf(ours) and theirs == -math.inf):
-                    return False
-                continue
-            if abs(ours - theirs) > _FAMILY_TOLERANCE * max(1.0, abs(theirs)):
+            if math.isfinite(ours) != math.isfinite(theirs):
                 return False
-        return True
+            if math.isfinite(ours):
+                diffs.append(ours - theirs)
+                scales.append(max(1.0, abs(theirs)))
+        if not diffs:
+            return False
+        diffs = np.asarray(diffs)
+        offset = float(np.median(diffs))
+        return bool(np.all(np.abs(diffs - offset) <= _FAMILY_TOLERANCE * np.asarray(scales)))
 
     def __getstate__(self) -> dict:
         """Pickle without the memo (it holds a point's array by identity)."""
@@ -261,12 +275,35 @@ class AlphaUpdate:
         self._missed[0] = -math.inf
         row, bound = stirling_row_arrays(self._n, power) if self._use_row else (_EMPTY, _EMPTY)
         table = self._z_table
-        return (fpar, self._ipar, self._q_values, table, row, bound, self._missed, self._out)
+        out = self._out
+        return (
+            fpar,
+            self._ipar,
+            self._q_values,
+            table,
+            row,
+            bound,
+            self._missed,
+            out,
+            self.log_alpha,
+        )
 
-    def finish(self, point, rng: np.random.Generator, tune: bool) -> tuple[float, float]:
-        """Accept or reject the kernel's proposal; return ``(alpha, log Z_N(alpha, r))``.
+    def tables_built(self, alpha: float, log_alpha: float) -> None:
+        """Record that the sweep tables were built for ``alpha`` (``log_alpha`` its log)."""
+        self.log_alpha[0] = log_alpha
+        self.tables_alpha = alpha
 
-        Writes nothing into ``point``; :meth:`store` does.
+    def move_tables(self, log_new: np.ndarray, alpha: float) -> None:
+        """Shift the new-cluster weights ``log_new`` to ``alpha`` (another step set it)."""
+        hp.shift_new_cluster_weights(log_new, self.log_alpha, math.log(alpha))
+        self.tables_alpha = alpha
+
+    def finish(self, point, rng: np.random.Generator, tune: bool, log_new: np.ndarray) -> float:
+        """Accept or reject the kernel's proposal; return ``log Z_N(alpha, r)`` at the new alpha.
+
+        The new-cluster weights ``log_new`` and :attr:`log_alpha` then hold the new
+        ``alpha`` (the kernel moved them when it made the test). Writes nothing
+        into ``point``; :meth:`store` does.
         """
         out = self._out
         evals = int(out[hp.O_EVALS])
@@ -298,6 +335,8 @@ class AlphaUpdate:
                 + (log_z0 - float(out[hp.O_TABLE0]))
             )
             accept = log_ratio >= 0 or rng.random() < math.exp(log_ratio)
+            if accept:
+                hp.shift_new_cluster_weights(log_new, self.log_alpha, math.log(exact1[1]))
         self.proposed += 1
         if tune:
             self.n_tunes += 1
@@ -307,7 +346,8 @@ class AlphaUpdate:
             self._next = (u1, exact1, log_z1)
         else:
             self._next = (u0, exact0, log_z0)
-        return self._next[1][1], self._next[2]
+        self.tables_alpha = self._next[1][1]
+        return log_z1 if accept else log_z0
 
     def store(self, new_point: dict) -> None:
         """Write the value :meth:`finish` chose into ``new_point`` and remember it."""

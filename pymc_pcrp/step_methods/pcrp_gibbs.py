@@ -402,6 +402,7 @@ class PCRPGibbs(BlockedStep):
         self._scale_inputs: SweepInputs | None = None  # inputs the current s was applied to
         self._prior_shifts = 0  # new alphas applied by shifting the new-cluster weights
         self.tune = True  # pm.sample sets it; adapts the width of alpha's slice move
+        self._alpha_draws = 0  # owned-alpha draws since the new-cluster weights were recomputed
         # the alpha this step updates itself (None: fixed, or another step's)
         self._alpha = (
             None
@@ -525,17 +526,51 @@ class PCRPGibbs(BlockedStep):
                 raw = (raw_alpha, *raw)
             last = self._inputs
             if last is not None and _same_objects(raw, last.raw):
-                if not owned or raw_alpha == last.values[0]:
-                    return last.inputs
-                values = (raw_alpha, *last.values[1:])
-                inputs = self._with_prior(last, raw_alpha, last.values[1], values)
-                self._inputs = self._inputs._replace(raw=raw)
-                return inputs
+                if owned and raw_alpha != self._alpha.tables_alpha:
+                    # not the value the kernel left (a new chain's start): shift the tables
+                    self._alpha.move_tables(last.inputs.tables[0], raw_alpha)
+                return last.inputs
+        if owned:  # the cache must say which alpha the tables hold (the kernel moves it)
+            self._sync_owned_alpha()
         if self._inputs is not None:
             self._inputs = self._inputs._replace(raw=())  # stays so if the build raises
         inputs = self._build_arrays(float(raw_alpha), float(raw_power))
         self._inputs = self._inputs._replace(raw=raw)
+        if owned:
+            self._alpha.tables_built(float(raw_alpha), inputs.params.log_alpha)
         return inputs
+
+    def _sync_owned_alpha(self) -> None:
+        """Write the alpha the kernel left in the tables into the cached values and parameters.
+
+        With an owned ``alpha`` the kernel shifts the new-cluster weights itself and
+        the cached parameters keep the ``log_alpha`` they were built with (so that
+        the arrays keep their identity from draw to draw); before anything is
+        rebuilt from the cache, it must hold the tables' value.
+        """
+        last = self._inputs
+        log_alpha = float(self._alpha.log_alpha[0])
+        if last is None or last.inputs.params.log_alpha == log_alpha:
+            return
+        params = last.inputs.params._replace(log_alpha=log_alpha)
+        values = (self._alpha.tables_alpha, *last.values[1:])
+        self._inputs = last._replace(values=values, inputs=last.inputs._replace(params=params))
+
+    def _refresh_owned_alpha(self, inputs: SweepInputs) -> None:
+        """Recompute the new-cluster weights exactly every ``_REFRESH_EVERY`` owned draws.
+
+        The kernel shifts them by each change of ``log alpha``; recomputing them
+        now and then keeps rounding from accumulating.
+        """
+        self._alpha_draws += 1
+        if self._alpha_draws < _REFRESH_EVERY:
+            return
+        self._alpha_draws = 0
+        if inputs.scale is not None:
+            inputs.scale.current[1] = max(inputs.scale.current[1], REBUILT)  # the kernel does it
+        else:
+            params = inputs.params._replace(log_alpha=float(self._alpha.log_alpha[0]))
+            inputs.tables[0][:] = sweep_tables(inputs.xc, params)[0]
 
     def _build_arrays(self, alpha: float, power: float) -> SweepInputs:
         """Compare the inputs' values with the cache and rebuild what changed (slow path)."""
@@ -681,6 +716,8 @@ class PCRPGibbs(BlockedStep):
         age = 0
         if self.fresh_chain:
             current = np.asarray(current, dtype=np.int64)
+            if self._alpha is not None:  # the alpha the tables hold (see _sync_owned_alpha)
+                params = params._replace(log_alpha=float(self._alpha.log_alpha[0]))
             state = init_state(xc, self._initial_labels(current, params), params)
             self.fresh_chain = False
             if scale is not None:
@@ -719,7 +756,8 @@ class PCRPGibbs(BlockedStep):
             new_labels,
         )
         alpha = self._alpha
-        if alpha is not None:  # the same call proposes the next alpha
+        if alpha is not None:  # the same call sweeps at the tables' alpha, proposes the next
+            log_alpha = float(alpha.log_alpha[0])
             args = (*args, alpha.kernel_args(params.power))
         if scale is None:
             kernel = advance if alpha is None else advance_alpha
@@ -746,9 +784,10 @@ class PCRPGibbs(BlockedStep):
         new_point = dict(point)
         new_point[self._name] = new_labels
         if alpha is not None:  # accept or reject the proposed alpha; the stat at the new one
-            new_alpha, log_z = alpha.finish(point, self.rng, self.tune)
+            log_z = alpha.finish(point, self.rng, self.tune, inputs.tables[0])
             alpha.store(new_point)
-            log_density += state.k[0] * (math.log(new_alpha) - params.log_alpha) - log_z
+            log_density += state.k[0] * (float(alpha.log_alpha[0]) - log_alpha) - log_z
+            self._refresh_owned_alpha(inputs)
         elif self._alpha_is_random:  # alpha or power random: the normaliser is not a constant
             method = "recursion" if self._power_is_random else "row"
             log_density -= log_normaliser(self._n, math.exp(params.log_alpha), params.power, method)

@@ -12,6 +12,8 @@ from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
 import pymc_pcrp as pcrp
 
 from pymc_pcrp._kernels import hyperprior as hp
+from pymc_pcrp._kernels.hyper import new_cluster_log_weights
+from pymc_pcrp._kernels.scores import sweep_tables
 from pymc_pcrp.distributions.normaliser import log_normaliser
 
 SEED = sum(ord(c) for c in "test_alpha_rv")
@@ -182,8 +184,15 @@ def test_owned_alpha_log_joint_and_tables_follow_the_new_alpha():
             point, stats = step.step(point)
             expected = logp_terms({"z": point["z"], "alpha_log__": point["alpha_log__"]})
             assert stats[0]["log_joint"] == pytest.approx(expected, rel=1e-9)
+            # the kernel keeps alpha beside the cached parameters, in the tables it moves
             inputs = step._arrays(point)
-            assert inputs.params.log_alpha == pytest.approx(float(point["alpha_log__"]), abs=1e-12)
+            log_alpha = float(step._alpha.log_alpha[0])
+            assert log_alpha == pytest.approx(float(point["alpha_log__"]), abs=1e-12)
+            params = inputs.params._replace(log_alpha=log_alpha)
+            expected = sweep_tables(inputs.xc, params)[0]
+            if inputs.scale is not None:
+                new_cluster_log_weights(inputs.scale, params, inputs.tables[1][0], expected)
+            np.testing.assert_allclose(inputs.tables[0], expected, rtol=1e-12, atol=1e-12)
 
 
 def test_prior_only_unknown_family_recovers_its_prior():
