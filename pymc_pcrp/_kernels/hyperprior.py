@@ -289,11 +289,18 @@ def _node_log_z(
     nats: float,
     missed: np.ndarray,
 ) -> float:
-    """``z_table[j]``, computed exactly on first use (``inf`` where alpha is not positive)."""
+    """``z_table[j]``, computed exactly on first use (``inf`` where alpha is not positive).
+
+    Where the Stirling row does not certify the node, the recursion gives it and
+    the row is not grown (``missed`` is left alone): the nodes far out in the
+    tails, which the slice's stepping out visits, would otherwise grow the row to
+    many columns, and every later sum over it would pay for them.
+    """
     if math.isnan(z_table[j]):
         alpha = backward(code, lo + j * step, lower, upper)
         if alpha > 0.0 and math.isfinite(alpha):
-            z_table[j] = exact_log_z(math.log(alpha), n, r, use_row, row, bound, nats, missed)
+            keep = np.full(1, math.inf)  # never raised: the row is not grown for a node
+            z_table[j] = exact_log_z(math.log(alpha), n, r, use_row, row, bound, nats, keep)
         else:
             z_table[j] = math.inf
     return z_table[j]

@@ -196,6 +196,7 @@ class AlphaUpdate:
         )
         self._missed = np.array([-math.inf])
         self._out = np.empty(hp.OUT_SIZE)
+        self._args: tuple | None = None  # what kernel_args returns, while the row stays
         # the log(alpha) the sweep tables hold (the kernel sweeps at it and moves it), and
         # that alpha as the step last saw it
         self.log_alpha = np.array([math.nan])
@@ -233,9 +234,10 @@ class AlphaUpdate:
         return bool(np.all(np.abs(diffs - offset) <= _FAMILY_TOLERANCE * np.asarray(scales)))
 
     def __getstate__(self) -> dict:
-        """Pickle without the memo (it holds a point's array by identity)."""
+        """Pickle without the memos (one holds a point's array by identity)."""
         state = self.__dict__.copy()
         state["_last"] = None
+        state["_args"] = None
         return state
 
     def _exact(self, point, u: float) -> tuple[float, float, float]:
@@ -264,29 +266,23 @@ class AlphaUpdate:
         """Return the packed arguments of the kernel's proposal (call :meth:`current` first)."""
         fpar = self._fpar
         log_z0 = self._last[3]
-        if power != self._z_power:  # a new power (pm.Data): a new table
+        if power != self._z_power:  # a new power (pm.Data): a new table, a new row
             self._z_table.fill(math.nan)
             self._z_power = power
+            self._args = None
             log_z0 = math.nan
         fpar[hp.F_U0] = self._last[1]
         fpar[hp.F_W] = self.w
         fpar[hp.F_OTHER] = power
         fpar[hp.F_LOG_Z0] = log_z0
         self._missed[0] = -math.inf
-        row, bound = stirling_row_arrays(self._n, power) if self._use_row else (_EMPTY, _EMPTY)
-        table = self._z_table
-        out = self._out
-        return (
-            fpar,
-            self._ipar,
-            self._q_values,
-            table,
-            row,
-            bound,
-            self._missed,
-            out,
-            self.log_alpha,
-        )
+        if self._args is None:
+            # the row as cached now: a row grown later (it reallocates) is fetched after
+            # certify_row; an older one stays valid, as it certifies what it certifies
+            row, bound = stirling_row_arrays(self._n, power) if self._use_row else (_EMPTY,) * 2
+            tables = (self._q_values, self._z_table, row, bound)
+            self._args = (fpar, self._ipar, *tables, self._missed, self._out, self.log_alpha)
+        return self._args
 
     def tables_built(self, alpha: float, log_alpha: float) -> None:
         """Record that the sweep tables were built for ``alpha`` (``log_alpha`` its log)."""
@@ -305,7 +301,7 @@ class AlphaUpdate:
         ``alpha`` (the kernel moved them when it made the test). Writes nothing
         into ``point``; :meth:`store` does.
         """
-        out = self._out
+        out = self._out.tolist()
         evals = int(out[hp.O_EVALS])
         u0, exact0 = self._last[1], self._last[2]
         if evals < 0:
@@ -316,23 +312,24 @@ class AlphaUpdate:
         power = self._z_power
         if self._use_row and math.isfinite(self._missed[0]):
             certify_row(self._n, power, float(self._missed[0]))  # once, for later draws
-        u1 = float(out[hp.O_U1])
-        log_z0, log_z1 = float(out[hp.O_LOG_Z0]), float(out[hp.O_LOG_Z1])
+            self._args = None
+        u1 = out[hp.O_U1]
+        log_z0, log_z1 = out[hp.O_LOG_Z0], out[hp.O_LOG_Z1]
         if not math.isfinite(log_z0):
             raise ValueError(f"PCRPGibbs: log Z_N is {log_z0} at the value {u0} of '{self.name}'.")
         decided = out[hp.O_ACCEPT]
         if decided >= 0:  # the kernel evaluated the prior and made the test
             accept = decided > 0
-            exact1 = (float(out[hp.O_G1]), float(out[hp.O_ALPHA1]), power)
+            exact1 = (out[hp.O_G1], out[hp.O_ALPHA1], power)
         else:
             exact1 = self._exact(point, u1)
             if len(self._names) > 1:
                 exact0 = self._exact(point, u0)  # the prior term depends on other variables
             log_ratio = (
-                (exact1[0] - float(out[hp.O_Q1]))
-                - (exact0[0] - float(out[hp.O_Q0]))
-                - (log_z1 - float(out[hp.O_TABLE1]))
-                + (log_z0 - float(out[hp.O_TABLE0]))
+                (exact1[0] - out[hp.O_Q1])
+                - (exact0[0] - out[hp.O_Q0])
+                - (log_z1 - out[hp.O_TABLE1])
+                + (log_z0 - out[hp.O_TABLE0])
             )
             accept = log_ratio >= 0 or rng.random() < math.exp(log_ratio)
             if accept:
@@ -340,7 +337,7 @@ class AlphaUpdate:
         self.proposed += 1
         if tune:
             self.n_tunes += 1
-            self.w += (float(out[hp.O_WIDTH]) - self.w) / self.n_tunes
+            self.w += (out[hp.O_WIDTH] - self.w) / self.n_tunes
         if accept:
             self.accepted += 1
             self._next = (u1, exact1, log_z1)
