@@ -41,9 +41,10 @@ logjoint   the log joint the step reports, computed afresh from the labels at ea
            and N=100,000 (D=10)
 start      the default initialisation at N=1,000,000, D=10: seconds to the first draw
            (step built, start drawn, first sweep and moves), with the largest K0 it can draw
-hyper      a random alpha (Gamma(2, 1), drawn by PCRPHyper) against a fixed alpha, in-loop
-           seconds per draw through pm.sample, N=2,000 D=2, paired runs; a random power
-           (Uniform(0.8, 2)) beside them; the cost of log Z_N by Stirling row and recursion
+hyper      a random alpha (Gamma(2, 1), updated by PCRPGibbs in its own kernel call) against
+           a fixed alpha, in-loop seconds per draw through pm.sample, N=2,000 D=2, paired
+           runs; a random power (Uniform(0.8, 2), PCRPHyper) beside them; the cost of log Z_N
+           by Stirling row and recursion
 """
 
 from __future__ import annotations
@@ -1124,6 +1125,10 @@ def section_hyper(cfg: Config, rep: Report, cache: dict) -> None:
 
     for kind in ("fixed", "alpha", "r"):  # warm-up: numba cache, Stirling rows of this r
         run(kind, 20, 0)
+    with pm.Model() as model:  # which steps pm.sample builds for the random-alpha model
+        z = pcrp.PowerCRP("z", alpha=pm.Gamma("alpha", 2.0, 1.0), power=POWER, n=n)
+        pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
+    rep.log(f"  random alpha: pm.sample builds {_step_names(model)}")
     fixed, random_alpha, ratios, means = [], [], [], {}
     for b in range(runs):
         # alternate which runs first, so that a drift of the load hits both alike
@@ -1163,7 +1168,7 @@ def section_hyper(cfg: Config, rep: Report, cache: dict) -> None:
     ratio = med(ratios)
     r, status = goal_max(ratio, 1.2)
     rep.row(
-        f"random alpha (Gamma(2, 1), PCRPHyper) / fixed alpha, in-loop seconds per draw "
+        f"random alpha (Gamma(2, 1), in PCRPGibbs) / fixed alpha, in-loop seconds per draw "
         f"through pm.sample, N={n:,} D={d} (median of {runs} paired runs of per-draw medians)",
         f"{ratio:.2f} ({1e3 * med(random_alpha):.3f} / {1e3 * med(fixed):.3f} ms)",
         "<= 1.2",
@@ -1180,6 +1185,25 @@ def section_hyper(cfg: Config, rep: Report, cache: dict) -> None:
         f"{1e6 * t_row:.1f} us / {1e3 * t_rec:.2f} ms",
         "-",
     )
+
+
+def _step_names(model) -> str:
+    """The steps ``pm.sample`` builds for ``model``: ``Class[var, ...]``, comma-separated."""
+    import pymc as pm
+
+    from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
+
+    with model:
+        _, selected = assign_step_methods(model)
+        built = instantiate_steppers(model, [], selected)
+    stack, names = list(built) if isinstance(built, list) else [built], []
+    while stack:
+        step = stack.pop()
+        if isinstance(step, pm.CompoundStep):
+            stack.extend(step.methods)
+        else:
+            names.append(f"{type(step).__name__}[{', '.join(v.name for v in step.vars)}]")
+    return ", ".join(sorted(names))
 
 
 def child_memory(n: int, d: int, draws: int, keep: str) -> None:

@@ -230,11 +230,12 @@ class PowerCRP(Discrete):
       exactly (:mod:`pymc_pcrp.distributions.normaliser`: generalised Stirling
       numbers, computed once per ``(n, power)``, for a fixed power; an
       ``O(n^2)`` recursion per evaluation for a random one). ``pm.sample``
-      then gives the random variables that ``alpha`` and ``power`` are built
-      from to :class:`~pymc_pcrp.PCRPHyper`, which draws them exactly from their
-      conditional given the labels by slice sampling, at a cost that does not
-      depend on the data's dimension (the labels enter only through ``K`` and
-      :math:`\sum_k \log\Gamma(n_k)`). The gradient in ``alpha``,
+      then draws the random variables that ``alpha`` and ``power`` are built
+      from exactly from their conditional given the labels, at a cost that does
+      not depend on the data's dimension (the labels enter only through ``K``
+      and :math:`\sum_k \log\Gamma(n_k)`): ``alpha`` itself, with a fixed
+      power, inside :class:`~pymc_pcrp.PCRPGibbs`'s own step; anything else
+      with :class:`~pymc_pcrp.PCRPHyper`. The gradient in ``alpha``,
       :math:`\partial \log Z_n / \partial \alpha = E[K \mid \alpha] / \alpha`,
       is also available, for NUTS if a user assigns it; the derivative in
       ``power`` is not.
@@ -279,6 +280,7 @@ class PowerCRP(Discrete):
             idata = pm.sample()
 
         # alpha and r with priors: pm.sample uses PCRPHyper for them, PCRPGibbs for z
+        # (alpha with a fixed power: PCRPGibbs updates alpha and z together)
         with pm.Model():
             alpha = pm.Gamma("alpha", 2.0, 1.0)
             r = pm.Uniform("r", 0.8, 2.0)

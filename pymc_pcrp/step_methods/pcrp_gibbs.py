@@ -166,13 +166,19 @@ class PCRPGibbs(BlockedStep):
     ``pm.sample(pcrp_gibbs={"split_merge": 0})``) runs the paper's Algorithm 1
     alone.
 
-    ``alpha`` and ``power`` may be random variables. The step then reads their
-    current values from the point at every step, so another step method
-    (:class:`~pymc_pcrp.PCRPHyper`, which ``pm.sample`` assigns by itself)
-    updates them given the labels while this one updates the labels given them;
-    the model's log density includes the normaliser ``-log Z_N(alpha, r)`` that
-    makes that alternation exact. A new ``alpha`` or ``power`` costs this step
-    ``O(N)`` (the sweep tables are rewritten in place, see ``_with_prior``).
+    ``alpha`` and ``power`` may be random variables; the model's log density then
+    includes the normaliser ``-log Z_N(alpha, r)``. When ``alpha`` is itself a
+    free random variable used by this ``PowerCRP`` alone and the power is fixed
+    (``alpha = pm.Gamma("alpha", 2, 1)``, say), the step owns ``alpha`` too
+    (``pm.sample`` gives it both variables): in the same numba call as the
+    sweeps it makes an exact Metropolis-corrected slice update of ``alpha``
+    given the new labels (:mod:`pymc_pcrp.step_methods._alpha_update`), so that
+    a random ``alpha`` costs little more per draw than a fixed one. Otherwise
+    (a random power, an expression such as ``pt.exp(log_alpha)``, an ``alpha``
+    that feeds other terms) :class:`~pymc_pcrp.PCRPHyper`, which ``pm.sample``
+    assigns by itself, updates them given the labels and this step reads their
+    current values from the point at every step. A new ``alpha`` or ``power``
+    costs this step ``O(N)`` (the sweep tables are rewritten in place).
 
     The labels must feed exactly one observed :class:`~pymc_pcrp.NIWMixture`
     (whose component parameters the update integrates out), or nothing at all,
