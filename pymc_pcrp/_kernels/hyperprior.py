@@ -254,10 +254,10 @@ def _surrogate(
     bound: np.ndarray,
     nats: float,
     missed: np.ndarray,
-    z_table: np.ndarray,
+    z_table: tuple,
 ) -> float:
     value = backward(code, u, lower, upper)
-    if z_table.shape[0] == 0:
+    if z_table[0].shape[0] == 0:
         h = pcrp_log_conditional(
             value, is_power, use_row, other, n_blocks, log_gamma_sum, n, row, bound, nats, missed
         )
@@ -280,30 +280,25 @@ def _node_log_z(
     upper: float,
     lo: float,
     step: float,
-    z_table: np.ndarray,
-    n: int,
-    r: float,
-    use_row: bool,
-    row: np.ndarray,
-    bound: np.ndarray,
+    z_table: tuple,
     nats: float,
-    missed: np.ndarray,
 ) -> float:
-    """``z_table[j]``, computed exactly on first use (``inf`` where alpha is not positive).
+    """Node ``j`` of ``z_table = (values, row, bound)``, computed on first use.
 
-    Where the Stirling row does not certify the node, the recursion gives it and
-    the row is not grown (``missed`` is left alone): the nodes far out in the
-    tails, which the slice's stepping out visits, would otherwise grow the row to
-    many columns, and every later sum over it would pay for them.
+    The value is the sum over the table's own Stirling row ``row`` (a copy, fixed
+    while the table is in use): ``log Z_n`` where that row certifies it, a lower
+    bound of it beyond (the nodes far out in the tails, which the slice's
+    stepping out visits and which the exact sum would need many more columns
+    or the ``O(n^2)`` recursion for); ``inf`` where alpha is not positive.
     """
-    if math.isnan(z_table[j]):
+    values, row, bound = z_table
+    if math.isnan(values[j]):
         alpha = backward(code, lo + j * step, lower, upper)
         if alpha > 0.0 and math.isfinite(alpha):
-            keep = np.full(1, math.inf)  # never raised: the row is not grown for a node
-            z_table[j] = exact_log_z(math.log(alpha), n, r, use_row, row, bound, nats, keep)
+            values[j] = row_log_normaliser(row, bound, math.log(alpha), nats)[0]
         else:
-            z_table[j] = math.inf
-    return z_table[j]
+            values[j] = math.inf
+    return values[j]
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -314,7 +309,7 @@ def table_log_z(
     upper: float,
     lo: float,
     step: float,
-    z_table: np.ndarray,
+    z_table: tuple,
     n: int,
     r: float,
     use_row: bool,
@@ -323,16 +318,19 @@ def table_log_z(
     nats: float,
     missed: np.ndarray,
 ) -> float:
-    """``log Z_n(alpha(u), r)`` interpolated linearly in ``u`` between the nodes ``lo + step j``.
+    """Approximate ``log Z_n(alpha(u), r)``, linearly in ``u`` between nodes ``lo + step j``.
 
-    ``z_table`` holds the exact values at the nodes, ``nan`` until first used:
-    a fixed function of ``u`` however the table fills. Off the grid, or next to a
-    node outside the support, the value is exact. ``alpha(u)`` must be positive.
+    ``z_table = (values, row, bound)``: ``values`` holds the nodes, ``nan``
+    until first used (:func:`_node_log_z`, from the table's own fixed copy of
+    the Stirling row), so that the result is a fixed function of ``u`` however
+    the table fills. Off the grid, or next to a node outside the support, it is
+    ``log Z_n`` itself (``row``, ``bound`` and ``missed`` as in
+    :func:`exact_log_z`). ``alpha(u)`` must be positive.
     """
     pos = (u - lo) / step
     j = math.floor(pos)
-    if 0 <= j < z_table.shape[0] - 1:
-        args = (code, lower, upper, lo, step, z_table, n, r, use_row, row, bound, nats, missed)
+    if 0 <= j < z_table[0].shape[0] - 1:
+        args = (code, lower, upper, lo, step, z_table, nats)
         a = _node_log_z(j, *args)
         b = _node_log_z(j + 1, *args)
         if math.isfinite(a) and math.isfinite(b):
@@ -449,7 +447,7 @@ def slice_surrogate(
     evaluations, or ``-1`` when shrinkage found no point in ``max_shrinks`` tries.
     """
     n_blocks, log_gamma_sum = label_statistics(labels)
-    no_table = np.empty(0)
+    no_table = (np.empty(0), np.empty(0), np.empty(0))
     return _slice(
         rng, fpar, ipar, n_blocks, log_gamma_sum, q_values, row, bound, missed, out, no_table
     )
@@ -467,7 +465,7 @@ def _slice(
     bound: np.ndarray,
     missed: np.ndarray,
     out: np.ndarray,
-    z_table: np.ndarray,
+    z_table: tuple,
 ) -> int:
     """:func:`slice_surrogate` given ``K`` and ``T``; ``log Z`` from ``z_table`` unless empty."""
     u0, w = fpar[F_U0], fpar[F_W]
@@ -518,18 +516,19 @@ def alpha_proposal(rng: np.random.Generator, state, log_new: np.ndarray, alpha_a
 
     One slice update of ``u`` on the surrogate target ``K log(alpha) - L(u) +
     q(u)``: ``q`` the tabulated prior term (as in :func:`slice_surrogate`) and
-    ``L`` the piecewise-linear interpolation of ``log Z_n(alpha(u), r)``
+    ``L`` a piecewise-linear approximation of ``log Z_n(alpha(u), r)``
     (:func:`table_log_z`; ``r`` fixed), so that an evaluation costs no sum over
     the Stirling row. ``K`` and ``T = sum_k log Gamma(n_k)`` come from the
     state's occupied slots in ``O(K)``.
 
     ``alpha_args`` is ``(fpar, ipar, q_values, z_table, row, bound, missed,
-    out, log_alpha)``; ``fpar[F_LOG_Z0]`` is the exact ``log Z_n`` at ``u0``, or
-    ``nan``; ``log_alpha[0]`` the ``log(alpha)`` that the new-cluster weights
-    ``log_new`` (the sweep's first table) hold.
-    Writes into ``out`` (indices ``O_*``) the proposal, the number of
-    evaluations (``-1``: shrinkage failed), ``K``, ``T``, ``L`` and the exact
-    ``log Z_n`` at ``u0`` and ``u1``: ``u1`` is to be accepted with probability
+    out, log_alpha)`` (``z_table`` as in :func:`table_log_z`);
+    ``fpar[F_LOG_Z0]`` is the exact ``log Z_n`` at ``u0``, or ``nan``;
+    ``log_alpha[0]`` the ``log(alpha)`` that the new-cluster weights ``log_new``
+    (the sweep's first table) hold. Writes into ``out`` (indices ``O_*``) the
+    proposal, the number of evaluations (``-1``: shrinkage failed), ``K``,
+    ``T``, ``L`` and the exact ``log Z_n`` at ``u0`` and ``u1``: ``u1`` is to
+    be accepted with probability
     ``exp((g - q)(u1) - (g - q)(u0) - (log Z - L)(u1) + (log Z - L)(u0))``,
     ``g`` the exact prior term, which makes the move exact. For a known prior
     family (``ipar[I_FAMILY]``, parameters ``fpar[F_P0]`` and ``fpar[F_P1]``)

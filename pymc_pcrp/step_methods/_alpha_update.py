@@ -12,10 +12,11 @@ step also owns ``alpha`` (``pm.sample`` assigns both to it). Each draw then
    slice update (:func:`~pymc_pcrp._kernels.hyperprior.alpha_proposal`) of the
    surrogate target ``K log(alpha) - L(u) + q(u)`` given ``K`` of the new labels,
    where ``q`` is the tabulated prior term of :class:`~pymc_pcrp.PCRPHyper` (log
-   density plus Jacobian, piecewise linear on a fine grid of ``u``) and ``L`` the
-   piecewise-linear interpolation of ``log Z_N(alpha(u), r)`` on the same grid
-   (exact values at the nodes, each computed the first time it is needed), so
-   that the slice costs no sum over the Stirling row per evaluation;
+   density plus Jacobian, piecewise linear on a fine grid of ``u``) and ``L`` a
+   piecewise-linear approximation of ``log Z_N(alpha(u), r)`` on the same grid
+   (each node computed the first time it is needed, as the sum over a copy of
+   the Stirling row that is kept fixed after tuning), so that the slice costs no
+   sum over the Stirling row per evaluation;
 3. accepts ``u1`` with probability
    ``min(1, exp((g - q)(u1) - (g - q)(u0) - (log Z - L)(u1) + (log Z - L)(u0)))``,
    ``g`` the exact prior term and ``log Z`` the exact normaliser (one
@@ -187,8 +188,9 @@ class AlphaUpdate:
         # layout hyperprior.F_*: u0, w, bounds, the grid of q, r, nats, log Z(u0), prior
         grid = (sur.lower, sur.upper, sur.q_lo, sur.q_step)
         self._fpar = np.array([0.0, self.w, *grid, 1.0, TRUNCATION_NATS, 0.0, p0, p1])
-        # exact log Z_N at the grid nodes of q, nan until needed; for the power _z_power
-        self._z_table = np.full(sur.q_values.shape[0], math.nan)
+        # log Z_N at the grid nodes of q from a copy of the Stirling row (nan until
+        # needed): (values, row, bound), for the power _z_power; see _new_table
+        self._z_table = (np.full(sur.q_values.shape[0], math.nan), _EMPTY, _EMPTY)
         self._z_power = math.nan
         self._ipar = np.array(
             [MAX_STEPS_OUT, MAX_SHRINKS, sur.code, 0, term.n, int(self._use_row), family],
@@ -267,9 +269,8 @@ class AlphaUpdate:
         fpar = self._fpar
         log_z0 = self._last[3]
         if power != self._z_power:  # a new power (pm.Data): a new table, a new row
-            self._z_table.fill(math.nan)
             self._z_power = power
-            self._args = None
+            self._new_table()
             log_z0 = math.nan
         fpar[hp.F_U0] = self._last[1]
         fpar[hp.F_W] = self.w
@@ -280,9 +281,23 @@ class AlphaUpdate:
             # the row as cached now: a row grown later (it reallocates) is fetched after
             # certify_row; an older one stays valid, as it certifies what it certifies
             row, bound = stirling_row_arrays(self._n, power) if self._use_row else (_EMPTY,) * 2
-            tables = (self._q_values, self._z_table, row, bound)
+            tables = (self._q_values, self._z_table, row, bound)  # the row itself: exact sums
             self._args = (fpar, self._ipar, *tables, self._missed, self._out, self.log_alpha)
         return self._args
+
+    def _new_table(self) -> None:
+        """Start the table of ``log Z_N`` afresh, on a copy of the Stirling row as it is now.
+
+        The nodes are sums over that copy, so the table is a fixed function of
+        ``u`` for as long as the copy is kept: the copy is renewed only for a new
+        power and, while tuning, when the row has grown (the slice's proposals then
+        stay closer to the exact target).
+        """
+        row, bound = stirling_row_arrays(self._n, self._z_power)
+        values = self._z_table[0]
+        values.fill(math.nan)
+        self._z_table = (values, row.copy(), bound.copy())
+        self._args = None
 
     def tables_built(self, alpha: float, log_alpha: float) -> None:
         """Record that the sweep tables were built for ``alpha`` (``log_alpha`` its log)."""
@@ -313,6 +328,8 @@ class AlphaUpdate:
         if self._use_row and math.isfinite(self._missed[0]):
             certify_row(self._n, power, float(self._missed[0]))  # once, for later draws
             self._args = None
+            if tune:
+                self._new_table()
         u1 = out[hp.O_U1]
         log_z0, log_z1 = out[hp.O_LOG_Z0], out[hp.O_LOG_Z1]
         if not math.isfinite(log_z0):
