@@ -11,12 +11,13 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import drifted, partition_log_joint, resync_state
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.splitmerge import _split_merge_moves
 from pymc_pcrp._kernels.sweep import NIWParams, SweepState, gibbs_sweeps, log_joint
 
-__all__ = ["advance", "finish_draw", "labels_match", "run_moves"]
+__all__ = ["advance", "advance_alpha", "finish_draw", "labels_match", "run_moves", "with_log_alpha"]
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -132,3 +133,47 @@ def labels_match(a: np.ndarray, b: np.ndarray) -> bool:
         if a[i] != b[i]:
             return False
     return True
+
+
+@numba.njit(**NJIT_KWARGS)
+def advance_alpha(
+    rng: np.random.Generator,
+    xc: np.ndarray,
+    state: SweepState,
+    params: NIWParams,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+    n_sweeps: int,
+    n_split_merge: float,
+    n_scans: int,
+    counts: np.ndarray,
+    labels_out: np.ndarray,
+    alpha_args: tuple,
+) -> float:
+    """:func:`advance` at the step's own ``alpha``, then a proposal of the next ``alpha``.
+
+    The same call, so that a random ``alpha`` costs no second call from Python
+    (see :func:`~pymc_pcrp._kernels.hyperprior.alpha_proposal`). ``alpha`` is
+    ``exp(alpha_args[-1][0])``, the value the new-cluster weights ``tables[0]``
+    hold (``params.log_alpha`` is ignored), and the proposal may move both.
+    Returns what :func:`advance` returns at that ``alpha``.
+    """
+    local = with_log_alpha(params, alpha_args[-1][0])
+    fresh = advance(
+        rng, xc, state, local, tables, n_sweeps, n_split_merge, n_scans, counts, labels_out
+    )
+    alpha_proposal(rng, state, tables[0], alpha_args)
+    return fresh
+
+
+@numba.njit(**NJIT_KWARGS)
+def with_log_alpha(params: NIWParams, log_alpha: float) -> NIWParams:
+    """``params`` with another ``log_alpha``."""
+    return NIWParams(
+        log_alpha,
+        params.power,
+        params.kappa0,
+        params.nu0,
+        params.psi0,
+        params.chol0,
+        params.logdet0,
+    )

@@ -35,7 +35,8 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.chain import finish_draw, run_moves
+from pymc_pcrp._kernels.chain import finish_draw, run_moves, with_log_alpha
+from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import (
     cluster_scatter,
     drifted,
@@ -50,6 +51,7 @@ from pymc_pcrp._kernels.state import NIWParams, SweepState, refresh_slot
 __all__ = [
     "ScaleGrid",
     "advance_scaled",
+    "advance_scaled_alpha",
     "cluster_eigenvalues",
     "log_marginal_grid",
     "make_scale_grid",
@@ -438,4 +440,31 @@ def advance_scaled(
     fresh = partition_log_joint_scaled(xc, labels_out, params, grid)
     if drifted(running, fresh):
         resync_state(xc, state, local)
+    return fresh
+
+
+@numba.njit(**NJIT_KWARGS)
+def advance_scaled_alpha(
+    rng: np.random.Generator,
+    xc: np.ndarray,
+    state: SweepState,
+    params: NIWParams,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+    grid: ScaleGrid,
+    n_sweeps: int,
+    n_split_merge: float,
+    n_scans: int,
+    counts: np.ndarray,
+    labels_out: np.ndarray,
+    alpha_args: tuple,
+) -> float:
+    """:func:`advance_scaled` at the step's own ``alpha``, then a proposal of the next one.
+
+    See :func:`~pymc_pcrp._kernels.chain.advance_alpha`.
+    """
+    local = with_log_alpha(params, alpha_args[-1][0])
+    fresh = advance_scaled(
+        rng, xc, state, local, tables, grid, n_sweeps, n_split_merge, n_scans, counts, labels_out
+    )
+    alpha_proposal(rng, state, tables[0], alpha_args)
     return fresh

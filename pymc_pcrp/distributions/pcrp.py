@@ -230,11 +230,12 @@ class PowerCRP(Discrete):
       exactly (:mod:`pymc_pcrp.distributions.normaliser`: generalised Stirling
       numbers, computed once per ``(n, power)``, for a fixed power; an
       ``O(n^2)`` recursion per evaluation for a random one). ``pm.sample``
-      then gives the random variables that ``alpha`` and ``power`` are built
-      from to :class:`~pymc_pcrp.PCRPHyper`, which draws them exactly from their
-      conditional given the labels by slice sampling, at a cost that does not
-      depend on the data's dimension (the labels enter only through ``K`` and
-      :math:`\sum_k \log\Gamma(n_k)`). The gradient in ``alpha``,
+      then draws the random variables that ``alpha`` and ``power`` are built
+      from exactly from their conditional given the labels, at a cost that does
+      not depend on the data's dimension (the labels enter only through ``K``
+      and :math:`\sum_k \log\Gamma(n_k)`): ``alpha`` itself, with a fixed
+      power, inside :class:`~pymc_pcrp.PCRPGibbs`'s own step; anything else
+      with :class:`~pymc_pcrp.PCRPHyper`. The gradient in ``alpha``,
       :math:`\partial \log Z_n / \partial \alpha = E[K \mid \alpha] / \alpha`,
       is also available, for NUTS if a user assigns it; the derivative in
       ``power`` is not.
@@ -279,6 +280,7 @@ class PowerCRP(Discrete):
             idata = pm.sample()
 
         # alpha and r with priors: pm.sample uses PCRPHyper for them, PCRPGibbs for z
+        # (alpha with a fixed power: PCRPGibbs updates alpha and z together)
         with pm.Model():
             alpha = pm.Gamma("alpha", 2.0, 1.0)
             r = pm.Uniform("r", 0.8, 2.0)
@@ -366,10 +368,19 @@ def _mark_hyperparameters(rv: TensorVariable) -> None:
     ``alpha``'s own prior) gets ``tag.pcrp_hyperparameter = True``, so that
     :class:`~pymc_pcrp.PCRPHyper` can claim it in ``pm.sample``'s step
     assignment, whose competence test sees the variable but not the model.
+    ``alpha`` itself, when free and the power is fixed, also gets
+    ``tag.pcrp_gibbs_alpha = True``: :class:`~pymc_pcrp.PCRPGibbs` then claims
+    it, to update it inside its own step.
     """
     model = modelcontext(None)
     free = set(model.free_RVs)
     alpha, power, _ = rv.owner.op.dist_params(rv.owner)
+    if alpha in free:
+        # ``alpha`` itself free, free labels and a fixed power: PCRPGibbs may update
+        # alpha in its own step (pymc_pcrp.step_methods._alpha_update checks the whole
+        # model when sampling starts); a second PowerCRP with the same alpha withdraws it.
+        before = getattr(alpha.tag, "pcrp_gibbs_alpha", None)
+        alpha.tag.pcrp_gibbs_alpha = before is None and rv in free and is_fixed(power)
     stack = [alpha, power]
     seen: set[int] = set()
     while stack:

@@ -19,19 +19,20 @@ import pymc as pm
 import pytensor
 
 from pymc.pytensorf import compile as pm_compile
-from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
+from pymc.step_methods.compound import BlockedStep, Competence, CompoundStep, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph.basic import Constant
 from pytensor.graph.traversal import ancestors, graph_inputs
 
-from pymc_pcrp._kernels.chain import advance, labels_match
+from pymc_pcrp._kernels.chain import advance, advance_alpha, labels_match
 from pymc_pcrp._kernels.hyper import (
     FRESH_CHAIN,
     REBUILT,
     ScaleGrid,
     advance_scaled,
+    advance_scaled_alpha,
     make_scale_grid,
 )
 from pymc_pcrp._kernels.partitions import canonical_labels
@@ -42,7 +43,9 @@ from pymc_pcrp._validation import check_data, check_prior_scale, rebuild_message
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
+from pymc_pcrp.step_methods._alpha_update import AlphaUpdate, claimed_alpha
 from pymc_pcrp.step_methods._compile_notice import announce_compilation
+from pymc_pcrp.step_methods.pcrp_hyper import PCRPHyper
 
 __all__ = [
     "INIT_STRATEGIES",
@@ -176,13 +179,19 @@ class PCRPGibbs(BlockedStep):
     ``pm.sample(pcrp_gibbs={"split_merge": 0})``) runs the paper's Algorithm 1
     alone.
 
-    ``alpha`` and ``power`` may be random variables. The step then reads their
-    current values from the point at every step, so another step method
-    (:class:`~pymc_pcrp.PCRPHyper`, which ``pm.sample`` assigns by itself)
-    updates them given the labels while this one updates the labels given them;
-    the model's log density includes the normaliser ``-log Z_N(alpha, r)`` that
-    makes that alternation exact. A new ``alpha`` or ``power`` costs this step
-    ``O(N)`` (the sweep tables are rewritten in place, see ``_with_prior``).
+    ``alpha`` and ``power`` may be random variables; the model's log density then
+    includes the normaliser ``-log Z_N(alpha, r)``. When ``alpha`` is itself a
+    free random variable used by this ``PowerCRP`` alone and the power is fixed
+    (``alpha = pm.Gamma("alpha", 2, 1)``, say), the step owns ``alpha`` too
+    (``pm.sample`` gives it both variables): in the same numba call as the
+    sweeps it makes an exact Metropolis-corrected slice update of ``alpha``
+    given the new labels (:mod:`pymc_pcrp.step_methods._alpha_update`), so that
+    a random ``alpha`` costs little more per draw than a fixed one. Otherwise
+    (a random power, an expression such as ``pt.exp(log_alpha)``, an ``alpha``
+    that feeds other terms) :class:`~pymc_pcrp.PCRPHyper`, which ``pm.sample``
+    assigns by itself, updates them given the labels and this step reads their
+    current values from the point at every step. A new ``alpha`` or ``power``
+    costs this step ``O(N)`` (the sweep tables are rewritten in place).
 
     The labels must feed exactly one observed :class:`~pymc_pcrp.NIWMixture`
     (whose component parameters the update integrates out), or nothing at all,
@@ -297,6 +306,44 @@ class PCRPGibbs(BlockedStep):
     }
     _state_class = PCRPGibbsState
 
+    def __new__(cls, *args, **kwargs):
+        """One step per ``PowerCRP`` variable, with the ``alpha`` it owns (see the class notes).
+
+        ``pm.sample`` hands this class every ``PowerCRP`` variable and every
+        ``alpha`` whose competence it claimed. Each ``PowerCRP`` gets one step,
+        together with its ``alpha`` when :func:`claimed_alpha` allows it; an
+        ``alpha`` that cannot be owned (another term uses it, say) gets a
+        :class:`~pymc_pcrp.PCRPHyper` step instead.
+        """
+        if kwargs.get("blocked") is True:  # one step's variables (and unpickling)
+            return super().__new__(cls, *args, **kwargs)
+        if "vars" in kwargs:
+            vars, rest = kwargs.pop("vars"), args
+        elif args:
+            vars, rest = args[0], args[1:]
+        else:
+            vars, rest = None, args
+        model = pm.modelcontext(kwargs.get("model"))
+        value_vars = get_value_vars_from_user_vars(
+            model.value_vars if vars is None else vars, model
+        )
+        groups, hyper = _group_vars(model, value_vars)
+        if len(groups) == 1 and not hyper:
+            kwargs["blocked"] = True
+            return super().__new__(cls, groups[0], *rest, **kwargs)
+        kwargs.pop("blocked", None)
+        rngs = get_random_generator(kwargs.pop("rng", None)).spawn(len(groups) + len(hyper))
+        steps = [
+            cls(group, *rest, rng=rng, blocked=True, **kwargs)
+            for group, rng in zip(groups, rngs, strict=False)
+        ]
+        shared = {k: kwargs.get(k) for k in ("model", "initial_point", "compile_kwargs")}
+        steps += [
+            PCRPHyper([var], rng=rng, **shared)
+            for var, rng in zip(hyper, rngs[len(groups) :], strict=True)
+        ]
+        return steps[0] if len(steps) == 1 else CompoundStep(steps)
+
     def __init__(
         self,
         vars,
@@ -313,11 +360,7 @@ class PCRPGibbs(BlockedStep):
     ):
         model = pm.modelcontext(model)
         vars = get_value_vars_from_user_vars(vars, model)
-        if len(vars) != 1:
-            raise ValueError(
-                "PCRPGibbs updates one PowerCRP variable per step; pass one variable "
-                "(pm.sample does this automatically)."
-            )
+        labels_var, alpha_var = _split_vars(model, vars)
         if sweeps_per_draw is not None and (
             isinstance(sweeps_per_draw, bool)
             or not isinstance(sweeps_per_draw, int | float | np.number)
@@ -352,7 +395,7 @@ class PCRPGibbs(BlockedStep):
         if init not in INIT_STRATEGIES:
             raise ValueError(f"Argument 'init' must be one of {INIT_STRATEGIES}, got {init!r}.")
         self.vars = vars
-        rv = model.values_to_rvs[vars[0]]
+        rv = model.values_to_rvs[labels_var]
         if not isinstance(getattr(rv.owner, "op", None), PowerCRPRV):
             raise ValueError(f"PCRPGibbs can only update PowerCRP variables; '{rv.name}' is not.")
         self._n = int(rv.owner.op.dist_params(rv.owner)[-1].eval())
@@ -362,7 +405,7 @@ class PCRPGibbs(BlockedStep):
         self.fresh_chain = True
         self.rng = get_random_generator(rng)
         announce_compilation()
-        self._name = vars[0].name
+        self._name = labels_var.name
         self._dtype = np.dtype(rv.dtype)
         self._prior_readers, (alpha_random, power_random) = self._prior_value_readers(
             model, rv, compile_kwargs
@@ -389,13 +432,33 @@ class PCRPGibbs(BlockedStep):
         self._compiled: _CompiledAdvance | None = None  # see _call_advance
         self._scale_inputs: SweepInputs | None = None  # inputs the current s was applied to
         self._prior_shifts = 0  # new alphas applied by shifting the new-cluster weights
+        self.tune = True  # pm.sample sets it; adapts the width of alpha's slice move
+        self._alpha_draws = 0  # owned-alpha draws since the new-cluster weights were recomputed
+        # the alpha this step updates itself (None: fixed, or another step's)
+        self._alpha = (
+            None
+            if alpha_var is None
+            else AlphaUpdate(model, alpha_var, initial_point, compile_kwargs)
+        )
 
     @staticmethod
     def competence(var, has_grad):
-        """``IDEAL`` for PowerCRP variables, ``INCOMPATIBLE`` for anything else."""
+        """``IDEAL`` for PowerCRP variables and the alphas they may own, else ``INCOMPATIBLE``.
+
+        An ``alpha`` may be owned when it is itself a free random variable passed
+        as the ``alpha`` of one ``PowerCRP`` with a fixed power (the tag that
+        ``PowerCRP`` sets); :meth:`__new__` checks the whole model and hands it
+        to :class:`~pymc_pcrp.PCRPHyper` if another term uses it.
+        """
         if isinstance(getattr(var.owner, "op", None), PowerCRPRV):
             return Competence.IDEAL
+        if getattr(var.tag, "pcrp_gibbs_alpha", False) is True:
+            return Competence.IDEAL
         return Competence.INCOMPATIBLE
+
+    def stop_tuning(self):
+        """Freeze the width of the alpha move (if the step owns an alpha)."""
+        self.tune = False
 
     def __getstate__(self) -> dict:
         """Pickle without the compiled function (looked up again on the first step)."""
@@ -481,19 +544,64 @@ class PCRPGibbs(BlockedStep):
         if point is None and self._alpha_is_random:
             raise ValueError("The alpha of this PowerCRP is random: pass the point to read it.")
         read_alpha, read_power = self._prior_readers
-        raw_alpha, raw_power = read_alpha(point), read_power(point)
+        owned = self._alpha is not None
+        raw_alpha = self._alpha.current(point) if owned else read_alpha(point)
+        raw_power = read_power(point)
         raw: tuple = ()
-        if not self._alpha_is_random and self._data_readers is not None:
+        if (owned or not self._alpha_is_random) and self._data_readers is not None:
             # Fast path for every draw after the first: the very objects of last
-            # time (constants, or pm.Data not replaced since) give the same arrays.
-            raw = (raw_alpha, raw_power, *[read() for read in self._data_readers])
-            if self._inputs is not None and _same_objects(raw, self._inputs.raw):
-                return self._inputs.inputs
+            # time (constants, or pm.Data not replaced since) give the same arrays;
+            # an alpha this step owns changes them in O(N) (_with_prior).
+            raw = (raw_power, *[read() for read in self._data_readers])
+            if not owned:
+                raw = (raw_alpha, *raw)
+            last = self._inputs
+            if last is not None and _same_objects(raw, last.raw):
+                if owned and raw_alpha != self._alpha.tables_alpha:
+                    # not the value the kernel left (a new chain's start): shift the tables
+                    self._alpha.move_tables(last.inputs.tables[0], raw_alpha)
+                return last.inputs
+        if owned:  # the cache must say which alpha the tables hold (the kernel moves it)
+            self._sync_owned_alpha()
         if self._inputs is not None:
             self._inputs = self._inputs._replace(raw=())  # stays so if the build raises
         inputs = self._build_arrays(float(raw_alpha), float(raw_power))
         self._inputs = self._inputs._replace(raw=raw)
+        if owned:
+            self._alpha.tables_built(float(raw_alpha), inputs.params.log_alpha)
         return inputs
+
+    def _sync_owned_alpha(self) -> None:
+        """Write the alpha the kernel left in the tables into the cached values and parameters.
+
+        With an owned ``alpha`` the kernel shifts the new-cluster weights itself and
+        the cached parameters keep the ``log_alpha`` they were built with (so that
+        the arrays keep their identity from draw to draw); before anything is
+        rebuilt from the cache, it must hold the tables' value.
+        """
+        last = self._inputs
+        log_alpha = float(self._alpha.log_alpha[0])
+        if last is None or last.inputs.params.log_alpha == log_alpha:
+            return
+        params = last.inputs.params._replace(log_alpha=log_alpha)
+        values = (self._alpha.tables_alpha, *last.values[1:])
+        self._inputs = last._replace(values=values, inputs=last.inputs._replace(params=params))
+
+    def _refresh_owned_alpha(self, inputs: SweepInputs) -> None:
+        """Recompute the new-cluster weights exactly every ``_REFRESH_EVERY`` owned draws.
+
+        The kernel shifts them by each change of ``log alpha``; recomputing them
+        now and then keeps rounding from accumulating.
+        """
+        self._alpha_draws += 1
+        if self._alpha_draws < _REFRESH_EVERY:
+            return
+        self._alpha_draws = 0
+        if inputs.scale is not None:
+            inputs.scale.current[1] = max(inputs.scale.current[1], REBUILT)  # the kernel does it
+        else:
+            params = inputs.params._replace(log_alpha=float(self._alpha.log_alpha[0]))
+            inputs.tables[0][:] = sweep_tables(inputs.xc, params)[0]
 
     def _build_arrays(self, alpha: float, power: float) -> SweepInputs:
         """Compare the inputs' values with the cache and rebuild what changed (slow path)."""
@@ -610,8 +718,7 @@ class PCRPGibbs(BlockedStep):
         parameters, tables) with the same label dtypes. If that lookup fails,
         the dispatcher serves every call: it is an optimisation only.
         """
-        state, labels_out = args[2], args[-1]
-        label_dtypes = (state.labels.dtype, labels_out.dtype)
+        label_dtypes = (args[2].labels.dtype, self._dtype)  # the state's, the returned labels'
         compiled = self._compiled
         if (
             compiled is not None
@@ -640,6 +747,8 @@ class PCRPGibbs(BlockedStep):
         age = 0
         if self.fresh_chain:
             current = np.asarray(current, dtype=np.int64)
+            if self._alpha is not None:  # the alpha the tables hold (see _sync_owned_alpha)
+                params = params._replace(log_alpha=float(self._alpha.log_alpha[0]))
             state = init_state(xc, self._initial_labels(current, params), params)
             self.fresh_chain = False
             if scale is not None:
@@ -677,8 +786,13 @@ class PCRPGibbs(BlockedStep):
             counts,
             new_labels,
         )
+        alpha = self._alpha
+        if alpha is not None:  # the same call sweeps at the tables' alpha, proposes the next
+            log_alpha = float(alpha.log_alpha[0])
+            args = (*args, alpha.kernel_args(params.power))
         if scale is None:
-            log_density = self._call_advance(inputs, args) + inputs.fixed_scale[1]
+            kernel = advance if alpha is None else advance_alpha
+            log_density = self._call_advance(inputs, args, kernel) + inputs.fixed_scale[1]
             niw_scale = inputs.fixed_scale[0]
         else:
             if self._scale_inputs is not inputs:
@@ -694,12 +808,18 @@ class PCRPGibbs(BlockedStep):
                     self._prior_shifts = 0
                 self._scale_inputs = inputs
             args = (*args[:5], scale, *args[5:])
-            log_density = self._call_advance(inputs, args, advance_scaled)
+            kernel = advance_scaled if alpha is None else advance_scaled_alpha
+            log_density = self._call_advance(inputs, args, kernel)
             niw_scale = math.exp(scale.log_s[scale.current[0]])
         self._kept = _KeptState(xc, state, new_labels, age)
         new_point = dict(point)
         new_point[self._name] = new_labels
-        if self._alpha_is_random:  # alpha or power random: the normaliser is not a constant
+        if alpha is not None:  # accept or reject the proposed alpha; the stat at the new one
+            log_z = alpha.finish(point, self.rng, self.tune, inputs.tables[0])
+            alpha.store(new_point)
+            log_density += state.k[0] * (float(alpha.log_alpha[0]) - log_alpha) - log_z
+            self._refresh_owned_alpha(inputs)
+        elif self._alpha_is_random:  # alpha or power random: the normaliser is not a constant
             method = "recursion" if self._power_is_random else "row"
             log_density -= log_normaliser(self._n, math.exp(params.log_alpha), params.power, method)
         stats = {
@@ -712,6 +832,55 @@ class PCRPGibbs(BlockedStep):
             "niw_scale": niw_scale,
         }
         return new_point, [stats]
+
+
+def _is_labels(model, var) -> bool:
+    """Whether a value variable is that of a ``PowerCRP``."""
+    return isinstance(getattr(model.values_to_rvs[var].owner, "op", None), PowerCRPRV)
+
+
+def _group_vars(model, value_vars: list) -> tuple[list[list], list]:
+    """Split variables given to :class:`PCRPGibbs` into its steps and :class:`PCRPHyper` steps.
+
+    Returns ``(groups, hyper)``: a list per ``PowerCRP`` (with its owned
+    ``alpha`` when that is among the variables), one list per other variable
+    except the alphas that cannot be owned, which are in ``hyper``.
+    """
+    owners = {}
+    for var in value_vars:
+        if _is_labels(model, var):
+            alpha = claimed_alpha(model, model.values_to_rvs[var])
+            if alpha is not None and any(alpha is v for v in value_vars):
+                owners[alpha] = var
+    groups, hyper = [], []
+    for var in value_vars:
+        if _is_labels(model, var):
+            groups.append([var, *[a for a, owner in owners.items() if owner is var]])
+        elif var in owners:
+            continue
+        elif getattr(model.values_to_rvs[var].tag, "pcrp_gibbs_alpha", False) is True:
+            hyper.append(var)
+        else:
+            groups.append([var])  # refused by __init__, with its message
+    return groups, hyper
+
+
+def _split_vars(model, vars: list) -> tuple:
+    """``(labels, owned alpha or None)`` of one step's value variables, or ``ValueError``."""
+    if len(vars) == 1:
+        return vars[0], None
+    if len(vars) == 2:
+        for labels, alpha in (vars, vars[::-1]):
+            if (
+                _is_labels(model, labels)
+                and claimed_alpha(model, model.values_to_rvs[labels]) is alpha
+            ):
+                return labels, alpha
+    raise ValueError(
+        "PCRPGibbs updates one PowerCRP variable per step, with its alpha when that is a free "
+        "random variable used by that PowerCRP alone (and the power is fixed); pass one "
+        "variable or these two (pm.sample does this automatically)."
+    )
 
 
 def auto_sweeps_per_draw(n: int, d: int = 1) -> int:

@@ -192,9 +192,16 @@ class PCRPHyper(BlockedStep):
 
     @staticmethod
     def competence(var, has_grad):
-        """``IDEAL`` for scalar continuous variables that a PowerCRP's alpha or power uses."""
+        """``IDEAL`` for scalar continuous variables that a PowerCRP's alpha or power uses.
+
+        ``PREFERRED`` for an ``alpha`` that :class:`~pymc_pcrp.PCRPGibbs` may
+        update in its own step (it claims those as ``IDEAL``, and gives this
+        class any it cannot own).
+        """
         tagged = getattr(var.tag, "pcrp_hyperparameter", False)
         if tagged and var.ndim == 0 and var.dtype in continuous_types:
+            if getattr(var.tag, "pcrp_gibbs_alpha", False) is True:
+                return Competence.PREFERRED
             return Competence.IDEAL
         return Competence.INCOMPATIBLE
 
@@ -245,25 +252,10 @@ class PCRPHyper(BlockedStep):
         alpha, power = params
         if (alpha is rv) == (power is rv):
             return None
-        transform = model.rvs_to_transforms.get(rv)
-        code, lower, upper = hp.IDENTITY, 0.0, 0.0
-        if isinstance(transform, LogTransform):
-            code = hp.LOG
-        elif isinstance(transform, IntervalTransform):
-            a, b, has_a, has_b = transform.get_a_and_b(rv.owner.inputs)
-            try:
-                a = float(pt.get_underlying_scalar_constant_value(a)) if has_a else -math.inf
-                b = float(pt.get_underlying_scalar_constant_value(b)) if has_b else math.inf
-            except NotScalarConstantError:
-                return None
-            if math.isfinite(a) and math.isfinite(b):
-                code, lower, upper = hp.INTERVAL, a, b
-            elif math.isfinite(a):
-                code, lower = hp.LOWER, a
-            else:
-                return None
-        elif transform is not None:
+        known = transform_code(model, rv)
+        if known is None:
             return None
+        code, lower, upper = known
         center = float(initial_point[self._name])
         grid = center + np.linspace(-_Q_HALF_WIDTH, _Q_HALF_WIDTH, _Q_POINTS)
         args = [np.asarray(initial_point[v.name]) for v in self._inputs]
@@ -409,6 +401,33 @@ class PCRPHyper(BlockedStep):
             # them for the next step, which starts from u1 or u0
             self._g_memo = (u1, exact1) if accept else (u0, (g0, alpha0, power0))
         return new_point, [{"hyper_evals": evals}]
+
+
+def transform_code(model, rv) -> tuple[int, float, float] | None:
+    """``(code, lower, upper)`` of ``rv``'s transform for the numba kernel, or ``None``.
+
+    Known are no transform, the log transform and an interval transform with
+    constant bounds (both finite, or a finite lower bound alone); see the
+    transform codes of :mod:`pymc_pcrp._kernels.hyperprior`.
+    """
+    transform = model.rvs_to_transforms.get(rv)
+    if transform is None:
+        return hp.IDENTITY, 0.0, 0.0
+    if isinstance(transform, LogTransform):
+        return hp.LOG, 0.0, 0.0
+    if not isinstance(transform, IntervalTransform):
+        return None
+    a, b, has_a, has_b = transform.get_a_and_b(rv.owner.inputs)
+    try:
+        a = float(pt.get_underlying_scalar_constant_value(a)) if has_a else -math.inf
+        b = float(pt.get_underlying_scalar_constant_value(b)) if has_b else math.inf
+    except NotScalarConstantError:
+        return None
+    if math.isfinite(a) and math.isfinite(b):
+        return hp.INTERVAL, a, b
+    if math.isfinite(a):
+        return hp.LOWER, a, 0.0
+    return None
 
 
 def _uses(outputs, rv, stop: set) -> bool:

@@ -160,13 +160,15 @@ def test_pm_sample_assigns_pcrp_hyper_to_alpha_and_power():
 
 def test_prior_parameters_of_alpha_are_not_claimed():
     # the scale of alpha's prior feeds the PowerCRP only through alpha: NUTS keeps it
+    # (alpha itself goes to the labels' step, which owns it: fixed power)
     with pm.Model() as model:
         b = pm.HalfNormal("b", 1.0)
         a = pm.Gamma("alpha", 2.0, b)
         pcrp.PowerCRP("z", alpha=a, power=1.2, n=8)
     _, selected = assign_step_methods(model)
     assert model.rvs_to_values[model["b"]] not in selected.get(pcrp.PCRPHyper, [])
-    assert model.rvs_to_values[model["alpha"]] in selected[pcrp.PCRPHyper]
+    assert model.rvs_to_values[model["b"]] not in selected.get(pcrp.PCRPGibbs, [])
+    assert model.rvs_to_values[model["alpha"]] in selected[pcrp.PCRPGibbs]
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,11 @@ of ``(theta, z)`` (``theta`` = ``alpha``, ``r`` or both) is
 with ``T(z) = sum_k log Gamma(n_k)`` and ``Z_N`` summed by brute force over the
 same enumeration (nothing from the package's normaliser). ``theta`` is
 integrated numerically on a fine grid (trapezoid rule on the unconstrained
-scale). ``pm.sample`` assigns :class:`~pymc_pcrp.PCRPHyper` to ``theta`` and
-:class:`~pymc_pcrp.PCRPGibbs` to the labels; the checks are
+scale). With ``alpha`` random and ``r`` fixed, ``pm.sample`` gives ``alpha`` and the
+labels to one :class:`~pymc_pcrp.PCRPGibbs` step, which updates ``alpha`` inside its
+kernel call (:mod:`pymc_pcrp.step_methods._alpha_update`); with ``r`` random it gives
+``alpha`` and ``r`` to :class:`~pymc_pcrp.PCRPHyper` and the labels to
+:class:`~pymc_pcrp.PCRPGibbs`. The tests check which steps ran; the checks of the draws are
 
 * the labels' marginal: total variation against the exact ``p(z | X)``;
 * the joint: total variation over the cells (quartile bin of ``theta`` under
@@ -160,7 +163,7 @@ def sample(x, prior, alpha=None, r=None, seed=0):
             progressbar=False,
             compute_convergence_checks=False,
         )
-    steps = {s.__name__ for s in _steps(model)}
+    steps = _steps(model)
     post = idata.posterior
     labels = post["z"].values.reshape(-1, len(x))
     out = {"z": labels, "steps": steps}
@@ -171,10 +174,20 @@ def sample(x, prior, alpha=None, r=None, seed=0):
 
 
 def _steps(model):
-    from pymc.sampling.mcmc import assign_step_methods
+    """``{(step class name, variable names)}`` of the steps ``pm.sample`` builds for ``model``."""
+    from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
 
     _, selected = assign_step_methods(model)
-    return list(selected)
+    built = instantiate_steppers(model, [], selected)
+    stack, leaves = list(built) if isinstance(built, list) else [built], set()
+    while stack:
+        step = stack.pop()
+        if isinstance(step, pm.CompoundStep):
+            stack.extend(step.methods)
+        else:
+            names = tuple(sorted(v.name for v in step.vars))
+            leaves.add((type(step).__name__, names))
+    return leaves
 
 
 def _quartile_edges(values, probs):
@@ -229,7 +242,13 @@ def test_random_hyperparameters_match_exact_enumeration(case):
     n, d, alpha, r = CASES[case]
     seed = 4242 + 100 * n + 10 * d
     res = _compare(_data(n, d, seed), _prior(d), alpha, r, seed)
-    assert "PCRPHyper" in res["steps"] and "NUTS" not in res["steps"], res["steps"]
+    if r is not None:  # alpha random, r fixed: one PCRPGibbs step owns alpha and the labels
+        assert res["steps"] == {("PCRPGibbs", ("alpha_log__", "z"))}, res["steps"]
+    else:
+        hyper = {("PCRPHyper", ("r_interval__",))}
+        if alpha is None:
+            hyper.add(("PCRPHyper", ("alpha_log__",)))
+        assert res["steps"] == {("PCRPGibbs", ("z",)), *hyper}, res["steps"]
     assert res["tv_z"] < 0.02, res
     for name in ("alpha", "r"):
         if f"bins_{name}" in res:

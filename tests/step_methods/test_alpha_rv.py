@@ -1,4 +1,4 @@
-"""PCRPGibbs with a random alpha (drawn by PCRPHyper): assignment, reading alpha, joint prior."""
+"""PCRPGibbs with a random alpha: owned by the step, or drawn by PCRPHyper; the joint prior."""
 
 import numpy as np
 import pymc as pm
@@ -7,10 +7,13 @@ import pytest
 import scipy.integrate
 import scipy.stats
 
-from pymc.sampling.mcmc import assign_step_methods
+from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
 
 import pymc_pcrp as pcrp
 
+from pymc_pcrp._kernels import hyperprior as hp
+from pymc_pcrp._kernels.hyper import new_cluster_log_weights
+from pymc_pcrp._kernels.scores import sweep_tables
 from pymc_pcrp.distributions.normaliser import log_normaliser
 
 SEED = sum(ord(c) for c in "test_alpha_rv")
@@ -30,15 +33,178 @@ def _model(x, power=1.3):
     return model
 
 
-def test_pm_sample_assigns_gibbs_to_labels_and_pcrp_hyper_to_alpha():
+def _built_steps(model):
+    """``{(class name, sorted value-variable names)}`` of the steps pm.sample builds."""
+    with model:
+        _, selected = assign_step_methods(model)
+        built = instantiate_steppers(model, [], selected)
+    stack, leaves = list(built) if isinstance(built, list) else [built], set()
+    while stack:
+        step = stack.pop()
+        if isinstance(step, pm.CompoundStep):
+            stack.extend(step.methods)
+        else:
+            leaves.add((type(step).__name__, tuple(sorted(v.name for v in step.vars))))
+    return leaves
+
+
+def test_pm_sample_gives_alpha_and_the_labels_to_one_gibbs_step():
     model = _model(_data())
     with model:
         provided, selected = assign_step_methods(model)
     assert provided == []
-    assert selected == {
-        pcrp.PCRPGibbs: [model.rvs_to_values[model["z"]]],
-        pcrp.PCRPHyper: [model.rvs_to_values[model["alpha"]]],
-    }
+    values = model.rvs_to_values
+    assert selected == {pcrp.PCRPGibbs: [values[model["alpha"]], values[model["z"]]]}
+    assert _built_steps(model) == {("PCRPGibbs", ("alpha_log__", "z"))}
+
+
+def _two_terms(x):
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 2.0, 1.0)
+        z = pcrp.PowerCRP("z", alpha=alpha, power=1.3, n=len(x))
+        pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(x), observed=x)
+        pm.Normal("y", mu=alpha, sigma=1.0, observed=2.0)  # alpha feeds another term
+    return model
+
+
+def _two_pcrps(x):
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 2.0, 1.0)
+        z = pcrp.PowerCRP("z", alpha=alpha, power=1.3, n=len(x))
+        pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(x), observed=x)
+        pcrp.PowerCRP("w", alpha=alpha, power=1.1, n=7)  # a second PowerCRP with this alpha
+    return model
+
+
+def _random_power(x):
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 2.0, 1.0)
+        r = pm.Uniform("r", 0.8, 2.0)
+        z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=len(x))
+        pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(x), observed=x)
+    return model
+
+
+def _expression(x):
+    with pm.Model() as model:
+        log_alpha = pm.Normal("log_alpha", 0.0, 1.0)
+        z = pcrp.PowerCRP("z", alpha=pt.exp(log_alpha), power=1.3, n=len(x))
+        pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(x), observed=x)
+    return model
+
+
+@pytest.mark.parametrize(
+    ("build", "expected"),
+    [
+        (_two_terms, {("PCRPGibbs", ("z",)), ("PCRPHyper", ("alpha_log__",))}),
+        (
+            _two_pcrps,
+            {("PCRPGibbs", ("z",)), ("PCRPGibbs", ("w",)), ("PCRPHyper", ("alpha_log__",))},
+        ),
+        (
+            _random_power,
+            {
+                ("PCRPGibbs", ("z",)),
+                ("PCRPHyper", ("alpha_log__",)),
+                ("PCRPHyper", ("r_interval__",)),
+            },
+        ),
+        (_expression, {("PCRPGibbs", ("z",)), ("PCRPHyper", ("log_alpha",))}),
+    ],
+    ids=["alpha-in-another-term", "alpha-shared", "random-power", "alpha-an-expression"],
+)
+def test_alpha_the_gibbs_step_cannot_own_keeps_its_own_step(build, expected):
+    model = build(_data())
+    assert _built_steps(model) == expected
+    with model:  # and sampling runs
+        idata = pm.sample(draws=5, tune=5, chains=1, random_seed=SEED, **QUIET)
+    assert idata.posterior["z"].shape[:2] == (1, 5)
+
+
+@pytest.mark.parametrize(
+    ("prior", "family"),
+    [
+        (lambda: pm.Gamma("alpha", 2.0, 1.5), hp.GAMMA),
+        (lambda: pm.Exponential("alpha", 0.7), hp.EXPONENTIAL),
+        (lambda: pm.HalfNormal("alpha", 2.0), hp.HALF_NORMAL),
+        (lambda: pm.LogNormal("alpha", 0.3, 0.8), hp.LOG_NORMAL),
+        (lambda: pm.HalfCauchy("alpha", 1.5), hp.HALF_CAUCHY),
+        (lambda: pm.InverseGamma("alpha", 3.0, 2.0), hp.INV_GAMMA),
+        (lambda: pm.Uniform("alpha", 0.05, 6.0), hp.UNIFORM),
+        (lambda: pm.Weibull("alpha", 1.5, 2.0), hp.UNKNOWN),
+        (lambda: pm.Gamma("alpha", 2.0, pm.HalfNormal("b", 1.0)), hp.UNKNOWN),
+    ],
+    ids=[
+        "gamma",
+        "exponential",
+        "half-normal",
+        "lognormal",
+        "half-cauchy",
+        "inv-gamma",
+        "uniform",
+        "weibull",
+        "hierarchical",
+    ],
+)
+def test_kernel_evaluates_the_usual_priors_and_pytensor_the_others(prior, family):
+    # the kernel's prior term is checked against PyMC's on the whole grid when the step is
+    # built; a family it does not know (or non-constant parameters) leaves the acceptance
+    # test to a compiled PyTensor function. Either way alpha moves and stays in its support.
+    x = _data()
+    with pm.Model() as model:
+        alpha = prior()
+        z = pcrp.PowerCRP("z", alpha=alpha, power=1.3, n=len(x))
+        pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(x), observed=x)
+        value = model.rvs_to_values[alpha]
+        step = pcrp.PCRPGibbs([z, alpha], rng=SEED)
+    assert step._alpha is not None and step._alpha.family == family
+    point = model.initial_point()
+    values = []
+    for _ in range(40):
+        point, _ = step.step(point)
+        values.append(float(point[value.name]))
+    assert len(set(values)) > 10
+    assert step._alpha.accepted > 0.9 * step._alpha.proposed  # the surrogate is close
+
+
+def test_owned_alpha_log_joint_and_tables_follow_the_new_alpha():
+    # The stat is the labels' and data's log density at the alpha the step returns, and the
+    # sweep tables hold that alpha at the next draw (a fixed and a learned NIW scale).
+    x = _data()
+    fixed = pcrp.NIWPrior(mu0=x.mean(axis=0), kappa0=0.01, nu0=4.0, psi0=np.eye(2))
+    for prior in (pcrp.NIWPrior.from_data(x), fixed):
+        with pm.Model() as model:
+            alpha = pm.Gamma("alpha", 2.0, 1.0)
+            z = pcrp.PowerCRP("z", alpha=alpha, power=1.3, n=len(x))
+            pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
+            step = pcrp.PCRPGibbs([z, alpha], rng=SEED)
+        logp_terms = model.compile_logp(vars=[model["z"], model["x"]])
+        point = model.initial_point()
+        for _ in range(15):
+            point, stats = step.step(point)
+            expected = logp_terms({"z": point["z"], "alpha_log__": point["alpha_log__"]})
+            assert stats[0]["log_joint"] == pytest.approx(expected, rel=1e-9)
+            # the kernel keeps alpha beside the cached parameters, in the tables it moves
+            inputs = step._arrays(point)
+            log_alpha = float(step._alpha.log_alpha[0])
+            assert log_alpha == pytest.approx(float(point["alpha_log__"]), abs=1e-12)
+            params = inputs.params._replace(log_alpha=log_alpha)
+            expected = sweep_tables(inputs.xc, params)[0]
+            if inputs.scale is not None:
+                new_cluster_log_weights(inputs.scale, params, inputs.tables[1][0], expected)
+            np.testing.assert_allclose(inputs.tables[0], expected, rtol=1e-12, atol=1e-12)
+
+
+def test_prior_only_unknown_family_recovers_its_prior():
+    """The PyTensor acceptance path (a Weibull prior) is exact: no likelihood, alpha ~ prior."""
+    n, chains, draws, thin = 12, 2, 2000, 4
+    with pm.Model():
+        alpha = pm.Weibull("alpha", 1.5, 2.0)
+        pcrp.PowerCRP("z", alpha=alpha, power=1.3, n=n)
+        idata = pm.sample(draws=draws, tune=300, chains=chains, cores=1, random_seed=SEED, **QUIET)
+    a = idata.posterior["alpha"].values[:, ::thin].ravel()
+    ks = scipy.stats.kstest(a, scipy.stats.weibull_min(1.5, scale=2.0).cdf)
+    assert ks.pvalue > 1e-3, ks
 
 
 def test_step_reads_alpha_from_the_point_every_step():
