@@ -45,9 +45,6 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
             "test_cluster_first_without_selection_ratio_is_detected",
         }
     ),
-    # int32 labels (N > 32768) compile the chain kernels once more, for that dtype alone
-    # (10-18 s on a cold cache); the int16 case stays fast
-    "test_pcrp": frozenset({"test_pm_sample_stores_int32_labels_above_32768_items"}),
     # a random alpha: the Gamma prior and the mixture on K recovered by sampling
     "test_alpha_rv": frozenset(
         {"test_prior_only_model_recovers_the_gamma_prior_on_alpha_and_the_mixture_on_k"}

@@ -54,10 +54,12 @@ CASES = [(1.0, 1.0), (0.5, 1.5), (2.0, 2.0)]
 
 # The compiled helpers below are deliberately not cached: numba's cache of a
 # function does not notice changes in the functions it calls, so a cached
-# helper would keep testing an old version of the kernel. _run_moves passes
-# every argument of _split_merge_moves as a plain (not literal) value, so that
-# all the tests here share one compilation of it (each costs 10-20 s on a cold
-# cache); np.int64(1) is an int64, where a bare 1 would be typed Literal[int](1).
+# helper would keep testing an old version of the kernel. _run_moves calls
+# _split_merge_moves with the argument types the sampler's own call has (plain
+# int64 counts, no pair-rule arguments), so that the fast tier reuses the
+# sampler's compilation of the move; only the cluster-first tests (full tier)
+# compile a second one (10-20 s on a cold cache). np.int64(1) is an int64, where
+# a bare 1 would be typed Literal[int](1) and compiled separately.
 
 
 @numba.njit
@@ -79,18 +81,7 @@ def _encode(labels):
 
 
 @numba.njit
-def _run_moves(
-    rng,
-    xc,
-    params,
-    starts,
-    n_steps,
-    n_scans,
-    ratio_power,
-    proposal_weight,
-    cluster_first,
-    selection_weight,
-):
+def _run_moves(rng, xc, params, starts, n_steps, n_scans, ratio_power, proposal_weight):
     """From each start partition run ``n_steps`` single moves, coding the partition after each.
 
     Returns the codes (start-major) and the summed move counts.
@@ -102,17 +93,7 @@ def _run_moves(
         state = init_state(xc, starts[s], params)
         for t in range(n_steps):
             got = _split_merge_moves(
-                rng,
-                xc,
-                state,
-                params,
-                np.int64(1),
-                n_scans,
-                ratio_power,
-                proposal_weight,
-                table,
-                cluster_first,
-                selection_weight,
+                rng, xc, state, params, np.int64(1), n_scans, ratio_power, proposal_weight, table
             )
             for a in range(4):
                 tally[a] += got[a]
@@ -120,16 +101,32 @@ def _run_moves(
     return out, tally
 
 
+@numba.njit
+def _run_cluster_first_moves(rng, xc, params, starts, n_scans, ratio_power, selection_weight):
+    """One move from each start partition with the cluster-first pair rule; as _run_moves."""
+    out = np.empty(starts.shape[0], dtype=np.int64)
+    tally = np.zeros(4, dtype=np.int64)
+    table = _seat_constants(np.int64(2), xc.shape[1], params.power, params.kappa0, params.nu0)
+    for s in range(starts.shape[0]):
+        state = init_state(xc, starts[s], params)
+        got = _split_merge_moves(
+            rng, xc, state, params, np.int64(1), n_scans, ratio_power, 1.0, table, True,
+            selection_weight,
+        )  # fmt: skip
+        for a in range(4):
+            tally[a] += got[a]
+        out[s] = _encode(state.labels)
+    return out, tally
+
+
 def _one_move_each(rng, xc, params, starts, n_scans, ratio_power, proposal_weight):
     """Apply one move to each start partition."""
-    return _run_moves(rng, xc, params, starts, 1, n_scans, ratio_power, proposal_weight, False, 1.0)
+    return _run_moves(rng, xc, params, starts, 1, n_scans, ratio_power, proposal_weight)
 
 
 def _chain(rng, xc, params, labels, n_steps, n_scans):
     """A chain of ``n_steps`` exact moves from ``labels``."""
-    return _run_moves(
-        rng, xc, params, labels[None, :], n_steps, n_scans, params.power, 1.0, False, 1.0
-    )
+    return _run_moves(rng, xc, params, labels[None, :], n_steps, n_scans, params.power, 1.0)
 
 
 def _code(labels):
@@ -231,7 +228,7 @@ def test_cluster_first_pair_keeps_exact_posterior(d, alpha, r):
     xc, params, partitions, probs = _problem(d, alpha, r)
     rng = np.random.default_rng(SEED + 5)
     starts = _exact_draws(rng, partitions, probs, N_DRAWS)
-    codes, tally = _run_moves(rng, xc, params, starts, 1, -1, r, 1.0, True, 1.0)
+    codes, tally = _run_cluster_first_moves(rng, xc, params, starts, -1, r, 1.0)
     assert tally[1] > 0.1 * tally[0] and tally[3] > 0.1 * tally[2]
     tv = _tv(codes, partitions, probs)
     assert tv < TV_THRESHOLD, f"TV {tv:.4f} after one cluster-first move"
@@ -247,7 +244,7 @@ def test_cluster_first_without_selection_ratio_is_detected():
     xc, params, partitions, probs = _problem(2, 0.5, 1.5)
     rng = np.random.default_rng(SEED + 5)
     starts = _exact_draws(rng, partitions, probs, N_DRAWS)
-    codes, _ = _run_moves(rng, xc, params, starts, 1, -1, 1.5, 1.0, True, 0.0)
+    codes, _ = _run_cluster_first_moves(rng, xc, params, starts, -1, 1.5, 0.0)
     tv = _tv(codes, partitions, probs)
     assert tv > 2 * TV_THRESHOLD, f"TV {tv:.4f}"
 
