@@ -43,7 +43,9 @@ def run_moves(
     # (copied to contiguous memory on the first proposal of the draw).
     seat_const = np.empty(0)
     for _ in range(n_sweeps):
-        gibbs_sweeps(rng, xc, state, params, tables, 1)
+        # np.int64, not the literal 1: numba would compile a second copy of the sweep
+        # for the literal type (tens of seconds on a cold cache).
+        gibbs_sweeps(rng, xc, state, params, tables, np.int64(1))
         n_moves = whole
         if frac > 0.0 and rng.random() < frac:
             n_moves += 1
