@@ -213,9 +213,10 @@ class PCRPGibbs(BlockedStep):
         ten below. PyMC's own work per draw (calling the step, recording the
         point and its stats, about 0.35 ms) costs about as much as sweeping
         ``N D = 15,000`` point-dimensions (about 25 ns each at ``D = 2``), so
-        the rule keeps the sweeps' share of a draw at least about half: on small
-        data sets several sweeps per draw buy several times the effective
-        sample size for much less than several times the run time.
+        the rule keeps the sweeps' share of a draw at about half or more (below
+        ``N D = 1,500`` the cap of ten sweeps leaves it smaller): on small data
+        sets several sweeps per draw buy several times the effective sample
+        size for much less than several times the run time.
         Give an integer to fix it.
     init : {"random", "prior", "one", "singletons", "point"}, default="random"
         Where each chain starts, drawn from the chain's own random generator:
