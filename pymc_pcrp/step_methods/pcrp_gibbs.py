@@ -401,7 +401,6 @@ class PCRPGibbs(BlockedStep):
             raise ValueError(f"PCRPGibbs can only update PowerCRP variables; '{rv.name}' is not.")
         self._n = int(rv.owner.op.dist_params(rv.owner)[-1].eval())
         self.init = init
-        self.split_merge = 0.0 if split_merge is None else float(split_merge)  # None: below
         self.split_merge_scans = int(split_merge_scans)
         self.fresh_chain = True
         self.rng = get_random_generator(rng)
@@ -426,8 +425,11 @@ class PCRPGibbs(BlockedStep):
             if sweeps_per_draw is None
             else int(sweeps_per_draw)
         )
-        if split_merge is None:
-            self.split_merge = auto_split_merge(self._n, self._data_dimension())
+        self.split_merge = (
+            auto_split_merge(self._n, self._data_dimension())
+            if split_merge is None
+            else float(split_merge)
+        )
         self._inputs: _InputCache | None = None  # see _arrays
         self._kept: _KeptState | None = None  # see step
         self._compiled: _CompiledAdvance | None = None  # see _call_advance

@@ -39,6 +39,7 @@ import scipy.stats
 
 from enumeration import set_partitions
 from reference import niw_log_marginal
+from step_reference import built_steps
 
 import pymc_pcrp as pcrp
 
@@ -163,7 +164,7 @@ def sample(x, prior, alpha=None, r=None, seed=0):
             progressbar=False,
             compute_convergence_checks=False,
         )
-    steps = _steps(model)
+    steps = built_steps(model)
     post = idata.posterior
     labels = post["z"].values.reshape(-1, len(x))
     out = {"z": labels, "steps": steps}
@@ -171,23 +172,6 @@ def sample(x, prior, alpha=None, r=None, seed=0):
         if name in post:
             out[name] = post[name].values.ravel()
     return out
-
-
-def _steps(model):
-    """``{(step class name, variable names)}`` of the steps ``pm.sample`` builds for ``model``."""
-    from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
-
-    _, selected = assign_step_methods(model)
-    built = instantiate_steppers(model, [], selected)
-    stack, leaves = list(built) if isinstance(built, list) else [built], set()
-    while stack:
-        step = stack.pop()
-        if isinstance(step, pm.CompoundStep):
-            stack.extend(step.methods)
-        else:
-            names = tuple(sorted(v.name for v in step.vars))
-            leaves.add((type(step).__name__, names))
-    return leaves
 
 
 def _quartile_edges(values, probs):

@@ -7,7 +7,8 @@ import pytest
 import scipy.integrate
 import scipy.stats
 
-from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
+from pymc.sampling.mcmc import assign_step_methods
+from step_reference import built_steps
 
 import pymc_pcrp as pcrp
 
@@ -33,21 +34,6 @@ def _model(x, power=1.3):
     return model
 
 
-def _built_steps(model):
-    """``{(class name, sorted value-variable names)}`` of the steps pm.sample builds."""
-    with model:
-        _, selected = assign_step_methods(model)
-        built = instantiate_steppers(model, [], selected)
-    stack, leaves = list(built) if isinstance(built, list) else [built], set()
-    while stack:
-        step = stack.pop()
-        if isinstance(step, pm.CompoundStep):
-            stack.extend(step.methods)
-        else:
-            leaves.add((type(step).__name__, tuple(sorted(v.name for v in step.vars))))
-    return leaves
-
-
 def test_pm_sample_gives_alpha_and_the_labels_to_one_gibbs_step():
     model = _model(_data())
     with model:
@@ -55,7 +41,7 @@ def test_pm_sample_gives_alpha_and_the_labels_to_one_gibbs_step():
     assert provided == []
     values = model.rvs_to_values
     assert selected == {pcrp.PCRPGibbs: [values[model["alpha"]], values[model["z"]]]}
-    assert _built_steps(model) == {("PCRPGibbs", ("alpha_log__", "z"))}
+    assert built_steps(model) == {("PCRPGibbs", ("alpha_log__", "z"))}
 
 
 def _two_terms(x):
@@ -115,7 +101,7 @@ def _expression(x):
 )
 def test_alpha_the_gibbs_step_cannot_own_keeps_its_own_step(build, expected):
     model = build(_data())
-    assert _built_steps(model) == expected
+    assert built_steps(model) == expected
     with model:  # and sampling runs
         idata = pm.sample(draws=5, tune=5, chains=1, random_seed=SEED, **QUIET)
     assert idata.posterior["z"].shape[:2] == (1, 5)
