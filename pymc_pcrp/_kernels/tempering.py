@@ -229,7 +229,7 @@ def advance_hot_scaled(
         local = _params_at(params, grid)
     grid.current[1] = IN_SYNC
     for _ in range(n_sweeps):
-        tempered_sweeps(rng, xc, state, local, tables[0], tables[1], beta, 1)
+        tempered_sweeps(rng, xc, state, local, tables[0], tables[1], beta, np.int64(1))
         g = tempered_scale_index(rng, state, params, grid, beta, logp)
         if g != grid.current[0]:
             local = set_scale(g, grid, state, params, tables)
