@@ -45,6 +45,15 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
             "test_cluster_first_without_selection_ratio_is_detected",
         }
     ),
+    # parallel tempering by enumeration: the learned-scale cases and the second wrong swap
+    # ratio (the fixed-scale chain, a hot replica and one wrong ratio stay fast, about 9 s)
+    "test_tempering": frozenset(
+        {
+            "test_hot_replica_with_a_learned_scale_matches_the_tempered_posterior",
+            "test_cold_replica_with_a_learned_scale_matches_the_posterior",
+            "test_a_swap_ratio_of_the_wrong_sign_is_detected",
+        }
+    ),
     # a random alpha: the Gamma prior and the mixture on K recovered by sampling
     "test_alpha_rv": frozenset(
         {"test_prior_only_model_recovers_the_gamma_prior_on_alpha_and_the_mixture_on_k"}

@@ -32,14 +32,14 @@ from pymc_pcrp._kernels.tempering import (
     log_likelihood,
 )
 
-__all__ = ["TEMPER_BETA_MIN", "Replicas", "swap_log_ratio", "temper_ladder"]
+__all__ = ["TEMPER_BETA_MIN", "Replicas", "make_replicas", "swap_log_ratio", "temper_ladder"]
 
 # temper=M (an integer) gives the geometric ladder beta_m = TEMPER_BETA_MIN ** (m / (M - 1)).
 TEMPER_BETA_MIN = 0.1
 
 
 def temper_ladder(temper: int | Sequence[float] | None) -> np.ndarray | None:
-    """The inverse temperatures of ``PCRPGibbs(temper=...)``, or ``None`` (no tempering).
+    """Return the inverse temperatures of ``PCRPGibbs(temper=...)``, or ``None`` (no tempering).
 
     Parameters
     ----------
@@ -242,3 +242,32 @@ class Replicas:
             inputs.fixed_scale[0] if scale is None else math.exp(scale.log_s[scale.current[0]])
         )
         return TemperedDraw(cold, log_density, niw_scale, accepted, cold_swapped)
+
+
+def make_replicas(
+    temper: int | Sequence[float] | None,
+    n_sweeps: int,
+    has_likelihood: bool,
+    random_prior: bool,
+) -> Replicas | None:
+    """Build the :class:`Replicas` of ``PCRPGibbs(temper=...)`` (``None``: off); refuse bad models.
+
+    Tempering needs an ``NIWMixture`` likelihood (without one every replica would
+    sample the same prior) and a fixed ``alpha`` and power: with a random one the
+    hot replicas' targets depend on it through their normalising constants, which
+    its update would have to take into account.
+    """
+    betas = temper_ladder(temper)
+    if betas is None:
+        return None
+    if not has_likelihood:
+        raise ValueError(
+            "Argument 'temper' needs labels observed through an NIWMixture: without a "
+            "likelihood there is nothing to temper."
+        )
+    if random_prior:
+        raise ValueError(
+            "Argument 'temper' needs a fixed alpha and power for now: with a random one the "
+            "tempered replicas' targets depend on it through their normalising constants."
+        )
+    return Replicas(betas, n_sweeps)

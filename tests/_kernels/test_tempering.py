@@ -146,8 +146,7 @@ def test_ladder():
             temper_ladder(bad)
 
 
-@pytest.mark.parametrize(("beta", "scaled"), [(0.3, False), (0.5, True)])
-def test_hot_replica_alone_matches_the_tempered_posterior(beta, scaled):
+def _check_hot(beta, scaled):
     x, alpha, r, psi0 = _case(scaled)
     grid, log_w = (GRID, LOG_W) if scaled else (None, None)
     parts, probs = exact_tempered(x, alpha, r, beta, psi0, grid, log_w)
@@ -160,25 +159,42 @@ def test_hot_replica_alone_matches_the_tempered_posterior(beta, scaled):
     assert 0.5 * np.abs(probs - probs_cold).sum() > 5 * TV_MAX
 
 
-@pytest.mark.parametrize("scaled", [False, True])
-def test_cold_replica_of_the_tempered_chain_matches_the_posterior(scaled):
+def _check_cold(scaled, swap_ratio=swap_log_ratio):
     x, alpha, r, psi0 = _case(scaled)
     grid, log_w = (GRID, LOG_W) if scaled else (None, None)
     parts, probs = exact_tempered(x, alpha, r, 1.0, psi0, grid, log_w)
     draws = 60_000
-    freq, rate = tempered_chain_frequencies(x, alpha, r, psi0, draws, SEED + 2, scaled)
-    tv = _tv(freq, parts, probs, draws)
+    freq, rate = tempered_chain_frequencies(x, alpha, r, psi0, draws, SEED + 2, scaled, swap_ratio)
+    return _tv(freq, parts, probs, draws), rate
+
+
+def test_hot_replica_alone_matches_the_tempered_posterior():
+    _check_hot(0.3, False)
+
+
+def test_hot_replica_with_a_learned_scale_matches_the_tempered_posterior():
+    _check_hot(0.5, True)
+
+
+def test_cold_replica_of_the_tempered_chain_matches_the_posterior():
+    tv, rate = _check_cold(False)
     assert tv < TV_MAX, f"TV {tv:.4f} of replica 0 against the posterior"
     assert 0.05 < rate < 0.95  # swaps happen, and are not all accepted
 
 
-@pytest.mark.parametrize("wrong", [_dropped_beta_difference, _flipped_sign])
-def test_a_wrong_swap_ratio_is_detected(wrong):
-    x, alpha, r, psi0 = _case(False)
-    parts, probs = exact_tempered(x, alpha, r, 1.0, psi0)
-    draws = 60_000
-    freq, _ = tempered_chain_frequencies(x, alpha, r, psi0, draws, SEED + 2, False, wrong)
-    tv = _tv(freq, parts, probs, draws)
+def test_cold_replica_with_a_learned_scale_matches_the_posterior():
+    tv, rate = _check_cold(True)
+    assert tv < TV_MAX, f"TV {tv:.4f} of replica 0 against the posterior"
+    assert 0.05 < rate < 0.95
+
+
+def test_a_swap_ratio_without_the_beta_difference_is_detected():
+    tv, _ = _check_cold(False, _dropped_beta_difference)
+    assert tv > TV_MAX, f"a wrong swap ratio went undetected (TV {tv:.4f})"
+
+
+def test_a_swap_ratio_of_the_wrong_sign_is_detected():
+    tv, _ = _check_cold(False, _flipped_sign)
     assert tv > TV_MAX, f"a wrong swap ratio went undetected (TV {tv:.4f})"
 
 
