@@ -62,7 +62,8 @@ def _sample(x, prior, alpha, r, seed):
 
 def _tv_of_partitions(labels, partitions, probs):
     keys, counts = np.unique(labels, axis=0, return_counts=True)
-    freq = {tuple(int(v) for v in k): c / labels.shape[0] for k, c in zip(keys, counts, strict=True)}
+    total = labels.shape[0]
+    freq = {tuple(int(v) for v in k): c / total for k, c in zip(keys, counts, strict=True)}
     assert set(freq) <= set(partitions)
     return 0.5 * np.abs(np.array([freq.get(p, 0.0) for p in partitions]) - probs).sum()
 
