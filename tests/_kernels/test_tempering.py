@@ -36,6 +36,7 @@ GRID = np.array([0.05, 0.3, 1.0, 3.0])
 LOG_W = np.log(np.array([1.0, 2.0, 1.0, 1.0]) / 5.0)
 BETAS = np.array([1.0, 0.6, 0.3])
 KAPPA0 = 0.5
+DRAWS = 40_000
 TV_MAX = 0.02  # as in tests/statistical/test_exact_enumeration.py
 
 
@@ -151,7 +152,7 @@ def _check_hot(beta, scaled):
     grid, log_w = (GRID, LOG_W) if scaled else (None, None)
     parts, probs = exact_tempered(x, alpha, r, beta, psi0, grid, log_w)
     _, probs_cold = exact_tempered(x, alpha, r, 1.0, psi0, grid, log_w)
-    draws = 60_000
+    draws = DRAWS
     freq = hot_frequencies(x, alpha, r, beta, psi0, draws, SEED + 1, scaled)
     tv = _tv(freq, parts, probs, draws)
     assert tv < TV_MAX, f"TV {tv:.4f} against the tempered posterior at beta={beta}"
@@ -163,7 +164,7 @@ def _check_cold(scaled, swap_ratio=swap_log_ratio):
     x, alpha, r, psi0 = _case(scaled)
     grid, log_w = (GRID, LOG_W) if scaled else (None, None)
     parts, probs = exact_tempered(x, alpha, r, 1.0, psi0, grid, log_w)
-    draws = 60_000
+    draws = DRAWS
     freq, rate = tempered_chain_frequencies(x, alpha, r, psi0, draws, SEED + 2, scaled, swap_ratio)
     return _tv(freq, parts, probs, draws), rate
 
@@ -200,7 +201,7 @@ def test_a_swap_ratio_of_the_wrong_sign_is_detected():
 
 if __name__ == "__main__":
     # PYTHONPATH=tests python tests/_kernels/test_tempering.py
-    draws = 60_000
+    draws = DRAWS
     for scaled in (False, True):
         x, alpha, r, psi0 = _case(scaled)
         grid, log_w = (GRID, LOG_W) if scaled else (None, None)
