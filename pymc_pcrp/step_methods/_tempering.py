@@ -210,7 +210,6 @@ class Replicas:
         states = [state, *self.states]
         grids = [scale, *self.grids] if scale is not None else None
         accepted = 0
-        cold_swapped = False
         for m in range(betas.size - 2, -1, -1):  # hottest pair first, down to replica 0
             log_ratio = self.swap_ratio(betas[m], betas[m + 1], logliks[m], logliks[m + 1])
             if not (log_ratio >= 0.0 or math.log(rng.random()) < log_ratio):
@@ -224,20 +223,16 @@ class Replicas:
                 g_m, g_n = int(grids[m].current[0]), int(grids[m + 1].current[0])
                 grids[m].current[:] = (g_n, REBUILT)
                 grids[m + 1].current[:] = (g_m, REBUILT)
-            if m == 0:
-                cold_swapped = True
         self.proposed = betas.size - 1
         self.states = states[1:]
         cold = states[0]
-        if cold is not state:
-            cold_swapped = True
+        cold_swapped = cold is not state  # pair (0, 1) comes last: it is the only way in
+        if cold_swapped:
             finish_draw(cold, labels_out)
             if scale is None:
                 log_density = partition_log_joint(xc, labels_out, params) + inputs.fixed_scale[1]
             else:
                 log_density = partition_log_joint_scaled(xc, labels_out, params, scale)
-        else:
-            cold_swapped = False
         niw_scale = (
             inputs.fixed_scale[0] if scale is None else math.exp(scale.log_s[scale.current[0]])
         )
