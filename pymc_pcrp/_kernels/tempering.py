@@ -60,7 +60,6 @@ from pymc_pcrp._kernels.sweep import _add_point, _remove_point, shuffle_in_place
 __all__ = [
     "advance_hot",
     "advance_hot_scaled",
-    "cold_log_likelihood",
     "cold_log_likelihood_scaled",
     "log_likelihood",
     "tempered_scale_index",
@@ -235,12 +234,6 @@ def advance_hot_scaled(
             local = set_scale(g, grid, state, params, tables)
     resync_state(xc, state, local)
     return log_likelihood(state, local)
-
-
-@numba.njit(**NJIT_KWARGS)
-def cold_log_likelihood(state: SweepState, params: NIWParams) -> float:
-    """``L`` of the cold replica with a fixed-scale prior (after its draw)."""
-    return log_likelihood(state, params)
 
 
 @numba.njit(**NJIT_KWARGS)
