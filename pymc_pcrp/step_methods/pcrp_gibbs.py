@@ -195,7 +195,7 @@ class PCRPGibbs(BlockedStep):
         default was 3.
     temper : int, sequence of float or None, default=None
         Parallel tempering over the likelihood, off by default (``None``): on
-        breast cancer it brought three of four chains to one mode, not all four,
+        breast cancer its chains reached better states but still disagreed,
         at about ten times the cost (docs/mixing.md, "Parallel tempering"). An
         integer ``M >= 2`` keeps ``M - 1`` hot replicas of the chain's state on
         the geometric ladder ``beta_m = 0.1 ** (m / (M - 1))`` (on breast cancer
