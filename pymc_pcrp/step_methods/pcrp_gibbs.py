@@ -81,6 +81,10 @@ class PCRPGibbsState(StepMethodState):
     split_merge: float = field(metadata={"frozen": True})
     split_merge_scans: int = field(metadata={"frozen": True})
     fresh_chain: bool
+    tune: bool
+    # the slice move of an alpha the step owns (NaN and 0 when it owns none)
+    alpha_w: float
+    alpha_n_tunes: int
 
 
 class PCRPGibbs(BlockedStep):
@@ -191,6 +195,12 @@ class PCRPGibbs(BlockedStep):
         launch state, followed by ``t`` intermediate restricted Gibbs scans and
         one final scan that gives the proposal (Jain & Neal); earlier versions'
         default was 3.
+    alpha_w : float, default=1.0
+        Initial width, on the unconstrained scale, of the slice move of an
+        ``alpha`` this step owns (see below); adapted during tuning. Ignored
+        when the step owns no ``alpha``. It takes the place of
+        ``pm.sample(pcrp_hyper={"w": ...})``, which applies only when alpha has a
+        :class:`~pymc_pcrp.PCRPHyper` step of its own.
     model : pm.Model, optional
     rng : int or numpy.random.Generator, optional
         Overridden per chain by ``pm.sample(random_seed=...)``.
@@ -273,12 +283,13 @@ class PCRPGibbs(BlockedStep):
 
     def __init__(
         self,
-        vars,
+        vars=None,
         *,
         sweeps_per_draw: int | None = None,
         init: str = "random",
         split_merge: float | None = None,
         split_merge_scans: int = SPLIT_MERGE_SCANS,
+        alpha_w: float = 1.0,
         model=None,
         rng=None,
         initial_point=None,
@@ -286,9 +297,11 @@ class PCRPGibbs(BlockedStep):
         blocked: bool = False,
     ):
         model = pm.modelcontext(model)
+        if vars is None:  # the model's one PowerCRP (with its alpha): see __new__
+            (vars,), _ = group_vars(model, model.value_vars)
         vars = get_value_vars_from_user_vars(vars, model)
         labels_var, alpha_var = split_vars(model, vars)
-        check_options(sweeps_per_draw, split_merge, split_merge_scans, init)
+        check_options(sweeps_per_draw, split_merge, split_merge_scans, init, alpha_w)
         self.vars = vars
         rv = model.values_to_rvs[labels_var]
         if not isinstance(getattr(rv.owner, "op", None), PowerCRPRV):
@@ -335,7 +348,7 @@ class PCRPGibbs(BlockedStep):
         self._alpha = (
             None
             if alpha_var is None
-            else AlphaUpdate(model, alpha_var, initial_point, compile_kwargs)
+            else AlphaUpdate(model, alpha_var, initial_point, compile_kwargs, w=alpha_w)
         )
 
     @staticmethod
@@ -352,6 +365,26 @@ class PCRPGibbs(BlockedStep):
         if getattr(var.tag, "pcrp_gibbs_alpha", False) is True:
             return Competence.IDEAL
         return Competence.INCOMPATIBLE
+
+    @property
+    def alpha_w(self) -> float:
+        """Width of the owned ``alpha``'s slice move on the unconstrained scale (NaN: none)."""
+        return math.nan if self._alpha is None else self._alpha.w
+
+    @alpha_w.setter
+    def alpha_w(self, value: float) -> None:
+        if self._alpha is not None:
+            self._alpha.w = float(value)
+
+    @property
+    def alpha_n_tunes(self) -> int:
+        """Tuning draws that have adapted :attr:`alpha_w` so far (0 without an owned alpha)."""
+        return 0 if self._alpha is None else self._alpha.n_tunes
+
+    @alpha_n_tunes.setter
+    def alpha_n_tunes(self, value: int) -> None:
+        if self._alpha is not None:
+            self._alpha.n_tunes = int(value)
 
     def stop_tuning(self):
         """Freeze the width of the alpha move (if the step owns an alpha)."""
