@@ -59,6 +59,10 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     "test_compile_notice": frozenset(
         {"test_cold_cache_announces_compilation_once_and_warm_cache_does_not"}
     ),
+    # three fresh processes on two copies of the package sharing one numba cache
+    "test_config": frozenset(
+        {"test_two_copies_of_the_same_sources_share_one_cache_and_an_edit_starts_a_new_one"}
+    ),
     # 80 fuzz cases, each compiling a model's log density (test_fuzz_few_cases stays fast)
     "test_fuzz": frozenset({"test_fuzz_many_cases"}),
     # az.loo against 40 refits, each leaving one point out
