@@ -175,3 +175,19 @@ def test_three_types_of_groups_are_recovered():
     assert pcrp.metrics.normalized_mutual_info(true, estimate) > 0.85
     mean = idata.posterior["theta"].mean(("chain", "draw")).values
     assert np.abs(mean - theta).mean() < 0.5
+
+
+def test_posterior_predictive_draws_the_observations_given_the_latent_values():
+    rng = np.random.default_rng(SEED + 4)
+    y = rng.normal(size=(6, 2)) + np.repeat([-3.0, 3.0], 3)[:, None]
+    prior = pcrp.NIWPrior(mu0=np.zeros(1), kappa0=0.1, nu0=3.0, psi0=np.eye(1))
+    with _hierarchical(y, 0.01, prior) as model:
+        idata = pm.sample(draws=10, tune=10, chains=1, random_seed=SEED, **QUIET)
+        pp = pm.sample_posterior_predictive(idata, random_seed=SEED, progressbar=False)
+        # y given each draw's theta (sigma = 0.01): the replicated data sit on the draws
+        theta = idata.posterior["theta"].values
+        replicated = pp.posterior_predictive["y"].values
+        np.testing.assert_allclose(replicated, np.repeat(theta[..., None], 2, axis=-1), atol=0.1)
+        with pytest.raises(NotImplementedError, match="latent NIWMixture 'theta'"):
+            pm.sample_posterior_predictive(idata, var_names=["theta"], progressbar=False)
+        assert np.isfinite(model.compile_logp()(model.initial_point()))  # the model is intact
