@@ -9,42 +9,55 @@ from __future__ import annotations
 
 import math
 
-from collections.abc import Callable
 from dataclasses import field
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 import numba
 import numpy as np
 import pymc as pm
-import pytensor
 
-from pymc.pytensorf import compile as pm_compile
 from pymc.step_methods.compound import BlockedStep, Competence, CompoundStep, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
-from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import Constant
-from pytensor.graph.traversal import ancestors, graph_inputs
+from pytensor.graph.traversal import ancestors
 
 from pymc_pcrp._kernels.chain import advance, advance_alpha, labels_match
 from pymc_pcrp._kernels.hyper import (
     FRESH_CHAIN,
     REBUILT,
-    ScaleGrid,
     advance_scaled,
     advance_scaled_alpha,
     make_scale_grid,
 )
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.prior_draws import sample_partitions
-from pymc_pcrp._kernels.state import NIWParams, SweepState, init_state, make_params
+from pymc_pcrp._kernels.state import NIWParams, init_state, make_params
 from pymc_pcrp._kernels.sweep import sweep_tables
 from pymc_pcrp._validation import check_data, check_prior_scale, rebuild_message
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
-from pymc_pcrp.step_methods._alpha_update import AlphaUpdate, claimed_alpha
+from pymc_pcrp.step_methods._alpha_update import AlphaUpdate
 from pymc_pcrp.step_methods._compile_notice import announce_compilation
+from pymc_pcrp.step_methods._options import (
+    INIT_STRATEGIES,
+    SPLIT_MERGE_SCANS,
+    auto_split_merge,
+    auto_sweeps_per_draw,
+    check_options,
+    random_init_max_k,
+)
+from pymc_pcrp.step_methods._step_inputs import (
+    CompiledAdvance,
+    InputCache,
+    KeptState,
+    SweepInputs,
+    point_reader,
+    same_argument_types,
+    same_objects,
+    value_reader,
+)
+from pymc_pcrp.step_methods._variables import group_vars, split_vars
 from pymc_pcrp.step_methods.pcrp_hyper import PCRPHyper
 
 __all__ = [
@@ -58,93 +71,6 @@ __all__ = [
 # Draws after which the kept cluster statistics are rebuilt from the labels.
 _REFRESH_EVERY = 1000
 
-INIT_STRATEGIES = ("random", "prior", "one", "singletons", "point")
-
-# Default move set (docs/mixing.md): after each sweep, split_merge=None expected split-merge
-# proposals, built by sequential allocation alone (SAMS, split_merge_scans=-1):
-# min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, SPLIT_MERGE_WORK / (N D))), see
-# auto_split_merge. At N = 2,000, D = 2 that is 0.15, measured with benchmarks/run.py
-# to cost at most 1.5x a plain sweep.
-SPLIT_MERGE_RATE = 0.1
-SPLIT_MERGE_MAX = 1.0
-SPLIT_MERGE_WORK = 600
-SPLIT_MERGE_SCANS = -1
-# init="random" draws K0 uniform on 1..min(ceil(sqrt(N)), RANDOM_INIT_MAX_K).
-RANDOM_INIT_MAX_K = 20
-# sweeps_per_draw=None: enough sweeps that a draw does about AUTO_SWEEP_WORK point-dimension
-# updates (N * D per sweep), at most AUTO_SWEEPS_MAX sweeps; see auto_sweeps_per_draw.
-AUTO_SWEEP_WORK = 15000
-AUTO_SWEEPS_MAX = 10
-
-
-class SweepInputs(NamedTuple):
-    """What a step hands the kernel besides the state: centred data, parameters, tables."""
-
-    xc: np.ndarray
-    params: NIWParams
-    tables: tuple
-    scale: ScaleGrid | None = None  # the grid of a learned NIW scale and the chain's current s
-    fixed_scale: tuple = (1.0, 0.0)  # (s, log weight) of a one-point grid: Psi_0 = s psi0
-
-
-class _InputCache(NamedTuple):
-    """The last :class:`SweepInputs` built, and what it was built from.
-
-    ``values`` are the numbers ``(alpha, power[, kappa0, nu0])``; ``sources`` the
-    data, ``mu0`` and ``psi0`` objects, compared by identity (``pm.set_data``
-    installs a new array, and the cache holds references, so an identity cannot
-    be recycled); ``raw`` every object read from the model at the last step,
-    for the fast path of a fixed ``alpha`` (all the same objects: nothing to do).
-    """
-
-    values: tuple
-    sources: tuple
-    raw: tuple
-    inputs: SweepInputs
-    log_new_base: np.ndarray | None = None  # tables[0] without log alpha (see _with_prior)
-
-
-class _KeptState(NamedTuple):
-    """The sweep state after the last step, reused if the next point has its labels."""
-
-    xc: np.ndarray  # the centred data it was built on (compared by identity)
-    state: SweepState
-    labels: np.ndarray  # the labels the step returned
-    age: int  # draws since the state was built from labels (rank-one drift control)
-
-
-class _CompiledAdvance(NamedTuple):
-    """The compiled ``advance`` for one set of argument types, and what fixes those types."""
-
-    inputs: SweepInputs  # the same objects give the same types
-    label_dtypes: tuple  # dtypes of the state's labels and of the returned labels
-    call: Callable
-    kernel: Callable  # advance or advance_scaled
-
-
-def _same_objects(a: tuple, b: tuple) -> bool:
-    """Whether two tuples hold the very same objects, position by position."""
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
-
-
-def _same_argument_types(a: SweepInputs, b: SweepInputs) -> bool:
-    """Whether two inputs hold the same arrays: the same objects, or params changed by floats.
-
-    :meth:`PCRPGibbs._with_prior` replaces only the float fields ``log_alpha``
-    and ``power`` of the parameters, which cannot change numba's argument types.
-    """
-    if _same_objects(a, b):
-        return True
-    pa, pb = a.params, b.params
-    return (
-        _same_objects(
-            (a.xc, a.tables, a.scale, a.fixed_scale), (b.xc, b.tables, b.scale, b.fixed_scale)
-        )
-        and pa.psi0 is pb.psi0
-        and pa.chol0 is pb.chol0
-        and (pa.kappa0, pa.nu0, pa.logdet0) == (pb.kappa0, pb.nu0, pb.logdet0)
-    )
-
 
 @dataclass_state
 class PCRPGibbsState(StepMethodState):
@@ -155,6 +81,10 @@ class PCRPGibbsState(StepMethodState):
     split_merge: float = field(metadata={"frozen": True})
     split_merge_scans: int = field(metadata={"frozen": True})
     fresh_chain: bool
+    tune: bool
+    # the slice move of an alpha the step owns (NaN and 0 when it owns none)
+    alpha_w: float
+    alpha_n_tunes: int
 
 
 class PCRPGibbs(BlockedStep):
@@ -265,6 +195,12 @@ class PCRPGibbs(BlockedStep):
         launch state, followed by ``t`` intermediate restricted Gibbs scans and
         one final scan that gives the proposal (Jain & Neal); earlier versions'
         default was 3.
+    alpha_w : float, default=1.0
+        Initial width, on the unconstrained scale, of the slice move of an
+        ``alpha`` this step owns (see below); adapted during tuning. Ignored
+        when the step owns no ``alpha``. It takes the place of
+        ``pm.sample(pcrp_hyper={"w": ...})``, which applies only when alpha has a
+        :class:`~pymc_pcrp.PCRPHyper` step of its own.
     model : pm.Model, optional
     rng : int or numpy.random.Generator, optional
         Overridden per chain by ``pm.sample(random_seed=...)``.
@@ -328,7 +264,7 @@ class PCRPGibbs(BlockedStep):
         value_vars = get_value_vars_from_user_vars(
             model.value_vars if vars is None else vars, model
         )
-        groups, hyper = _group_vars(model, value_vars)
+        groups, hyper = group_vars(model, value_vars)
         if len(groups) == 1 and not hyper:
             kwargs["blocked"] = True
             return super().__new__(cls, groups[0], *rest, **kwargs)
@@ -347,12 +283,13 @@ class PCRPGibbs(BlockedStep):
 
     def __init__(
         self,
-        vars,
+        vars=None,
         *,
         sweeps_per_draw: int | None = None,
         init: str = "random",
         split_merge: float | None = None,
         split_merge_scans: int = SPLIT_MERGE_SCANS,
+        alpha_w: float = 1.0,
         model=None,
         rng=None,
         initial_point=None,
@@ -360,41 +297,11 @@ class PCRPGibbs(BlockedStep):
         blocked: bool = False,
     ):
         model = pm.modelcontext(model)
+        if vars is None:  # the model's one PowerCRP (with its alpha): see __new__
+            (vars,), _ = group_vars(model, model.value_vars)
         vars = get_value_vars_from_user_vars(vars, model)
-        labels_var, alpha_var = _split_vars(model, vars)
-        if sweeps_per_draw is not None and (
-            isinstance(sweeps_per_draw, bool)
-            or not isinstance(sweeps_per_draw, int | float | np.number)
-            or not math.isfinite(sweeps_per_draw)
-            or int(sweeps_per_draw) != sweeps_per_draw
-            or sweeps_per_draw < 1
-        ):
-            raise ValueError(
-                "Argument 'sweeps_per_draw' must be a positive integer or None (automatic), "
-                f"got {sweeps_per_draw!r}."
-            )
-        try:
-            rate_ok = split_merge is None or (
-                math.isfinite(float(split_merge)) and float(split_merge) >= 0
-            )
-        except (TypeError, ValueError):
-            rate_ok = False
-        if not rate_ok or isinstance(split_merge, bool):
-            raise ValueError(
-                "Argument 'split_merge' must be a finite non-negative number (expected "
-                f"proposals per sweep) or None (automatic), got {split_merge!r}."
-            )
-        try:
-            scans_ok = int(split_merge_scans) == split_merge_scans and split_merge_scans >= -1
-        except (TypeError, ValueError):
-            scans_ok = False
-        if not scans_ok:
-            raise ValueError(
-                "Argument 'split_merge_scans' must be an integer >= -1 (-1: sequential "
-                f"allocation alone), got {split_merge_scans!r}."
-            )
-        if init not in INIT_STRATEGIES:
-            raise ValueError(f"Argument 'init' must be one of {INIT_STRATEGIES}, got {init!r}.")
+        labels_var, alpha_var = split_vars(model, vars)
+        check_options(sweeps_per_draw, split_merge, split_merge_scans, init, alpha_w)
         self.vars = vars
         rv = model.values_to_rvs[labels_var]
         if not isinstance(getattr(rv.owner, "op", None), PowerCRPRV):
@@ -407,7 +314,7 @@ class PCRPGibbs(BlockedStep):
         announce_compilation()
         self._name = labels_var.name
         self._dtype = np.dtype(rv.dtype)
-        self._prior_readers, (alpha_random, power_random) = self._prior_value_readers(
+        self._prior_readers, (alpha_random, power_random) = self._priorvalue_readers(
             model, rv, compile_kwargs
         )
         # a random alpha or power is read from the point at every step (PCRPHyper draws it)
@@ -430,9 +337,9 @@ class PCRPGibbs(BlockedStep):
             if split_merge is None
             else float(split_merge)
         )
-        self._inputs: _InputCache | None = None  # see _arrays
-        self._kept: _KeptState | None = None  # see step
-        self._compiled: _CompiledAdvance | None = None  # see _call_advance
+        self._inputs: InputCache | None = None  # see _arrays
+        self._kept: KeptState | None = None  # see step
+        self._compiled: CompiledAdvance | None = None  # see _call_advance
         self._scale_inputs: SweepInputs | None = None  # inputs the current s was applied to
         self._prior_shifts = 0  # new alphas applied by shifting the new-cluster weights
         self.tune = True  # pm.sample sets it; adapts the width of alpha's slice move
@@ -441,7 +348,7 @@ class PCRPGibbs(BlockedStep):
         self._alpha = (
             None
             if alpha_var is None
-            else AlphaUpdate(model, alpha_var, initial_point, compile_kwargs)
+            else AlphaUpdate(model, alpha_var, initial_point, compile_kwargs, w=alpha_w)
         )
 
     @staticmethod
@@ -458,6 +365,26 @@ class PCRPGibbs(BlockedStep):
         if getattr(var.tag, "pcrp_gibbs_alpha", False) is True:
             return Competence.IDEAL
         return Competence.INCOMPATIBLE
+
+    @property
+    def alpha_w(self) -> float:
+        """Width of the owned ``alpha``'s slice move on the unconstrained scale (NaN: none)."""
+        return math.nan if self._alpha is None else self._alpha.w
+
+    @alpha_w.setter
+    def alpha_w(self, value: float) -> None:
+        if self._alpha is not None:
+            self._alpha.w = float(value)
+
+    @property
+    def alpha_n_tunes(self) -> int:
+        """Tuning draws that have adapted :attr:`alpha_w` so far (0 without an owned alpha)."""
+        return 0 if self._alpha is None else self._alpha.n_tunes
+
+    @alpha_n_tunes.setter
+    def alpha_n_tunes(self, value: int) -> None:
+        if self._alpha is not None:
+            self._alpha.n_tunes = int(value)
 
     def stop_tuning(self):
         """Freeze the width of the alpha move (if the step owns an alpha)."""
@@ -479,7 +406,7 @@ class PCRPGibbs(BlockedStep):
     # -- model inspection -------------------------------------------------
 
     @staticmethod
-    def _prior_value_readers(model, rv, compile_kwargs=None):
+    def _priorvalue_readers(model, rv, compile_kwargs=None):
         """Readers of ``alpha`` and ``power`` from a point, and whether each is random.
 
         A random parameter is compiled as a function of the point (through its
@@ -490,11 +417,11 @@ class PCRPGibbs(BlockedStep):
         for param in rv.owner.op.dist_params(rv.owner)[:2]:
             (value,) = model.replace_rvs_by_values([param])
             if is_fixed(value):
-                read = _value_reader(value)
+                read = value_reader(value)
                 readers.append(lambda point, read=read: read())
                 random.append(False)
             else:
-                readers.append(_point_reader(model, value, compile_kwargs))
+                readers.append(point_reader(model, value, compile_kwargs))
                 random.append(True)
         return tuple(readers), tuple(random)
 
@@ -523,8 +450,7 @@ class PCRPGibbs(BlockedStep):
             return None, None
         _, mu0, kappa0, nu0, psi0, grid, log_w = niw.owner.op.dist_params(niw.owner)
         readers = [
-            _value_reader(v)
-            for v in (model.rvs_to_values[niw], mu0, kappa0, nu0, psi0, grid, log_w)
+            value_reader(v) for v in (model.rvs_to_values[niw], mu0, kappa0, nu0, psi0, grid, log_w)
         ]
         return readers, niw
 
@@ -559,7 +485,7 @@ class PCRPGibbs(BlockedStep):
             if not owned:
                 raw = (raw_alpha, *raw)
             last = self._inputs
-            if last is not None and _same_objects(raw, last.raw):
+            if last is not None and same_objects(raw, last.raw):
                 if owned and raw_alpha != self._alpha.tables_alpha:
                     # not the value the kernel left (a new chain's start): shift the tables
                     self._alpha.move_tables(last.inputs.tables[0], raw_alpha)
@@ -616,15 +542,13 @@ class PCRPGibbs(BlockedStep):
             if last is None or values != last.values:
                 xc = np.zeros((self._n, 0))
                 params = make_params(alpha, power, 1.0, 1.0, np.zeros((0, 0)))
-                last = _InputCache(
-                    values, (), (), SweepInputs(xc, params, sweep_tables(xc, params))
-                )
+                last = InputCache(values, (), (), SweepInputs(xc, params, sweep_tables(xc, params)))
                 self._inputs = last
             return last.inputs
         data, mu0, kappa0, nu0, psi0, grid, log_w = (read() for read in self._data_readers)
         values = (alpha, power, float(kappa0), float(nu0))
         sources = (data, mu0, psi0, grid, log_w)
-        same_sources = last is not None and _same_objects(sources, last.sources)
+        same_sources = last is not None and same_objects(sources, last.sources)
         if same_sources and values == last.values:
             return last.inputs
         if same_sources and values[2:] == last.values[2:]:
@@ -651,10 +575,10 @@ class PCRPGibbs(BlockedStep):
             scale = make_scale_grid(xc, psi0, grid, log_w)
         params = make_params(alpha, power, float(kappa0), float(nu0), psi0)
         inputs = SweepInputs(xc, params, sweep_tables(xc, params), scale, fixed)
-        self._inputs = _InputCache(values, sources, (), inputs)
+        self._inputs = InputCache(values, sources, (), inputs)
         return inputs
 
-    def _with_prior(self, last: _InputCache, alpha: float, power: float, values) -> SweepInputs:
+    def _with_prior(self, last: InputCache, alpha: float, power: float, values) -> SweepInputs:
         """Return the cached inputs for a new ``alpha`` or ``power``, in ``O(N)``.
 
         ``alpha`` enters the sweep tables only as ``log alpha`` added to every
@@ -687,7 +611,7 @@ class PCRPGibbs(BlockedStep):
             by_size[1:, 0] = power * log_sizes + pred_const[1 : sizes + 1]
         params = old.params._replace(log_alpha=log_alpha, power=float(power))
         inputs = old._replace(params=params)
-        self._inputs = _InputCache(values, last.sources, (), inputs, base)
+        self._inputs = InputCache(values, last.sources, (), inputs, base)
         return inputs
 
     def _initial_labels(self, current: np.ndarray, params: NIWParams) -> np.ndarray:
@@ -726,7 +650,7 @@ class PCRPGibbs(BlockedStep):
         if (
             compiled is not None
             and compiled.kernel is kernel
-            and _same_argument_types(compiled.inputs, inputs)
+            and same_argument_types(compiled.inputs, inputs)
             and compiled.label_dtypes == label_dtypes
         ):
             return compiled.call(*args)
@@ -736,7 +660,7 @@ class PCRPGibbs(BlockedStep):
         except Exception:
             call = None
         self._compiled = (
-            _CompiledAdvance(inputs, label_dtypes, call, kernel) if callable(call) else None
+            CompiledAdvance(inputs, label_dtypes, call, kernel) if callable(call) else None
         )
         return result
 
@@ -802,7 +726,7 @@ class PCRPGibbs(BlockedStep):
                 shifted = (
                     self._scale_inputs is not None
                     and 0 < self._prior_shifts < _REFRESH_EVERY
-                    and _same_argument_types(self._scale_inputs, inputs)
+                    and same_argument_types(self._scale_inputs, inputs)
                 )
                 if not shifted:
                     # new tables (new data, new NIW parameters), or time to recompute the
@@ -814,7 +738,7 @@ class PCRPGibbs(BlockedStep):
             kernel = advance_scaled if alpha is None else advance_scaled_alpha
             log_density = self._call_advance(inputs, args, kernel)
             niw_scale = math.exp(scale.log_s[scale.current[0]])
-        self._kept = _KeptState(xc, state, new_labels, age)
+        self._kept = KeptState(xc, state, new_labels, age)
         new_point = dict(point)
         new_point[self._name] = new_labels
         if alpha is not None:  # accept or reject the proposed alpha; the stat at the new one
@@ -835,115 +759,6 @@ class PCRPGibbs(BlockedStep):
             "niw_scale": niw_scale,
         }
         return new_point, [stats]
-
-
-def _is_labels(model, var) -> bool:
-    """Whether a value variable is that of a ``PowerCRP``."""
-    return isinstance(getattr(model.values_to_rvs[var].owner, "op", None), PowerCRPRV)
-
-
-def _group_vars(model, value_vars: list) -> tuple[list[list], list]:
-    """Split variables given to :class:`PCRPGibbs` into its steps and :class:`PCRPHyper` steps.
-
-    Returns ``(groups, hyper)``: a list per ``PowerCRP`` (with its owned
-    ``alpha`` when that is among the variables), one list per other variable
-    except the alphas that cannot be owned, which are in ``hyper``.
-    """
-    owners = {}
-    for var in value_vars:
-        if _is_labels(model, var):
-            alpha = claimed_alpha(model, model.values_to_rvs[var])
-            if alpha is not None and any(alpha is v for v in value_vars):
-                owners[alpha] = var
-    groups, hyper = [], []
-    for var in value_vars:
-        if _is_labels(model, var):
-            groups.append([var, *[a for a, owner in owners.items() if owner is var]])
-        elif var in owners:
-            continue
-        elif getattr(model.values_to_rvs[var].tag, "pcrp_gibbs_alpha", False) is True:
-            hyper.append(var)
-        else:
-            groups.append([var])  # refused by __init__, with its message
-    return groups, hyper
-
-
-def _split_vars(model, vars: list) -> tuple:
-    """``(labels, owned alpha or None)`` of one step's value variables, or ``ValueError``."""
-    if len(vars) == 1:
-        return vars[0], None
-    if len(vars) == 2:
-        for labels, alpha in (vars, vars[::-1]):
-            if (
-                _is_labels(model, labels)
-                and claimed_alpha(model, model.values_to_rvs[labels]) is alpha
-            ):
-                return labels, alpha
-    raise ValueError(
-        "PCRPGibbs updates one PowerCRP variable per step, with its alpha when that is a free "
-        "random variable used by that PowerCRP alone (and the power is fixed); pass one "
-        "variable or these two (pm.sample does this automatically)."
-    )
-
-
-def auto_sweeps_per_draw(n: int, d: int = 1) -> int:
-    """Sweeps per draw of ``sweeps_per_draw=None``: ``min(10, ceil(15000 / (n d)))``, at least 1.
-
-    ``d = 0`` (no likelihood) counts as 1.
-    """
-    work = max(int(n), 1) * max(int(d), 1)
-    return max(1, min(AUTO_SWEEPS_MAX, math.ceil(AUTO_SWEEP_WORK / work)))
-
-
-def auto_split_merge(n: int, d: int = 1) -> float:
-    """Split-merge proposals per sweep of ``split_merge=None``: ``min(1, max(0.1, 600 / (n d)))``.
-
-    A proposal costs about one or two sweeps whatever ``n`` (it visits the points of
-    one or two clusters), while PyMC adds a fixed cost per draw: on small data sets
-    the proposals then take little of a draw's time, on large ones the rate stays
-    at 0.1. ``d = 0`` (no likelihood) counts as 1.
-    """
-    work = max(int(n), 1) * max(int(d), 1)
-    return min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, SPLIT_MERGE_WORK / work))
-
-
-def random_init_max_k(n: int) -> int:
-    """Largest ``K0`` of ``init="random"``: ``min(ceil(sqrt(n)), RANDOM_INIT_MAX_K)``."""
-    return max(1, min(math.ceil(math.sqrt(n)), RANDOM_INIT_MAX_K))
-
-
-def _point_reader(model, value, compile_kwargs=None):
-    """Return ``point -> value`` compiled on the value variables it needs only.
-
-    A random ``alpha`` or ``power`` is read at every draw: a function of all the
-    model's value variables (the labels among them) spent most of its time
-    checking inputs it does not use.
-    """
-    needed = set(graph_inputs([value]))
-    inputs = [v for v in model.value_vars if v in needed]
-    fn = pm_compile(inputs, value, on_unused_input="ignore", **(compile_kwargs or {}))
-    fn.trust_input = True
-    names = [(v.name, np.dtype(v.dtype)) for v in inputs]
-
-    def read(point):
-        return fn(*[np.asarray(point[name], dtype=dtype) for name, dtype in names])
-
-    return read
-
-
-def _value_reader(var):
-    """Return a cheap reader of the current value of a constant, shared or derived tensor.
-
-    Constants and ``pm.Data`` are read directly (a shared value keeps its identity
-    until ``pm.set_data`` replaces it, which lets the step cache its arrays);
-    anything else is compiled once.
-    """
-    if isinstance(var, Constant):
-        return lambda: var.data
-    if isinstance(var, SharedVariable):
-        return lambda: var.get_value(borrow=True)
-    fn = pytensor.function([], var, on_unused_input="ignore")
-    return fn
 
 
 if PCRPGibbs not in pm.STEP_METHODS:

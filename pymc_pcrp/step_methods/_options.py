@@ -1,0 +1,111 @@
+"""The options of :class:`~pymc_pcrp.PCRPGibbs`: their checks and the rules behind ``None``.
+
+``sweeps_per_draw=None`` and ``split_merge=None`` are resolved from the data's
+size by :func:`auto_sweeps_per_draw` and :func:`auto_split_merge`;
+``init="random"`` draws at most :func:`random_init_max_k` initial clusters
+(docs/mixing.md explains each rule and the measurements behind its constants).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = [
+    "INIT_STRATEGIES",
+    "SPLIT_MERGE_SCANS",
+    "auto_split_merge",
+    "auto_sweeps_per_draw",
+    "check_options",
+    "random_init_max_k",
+]
+
+INIT_STRATEGIES = ("random", "prior", "one", "singletons", "point")
+
+# Default move set (docs/mixing.md): after each sweep, split_merge=None expected split-merge
+# proposals, built by sequential allocation alone (SAMS, split_merge_scans=-1):
+# min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, SPLIT_MERGE_WORK / (N D))), see
+# auto_split_merge. At N = 2,000, D = 2 that is 0.15, measured with benchmarks/run.py
+# to cost at most 1.5x a plain sweep.
+SPLIT_MERGE_RATE = 0.1
+SPLIT_MERGE_MAX = 1.0
+SPLIT_MERGE_WORK = 600
+SPLIT_MERGE_SCANS = -1
+# init="random" draws K0 uniform on 1..min(ceil(sqrt(N)), RANDOM_INIT_MAX_K).
+RANDOM_INIT_MAX_K = 20
+# sweeps_per_draw=None: enough sweeps that a draw does about AUTO_SWEEP_WORK point-dimension
+# updates (N * D per sweep), at most AUTO_SWEEPS_MAX sweeps; see auto_sweeps_per_draw.
+AUTO_SWEEP_WORK = 15000
+AUTO_SWEEPS_MAX = 10
+
+
+def check_options(sweeps_per_draw, split_merge, split_merge_scans, init, alpha_w=1.0) -> None:
+    """Raise ``ValueError`` naming the first invalid option of :class:`~pymc_pcrp.PCRPGibbs`."""
+    if sweeps_per_draw is not None and (
+        isinstance(sweeps_per_draw, bool)
+        or not isinstance(sweeps_per_draw, int | float | np.number)
+        or not math.isfinite(sweeps_per_draw)
+        or int(sweeps_per_draw) != sweeps_per_draw
+        or sweeps_per_draw < 1
+    ):
+        raise ValueError(
+            "Argument 'sweeps_per_draw' must be a positive integer or None (automatic), "
+            f"got {sweeps_per_draw!r}."
+        )
+    try:
+        rate_ok = split_merge is None or (
+            math.isfinite(float(split_merge)) and float(split_merge) >= 0
+        )
+    except (TypeError, ValueError):
+        rate_ok = False
+    if not rate_ok or isinstance(split_merge, bool):
+        raise ValueError(
+            "Argument 'split_merge' must be a finite non-negative number (expected "
+            f"proposals per sweep) or None (automatic), got {split_merge!r}."
+        )
+    try:
+        scans_ok = int(split_merge_scans) == split_merge_scans and split_merge_scans >= -1
+    except (TypeError, ValueError):
+        scans_ok = False
+    if not scans_ok:
+        raise ValueError(
+            "Argument 'split_merge_scans' must be an integer >= -1 (-1: sequential "
+            f"allocation alone), got {split_merge_scans!r}."
+        )
+    if init not in INIT_STRATEGIES:
+        raise ValueError(f"Argument 'init' must be one of {INIT_STRATEGIES}, got {init!r}.")
+    try:
+        width_ok = not isinstance(alpha_w, bool) and math.isfinite(alpha_w) and alpha_w > 0
+    except TypeError:
+        width_ok = False
+    if not width_ok:
+        raise ValueError(
+            f"Argument 'alpha_w' must be a positive number (a slice width), got {alpha_w!r}."
+        )
+
+
+def auto_sweeps_per_draw(n: int, d: int = 1) -> int:
+    """Sweeps per draw of ``sweeps_per_draw=None``: ``min(10, ceil(15000 / (n d)))``, at least 1.
+
+    ``d = 0`` (no likelihood) counts as 1.
+    """
+    work = max(int(n), 1) * max(int(d), 1)
+    return max(1, min(AUTO_SWEEPS_MAX, math.ceil(AUTO_SWEEP_WORK / work)))
+
+
+def auto_split_merge(n: int, d: int = 1) -> float:
+    """Split-merge proposals per sweep of ``split_merge=None``: ``min(1, max(0.1, 600 / (n d)))``.
+
+    A proposal costs about one or two sweeps whatever ``n`` (it visits the points of
+    one or two clusters), while PyMC adds a fixed cost per draw: on small data sets
+    the proposals then take little of a draw's time, on large ones the rate stays
+    at 0.1. ``d = 0`` (no likelihood) counts as 1.
+    """
+    work = max(int(n), 1) * max(int(d), 1)
+    return min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, SPLIT_MERGE_WORK / work))
+
+
+def random_init_max_k(n: int) -> int:
+    """Largest ``K0`` of ``init="random"``: ``min(ceil(sqrt(n)), RANDOM_INIT_MAX_K)``."""
+    return max(1, min(math.ceil(math.sqrt(n)), RANDOM_INIT_MAX_K))

@@ -1,0 +1,140 @@
+"""What a :class:`~pymc_pcrp.PCRPGibbs` step reads from the model, and the caches it keeps.
+
+* :class:`SweepInputs`: the arrays the kernel needs besides the state (centred
+  data, parameters, sweep tables, the learned-scale grid);
+* :class:`InputCache`, :class:`KeptState`, :class:`CompiledAdvance`: what the
+  step remembers between draws so that a draw with unchanged inputs rebuilds
+  nothing, and calls the compiled kernel without numba retyping its arguments;
+* :func:`point_reader` and :func:`value_reader`: cheap readers of a model
+  quantity from a point, or of a constant, ``pm.Data`` or derived tensor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import pytensor
+
+from pymc.pytensorf import compile as pm_compile
+from pytensor.compile.sharedvalue import SharedVariable
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import graph_inputs
+
+from pymc_pcrp._kernels.hyper import ScaleGrid
+from pymc_pcrp._kernels.state import NIWParams, SweepState
+
+__all__ = [
+    "CompiledAdvance",
+    "InputCache",
+    "KeptState",
+    "SweepInputs",
+    "point_reader",
+    "same_argument_types",
+    "same_objects",
+    "value_reader",
+]
+
+
+class SweepInputs(NamedTuple):
+    """What a step hands the kernel besides the state: centred data, parameters, tables."""
+
+    xc: np.ndarray
+    params: NIWParams
+    tables: tuple
+    scale: ScaleGrid | None = None  # the grid of a learned NIW scale and the chain's current s
+    fixed_scale: tuple = (1.0, 0.0)  # (s, log weight) of a one-point grid: Psi_0 = s psi0
+
+
+class InputCache(NamedTuple):
+    """The last :class:`SweepInputs` built, and what it was built from.
+
+    ``values`` are the numbers ``(alpha, power[, kappa0, nu0])``; ``sources`` the
+    data, ``mu0`` and ``psi0`` objects, compared by identity (``pm.set_data``
+    installs a new array, and the cache holds references, so an identity cannot
+    be recycled); ``raw`` every object read from the model at the last step,
+    for the fast path of a fixed ``alpha`` (all the same objects: nothing to do).
+    """
+
+    values: tuple
+    sources: tuple
+    raw: tuple
+    inputs: SweepInputs
+    log_new_base: np.ndarray | None = None  # tables[0] without log alpha (see _with_prior)
+
+
+class KeptState(NamedTuple):
+    """The sweep state after the last step, reused if the next point has its labels."""
+
+    xc: np.ndarray  # the centred data it was built on (compared by identity)
+    state: SweepState
+    labels: np.ndarray  # the labels the step returned
+    age: int  # draws since the state was built from labels (rank-one drift control)
+
+
+class CompiledAdvance(NamedTuple):
+    """The compiled ``advance`` for one set of argument types, and what fixes those types."""
+
+    inputs: SweepInputs  # the same objects give the same types
+    label_dtypes: tuple  # dtypes of the state's labels and of the returned labels
+    call: Callable
+    kernel: Callable  # advance or advance_scaled
+
+
+def same_objects(a: tuple, b: tuple) -> bool:
+    """Whether two tuples hold the very same objects, position by position."""
+    return len(a) == len(b) and all(x is y for x, y in zip(a, b, strict=True))
+
+
+def same_argument_types(a: SweepInputs, b: SweepInputs) -> bool:
+    """Whether two inputs hold the same arrays: the same objects, or params changed by floats.
+
+    :meth:`PCRPGibbs._with_prior` replaces only the float fields ``log_alpha``
+    and ``power`` of the parameters, which cannot change numba's argument types.
+    """
+    if same_objects(a, b):
+        return True
+    pa, pb = a.params, b.params
+    return (
+        same_objects(
+            (a.xc, a.tables, a.scale, a.fixed_scale), (b.xc, b.tables, b.scale, b.fixed_scale)
+        )
+        and pa.psi0 is pb.psi0
+        and pa.chol0 is pb.chol0
+        and (pa.kappa0, pa.nu0, pa.logdet0) == (pb.kappa0, pb.nu0, pb.logdet0)
+    )
+
+
+def point_reader(model, value, compile_kwargs=None):
+    """Return ``point -> value`` compiled on the value variables it needs only.
+
+    A random ``alpha`` or ``power`` is read at every draw: a function of all the
+    model's value variables (the labels among them) spent most of its time
+    checking inputs it does not use.
+    """
+    needed = set(graph_inputs([value]))
+    inputs = [v for v in model.value_vars if v in needed]
+    fn = pm_compile(inputs, value, on_unused_input="ignore", **(compile_kwargs or {}))
+    fn.trust_input = True
+    names = [(v.name, np.dtype(v.dtype)) for v in inputs]
+
+    def read(point):
+        return fn(*[np.asarray(point[name], dtype=dtype) for name, dtype in names])
+
+    return read
+
+
+def value_reader(var):
+    """Return a cheap reader of the current value of a constant, shared or derived tensor.
+
+    Constants and ``pm.Data`` are read directly (a shared value keeps its identity
+    until ``pm.set_data`` replaces it, which lets the step cache its arrays);
+    anything else is compiled once.
+    """
+    if isinstance(var, Constant):
+        return lambda: var.data
+    if isinstance(var, SharedVariable):
+        return lambda: var.get_value(borrow=True)
+    fn = pytensor.function([], var, on_unused_input="ignore")
+    return fn
