@@ -513,9 +513,14 @@ class NIWMixture(Continuous):
 
 
 @_logprob.register(DiagNIWMixtureRV)
-def _diag_logp(op, values, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights, **kwargs):
-    """Log density of the diagonal family (:mod:`pymc_pcrp._diag_numpy`), scale integrated out."""
+def _diag_logp(op, values, *params, **kwargs):
+    """Log density of the diagonal family (:mod:`pymc_pcrp._diag_numpy`), scale integrated out.
+
+    ``params`` are the node's inputs (random generator and size first); the last
+    seven are the distribution parameters.
+    """
     [value] = values
+    z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights = params[-7:]
     x = value if value.ndim == 2 else value[:, None]
     op = ScaleMarginalLogp("diag")
     res = op(x, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights)
