@@ -110,8 +110,32 @@ class DiagState(structref.StructRefProxy):
         return _get_counts(self)
 
     @property
+    def sums(self) -> np.ndarray:
+        return _get_sums(self)
+
+    @property
+    def sumsq(self) -> np.ndarray:
+        return _get_sumsq(self)
+
+    @property
+    def bn(self) -> np.ndarray:
+        return _get_bn(self)
+
+    @property
+    def mean(self) -> np.ndarray:
+        return _get_mean(self)
+
+    @property
+    def hinv(self) -> np.ndarray:
+        return _get_hinv(self)
+
+    @property
     def order(self) -> np.ndarray:
         return _get_order(self)
+
+    @property
+    def where(self) -> np.ndarray:
+        return _get_where(self)
 
     @property
     def logb(self) -> np.ndarray:
