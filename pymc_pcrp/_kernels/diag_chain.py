@@ -84,9 +84,10 @@ def _grid_log_marginals(
     for c in range(k):
         n = sizes[c]
         a_n = a0 + 0.5 * n
-        const += d * (
-            math.lgamma(a_n) - math.lgamma(a0) + 0.5 * math.log(kappa0 / (kappa0 + n))
-        ) - 0.5 * n * d * _LOG_2PI
+        const += (
+            d * (math.lgamma(a_n) - math.lgamma(a0) + 0.5 * math.log(kappa0 / (kappa0 + n)))
+            - 0.5 * n * d * _LOG_2PI
+        )
         a_total += a0
     top = -math.inf
     for g in range(grid.log_s.shape[0]):
@@ -251,8 +252,6 @@ def advance_diag(
     n_scans: int,
     counts: np.ndarray,
     labels_out: np.ndarray,
-    ratio_power: float = math.nan,
-    proposal_weight: float = 1.0,
 ) -> float:
     """Run one draw's worth of updates in place; return the log joint of the new state.
 
@@ -263,8 +262,8 @@ def advance_diag(
     says what changed since the last call, as in
     :func:`~pymc_pcrp._kernels.hyper.advance_scaled`; ``tables[0]`` is
     overwritten when ``s`` changes. ``counts`` receives the four split-merge
-    counts, ``labels_out`` the canonical partition. ``ratio_power`` and
-    ``proposal_weight`` exist for the tests (NaN: the prior's power).
+    counts, ``labels_out`` the canonical partition. (No optional arguments:
+    the step looks the compiled function up by its exact signature.)
 
     Returns
     -------
@@ -284,14 +283,12 @@ def advance_diag(
     else:
         local = diag_params_at(params, grid, params.log_alpha)
     grid.current[1] = IN_SYNC
-    power = params.power if math.isnan(ratio_power) else ratio_power
     seat = np.ascontiguousarray(tables[2][:, 0])
     counts[:] = 0
     for _ in range(n_sweeps):
         diag_moves(
-            rng, xc, state, local, tables, n_split_merge, n_scans, seat, counts, power,
-            proposal_weight,
-        )  # fmt: skip
+            rng, xc, state, local, tables, n_split_merge, n_scans, seat, counts, params.power, 1.0
+        )
         if g_count > 1:
             top = diag_scale_conditional(state, params.kappa0, params.a0, grid, logp)
             g = _draw_index(rng, logp, top)

@@ -40,7 +40,9 @@ _LOG_2PI = math.log(2.0 * math.pi)
 
 
 @numba.njit(**NJIT_KWARGS)
-def diag_log_marginal(n: int, logb_n: float, d: int, kappa0: float, a0: float, logb0: float) -> float:
+def diag_log_marginal(
+    n: int, logb_n: float, d: int, kappa0: float, a0: float, logb0: float
+) -> float:
     """Log marginal likelihood of a cluster of ``n`` points from ``logb_n = sum_j log b_nj``.
 
     ``sum_j [lgamma(a_n) - lgamma(a0) + a0 log b0_j - a_n log b_nj
@@ -117,7 +119,17 @@ def _launch(
             g = side[t]
             n_g = gcount[g]
             big_l = loo_log_ratio(
-                xc, p, g, n_g, gsum, gsumsq, groups[3], groups[4], groups[5], params.kappa0, params.b0
+                xc,
+                p,
+                g,
+                n_g,
+                gsum,
+                gsumsq,
+                groups[3],
+                groups[4],
+                groups[5],
+                params.kappa0,
+                params.b0,
             )
             w_own = seat[n_g - 1] - 0.5 * groups[4][g] - (a0 + 0.5 * (n_g - 1)) * big_l
             w_other = _group_weight(groups, 1 - g, xc, p, seat, a0)
@@ -187,7 +199,9 @@ def diag_split_merge_moves(
         sj = labels[j]
         m = _gather_members(head, nxt, si, sj, i, j, members, target)
         merge = si != sj
-        log_q = _launch(rng, xc, i, j, members, m, side, target, merge, n_scans, groups, params, seat)
+        log_q = _launch(
+            rng, xc, i, j, members, m, side, target, merge, n_scans, groups, params, seat
+        )
         if not merge:
             n_split += 1
             n0 = gcount[0]

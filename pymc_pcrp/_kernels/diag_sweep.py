@@ -144,7 +144,12 @@ def diag_sweeps(
     a new cluster leaves it where it is). ``visit``, for tests, replaces the
     random order by exactly the points ``visit`` in that order.
     """
-    n = xc.shape[0]
+    # Performance note (as in pymc_pcrp._kernels.sweep): the per-point loop reads
+    # the state's arrays through locals and writes the scoring loops out, because
+    # reading a structure's field or passing an array to a helper costs numba
+    # reference counting at every call; helpers run only when a point moves or
+    # a leave-one-out ratio is numerically unsafe.
+    n, d = xc.shape
     log_new, _, by_size = tables
     logw = np.empty(n + 1)
     kappa0 = params.kappa0
@@ -154,35 +159,67 @@ def diag_sweeps(
         perm = np.arange(n)
     else:
         perm = visit.astype(np.int64)
+    labels = state.labels
+    counts = state.counts
+    order = state.order
+    logb = state.logb
+    mean = state.mean
+    hinv = state.hinv
+    n_occupied = state.k
     moved = 0
     for _ in range(n_sweeps):
         if visit is None:
             shuffle_in_place(rng, perm)
         for step in range(perm.shape[0]):
             i = perm[step]
-            old = state.labels[i]
-            m = state.counts[old]
-            k = state.k[0]
-            counts = state.counts
-            order = state.order
-            logb = state.logb
-            mean = state.mean
-            hinv = state.hinv
+            old = labels[i]
+            m = counts[old]
+            k = n_occupied[0]
             for p in range(k):
                 slot = order[p]
                 if slot == old:
                     if m == 1:
                         logw[p] = -math.inf
+                        continue
+                    # own cluster, point left out: L = -sum_j log(b'_j / b_nj)
+                    kappa_n = kappa0 + m
+                    f = (kappa_n + 1.0) / (kappa_n - 1.0)
+                    acc = 0.0
+                    prod = 1.0
+                    safe = True
+                    for j in range(d):
+                        t = xc[i, j] - mean[slot, j]
+                        r = 1.0 - t * t * hinv[slot, j] * f
+                        if not r > 1e-8:
+                            safe = False
+                            break
+                        prod *= r
+                        if prod < 1e-150:
+                            acc += math.log(prod)
+                            prod = 1.0
+                    if safe:
+                        big_l = -(acc + math.log(prod))
                     else:
                         big_l = loo_log_ratio(
-                            xc, i, slot, m, state.sums, state.sumsq, state.bn, logb, mean, kappa0, b0
-                        )
-                        logw[p] = (
-                            by_size[m - 1, 0] - 0.5 * logb[slot] - (a0 + 0.5 * (m - 1)) * big_l
-                        )
+                            xc, i, slot, m, state.sums, state.sumsq, state.bn, logb, mean,
+                            kappa0, b0,
+                        )  # fmt: skip
+                    logw[p] = by_size[m - 1, 0] - 0.5 * logb[slot] - (a0 + 0.5 * (m - 1)) * big_l
                 else:
                     c = counts[slot]
-                    logw[p] = seat_log_weight(xc, i, slot, c, logb, mean, hinv, by_size[c, 0], a0)
+                    acc = 0.0
+                    prod = 1.0
+                    for j in range(d):
+                        t = xc[i, j] - mean[slot, j]
+                        prod *= 1.0 + t * t * hinv[slot, j]
+                        if prod > 1e150:
+                            acc += math.log(prod)
+                            prod = 1.0
+                    logw[p] = (
+                        by_size[c, 0]
+                        - 0.5 * logb[slot]
+                        - (a0 + 0.5 * c + 0.5) * (acc + math.log(prod))
+                    )
             logw[k] = log_new[i]
             choice = _sample_log_weights(rng, logw, k + 1)
             if choice == k:
@@ -195,6 +232,8 @@ def diag_sweeps(
             slot = order[choice]
             move_point(state, xc, i, old, slot, params)
             moved += 1
-            if choice == k:
-                grow_if_full(state)
+            if choice == k and grow_if_full(state):
+                counts, order, logb, mean, hinv = (
+                    state.counts, state.order, state.logb, state.mean, state.hinv
+                )  # fmt: skip
     return moved

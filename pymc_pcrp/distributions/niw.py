@@ -261,9 +261,7 @@ class NIWPrior:
             )
         dof = nu0 - 2.0 if diag else nu0 - d - 1
         psi0 = np.diag(max(dof, 1.0) * scale * var)
-        return cls(
-            mu0=data.mean(axis=0), kappa0=kappa0, nu0=nu0, psi0=psi0, covariance=covariance
-        )
+        return cls(mu0=data.mean(axis=0), kappa0=kappa0, nu0=nu0, psi0=psi0, covariance=covariance)
 
 
 def _check_scale_grid(grid, log_weights) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -318,7 +316,6 @@ class NIWMixtureRV(RandomVariable):
             mean = rng.multivariate_normal(mu0, cov / float(kappa0))
             out[members] = rng.multivariate_normal(mean, cov, size=int(members.sum()))
         return out
-
 
     #: The cluster covariance family of the op (see :class:`NIWPrior`).
     covariance = "full"

@@ -83,9 +83,7 @@ def test_diag_marginal_is_a_product_of_one_dimensional_niw_marginals():
     ours = diag_log_marginal(n, w, means, kappa0, 0.5 * nu0, 0.5 * psi)
     for c in range(n.size):
         block = xc[labels == c]
-        ref = sum(
-            niw_log_marginal(block[:, j], [0.0], kappa0, nu0, [[psi[j]]]) for j in range(4)
-        )
+        ref = sum(niw_log_marginal(block[:, j], [0.0], kappa0, nu0, [[psi[j]]]) for j in range(4))
         # the full family's own kernel at D = 1, from log|Psi_n| of each column
         kernel = 0.0
         for j in range(4):
