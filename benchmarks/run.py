@@ -1243,7 +1243,7 @@ def section_diag(cfg: Config, rep: Report, cache: dict) -> None:
         dparams = make_diag_params(ALPHA, POWER, dprior.kappa0, dprior.nu0, np.diag(dprior.psi0))
         dtables = diag_tables(dxc, dparams)
 
-        def diag_run(seed: int) -> tuple[float, int]:
+        def diag_run(seed: int, dxc=dxc, z=z, dparams=dparams, dtables=dtables, sweeps=sweeps):
             state = init_diag_state(dxc, z, dparams)
             rng = np.random.default_rng(seed)
             c0 = time.thread_time()

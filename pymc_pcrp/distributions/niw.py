@@ -432,6 +432,11 @@ class NIWMixture(Continuous):
     normalised density of the data given the labels; it does not depend on how
     the labels are numbered.
 
+    With ``NIWPrior(..., covariance="diag")`` the clusters' covariances are
+    diagonal and ``m(X_k)`` is the product over dimensions of one-dimensional
+    NIW marginals with ``(kappa0, nu0, psi0_jj)`` (docs/model.md); the variable's
+    op is then a :class:`DiagNIWMixtureRV`.
+
     Parameters
     ----------
     z : TensorVariable

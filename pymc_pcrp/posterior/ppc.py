@@ -37,6 +37,8 @@ def sample_posterior_predictive(
     then each of its points is replicated from the Gaussian they define. With a
     learned NIW scale (``NIWPrior.scale_grid``) each draw uses its own scale,
     the sample stat ``niw_scale``; an ``idata`` without it is refused.
+    For the diagonal family (``NIWPrior(covariance="diag")``) each dimension
+    is replicated from its own one-dimensional NIW posterior.
 
     Parameters
     ----------

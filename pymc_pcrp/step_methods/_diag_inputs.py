@@ -63,5 +63,5 @@ def build_diag_inputs(
 
 
 def diag_kernel(owned_alpha: bool):
-    """The diagonal family's advance kernel: with an owned ``alpha`` or without."""
+    """Return the diagonal family's advance kernel, with an owned ``alpha`` or without."""
     return advance_diag_alpha if owned_alpha else advance_diag
