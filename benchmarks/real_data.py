@@ -92,15 +92,18 @@ def _pcrp(name: str):
     raise ImportError(f"pymc_pcrp.{name} not found in any of {_LOCATIONS[name]}")
 
 
-def pcrp_fit(X, power, *, draws, tune, chains, cores, seed, step_kwargs, covariance="full"):
+def pcrp_fit(
+    X, power, *, draws, tune, chains, cores, seed, step_kwargs, covariance="full", nu0=None
+):
     """Sample the pCRP posterior with the package defaults plus ``step_kwargs``.
 
     ``covariance="diag"`` fits the diagonal-covariance family, with the default
-    prior of that family (``NIWPrior.from_data(X, covariance="diag")``).
+    prior of that family (``NIWPrior.from_data(X, covariance="diag")``); ``nu0``
+    replaces the prior's default ``nu0`` (either family).
     """
     extra = {"pcrp_gibbs": dict(step_kwargs)} if step_kwargs else {}
-    if covariance != "full":
-        extra["prior"] = _pcrp("NIWPrior").from_data(X, covariance=covariance)
+    if covariance != "full" or nu0 is not None:
+        extra["prior"] = _pcrp("NIWPrior").from_data(X, covariance=covariance, nu0=nu0)
     return _pcrp("fit")(
         X,
         power=power,
@@ -375,6 +378,7 @@ def fit_row(data: Dataset, label: str, power: float, args, seed: int) -> FitRow:
         seed=seed,
         step_kwargs=args.step_kwargs,
         covariance=args.covariance,
+        nu0=args.nu0,
     )
     seconds = time.perf_counter() - start
     k, lj = pcrp_k_and_logjoint(idata)
@@ -686,6 +690,12 @@ def parse_args(argv=None):
         default="full",
         help="cluster covariance family of the pCRP fits (NIWPrior.from_data(X, covariance=...))",
     )
+    parser.add_argument(
+        "--nu0",
+        type=float,
+        default=None,
+        help="nu0 of NIWPrior.from_data for the pCRP fits (default: the family's default)",
+    )
     parser.add_argument("--peers-only", action="store_true", help="skip the pCRP fits")
     parser.add_argument("--rdp-iters", type=int, default=4000, help="rDPGibbs iterations R")
     parser.add_argument("--rdp-keep", type=int, default=4, help="rDPGibbs thinning")
@@ -741,7 +751,7 @@ def main(argv=None) -> int:
     emit(
         f"- sampling: {args.chains} chains x {args.draws} draws after {args.tune} tune, "
         f"cores={args.cores}, extra step kwargs {json.dumps(args.step_kwargs)}, seed {args.seed}, "
-        f"covariance family {args.covariance}"
+        f"covariance family {args.covariance}, nu0 {args.nu0 or 'default'}"
     )
 
     # Warm-up: compile (or load from cache) every kernel the fits use; not timed.
@@ -758,6 +768,7 @@ def main(argv=None) -> int:
             seed=0,
             step_kwargs=args.step_kwargs,
             covariance=args.covariance,
+            nu0=args.nu0,
         )
     pcrp_point_labels(np.zeros((2, 40), dtype=np.int64), 0)
     emit(f"- warm-up fit (not counted): {time.perf_counter() - warm_start:.1f} s")
