@@ -98,7 +98,7 @@ def test_sampling_log_joint_equals_the_model_log_density_and_ppc_works():
     with pytest.raises(NotImplementedError, match="diag"):
         pcrp.predict(idata, x[:3], prior=prior, power=1.0, alpha=1.0)
     with pytest.raises(NotImplementedError, match="diag"):
-        pcrp.posterior.log_likelihood(idata, model=model, power=1.0, alpha=1.0)
+        pcrp.posterior.log_likelihood(idata, model=model)
 
 
 def test_forward_draws_have_diagonal_clusters():
