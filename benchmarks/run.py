@@ -47,7 +47,8 @@ hyper      a random alpha (Gamma(2, 1), updated by PCRPGibbs in its own kernel c
            by Stirling row and recursion
 diag       the diagonal-covariance family (NIWPrior covariance="diag") against the full one:
            kernel ns per point-update (one Gibbs sweep, CPU time) at N=100,000, D=10 and
-           D=50, same data and start (the true clusters), paired and interleaved
+           D=50 (and N=5,000, D=10, whose data stay in cache), same data and start (the
+           true clusters), paired and interleaved
 """
 
 from __future__ import annotations
@@ -143,7 +144,7 @@ class Config:
     logjoint_calls: int = 200
     start: tuple = (1_000_000, 10)
     hyper: tuple = (2000, 2, 2000, 200, 3)  # N, D, draws, tune, paired runs
-    diag: tuple = ((100_000, 10, 3), (100_000, 50, 1))  # N, D, sweeps per measurement
+    diag: tuple = ((5_000, 10, 60), (100_000, 10, 3), (100_000, 50, 1))  # N, D, sweeps
     quick: bool = False
 
     @classmethod

@@ -31,7 +31,7 @@ from pymc_pcrp._kernels.diag_state import (
     refresh_slot,
     shift_at,
 )
-from pymc_pcrp._kernels.scores import _sample_log_weights
+from pymc_pcrp._kernels.scores import SKIP_NATS
 from pymc_pcrp._kernels.sweep import shuffle_in_place
 
 __all__ = ["diag_sweeps", "loo_log_ratio", "seat_log_weight"]
@@ -133,6 +133,7 @@ def diag_sweeps(
     params: DiagParams,
     tables: tuple[np.ndarray, np.ndarray, np.ndarray],
     n_sweeps: int,
+    skip_nats: float = SKIP_NATS,
     visit: np.ndarray | None = None,
 ) -> int:
     """Run ``n_sweeps`` sweeps in place; return how many moves changed a cluster.
@@ -141,8 +142,25 @@ def diag_sweeps(
     each point's cluster from its full conditional given the others.
     ``tables`` is :func:`~pymc_pcrp._kernels.diag_state.diag_tables` of the same
     data and parameters. A singleton's own cluster is not an option (choosing
-    a new cluster leaves it where it is). ``visit``, for tests, replaces the
-    random order by exactly the points ``visit`` in that order.
+    a new cluster leaves it where it is).
+
+    Far clusters are bounded instead of scored, and the draw stays exact, as in
+    :func:`~pymc_pcrp._kernels.sweep.gibbs_sweeps`. The own cluster (left out)
+    and the new cluster are scored exactly; their larger log weight is the
+    reference. Another cluster's log weight ``c_k - e_k log prod_j (1 + t_j)``
+    is at most ``c_k - e_k T / (1 + T)`` with ``T = sum_j t_j`` (the product is at
+    least ``1 + T``, and ``log(1 + T) >= T / (1 + T)``), which needs no
+    logarithm; a cluster whose bound is more than ``skip_nats`` below the
+    reference is skipped (so is the new cluster when its exact weight is), each
+    skipped option's weight being below ``exp(-skip_nats)`` of the reference.
+    A uniform ``u`` is then drawn: below ``a = S / (S + B)`` (``S`` the scored
+    options' total weight, ``B`` the skipped ones' bound) it picks among the
+    scored options; otherwise the skipped options are scored exactly, with
+    total ``B' <= B``, and ``u`` picks among the scored ones when
+    ``u < g = S / (S + B')`` and among the skipped ones otherwise. Each option
+    then has exactly its conditional probability. ``skip_nats`` only trades
+    work between the branches. ``visit``, for tests, replaces the random order
+    by exactly the points ``visit`` in that order.
     """
     # Performance note (as in pymc_pcrp._kernels.sweep): the per-point loop reads
     # the state's arrays through locals and writes the scoring loops out, because
@@ -152,9 +170,13 @@ def diag_sweeps(
     n, d = xc.shape
     log_new, _, by_size = tables
     logw = np.empty(n + 1)
+    wts = np.empty(n + 1)
+    skipped = np.empty(n + 1, dtype=np.int64)
+    wsk = np.empty(n + 1)
     kappa0 = params.kappa0
     a0 = params.a0
     b0 = params.b0
+    skip_weight = math.exp(1e-9 - skip_nats)  # bound on one skipped weight / reference
     if visit is None:
         perm = np.arange(n)
     else:
@@ -162,6 +184,7 @@ def diag_sweeps(
     labels = state.labels
     counts = state.counts
     order = state.order
+    where = state.where
     logb = state.logb
     mean = state.mean
     hinv = state.hinv
@@ -175,57 +198,140 @@ def diag_sweeps(
             old = labels[i]
             m = counts[old]
             k = n_occupied[0]
-            for p in range(k):
-                slot = order[p]
-                if slot == old:
-                    if m == 1:
-                        logw[p] = -math.inf
-                        continue
-                    # own cluster, point left out: L = -sum_j log(b'_j / b_nj)
-                    kappa_n = kappa0 + m
-                    f = (kappa_n + 1.0) / (kappa_n - 1.0)
-                    acc = 0.0
-                    prod = 1.0
-                    safe = True
-                    for j in range(d):
-                        t = xc[i, j] - mean[slot, j]
-                        r = 1.0 - t * t * hinv[slot, j] * f
-                        if not r > 1e-8:
-                            safe = False
-                            break
-                        prod *= r
-                        if prod < 1e-150:
-                            acc += math.log(prod)
-                            prod = 1.0
-                    if safe:
-                        big_l = -(acc + math.log(prod))
-                    else:
-                        big_l = loo_log_ratio(
-                            xc, i, slot, m, state.sums, state.sumsq, state.bn, logb, mean,
-                            kappa0, b0,
-                        )  # fmt: skip
-                    logw[p] = by_size[m - 1, 0] - 0.5 * logb[slot] - (a0 + 0.5 * (m - 1)) * big_l
+            own_p = where[old]
+            # 1. The own cluster with the point left out, exactly.
+            w_own = -math.inf
+            if m > 1:
+                kappa_n = kappa0 + m
+                f = (kappa_n + 1.0) / (kappa_n - 1.0)
+                acc = 0.0
+                prod = 1.0
+                safe = True
+                for j in range(d):
+                    t = xc[i, j] - mean[old, j]
+                    r = 1.0 - t * t * hinv[old, j] * f
+                    if not r > 1e-8:
+                        safe = False
+                        break
+                    prod *= r
+                    if prod < 1e-150:
+                        acc += math.log(prod)
+                        prod = 1.0
+                if safe:
+                    big_l = -(acc + math.log(prod))
                 else:
-                    c = counts[slot]
-                    acc = 0.0
-                    prod = 1.0
-                    for j in range(d):
-                        t = xc[i, j] - mean[slot, j]
-                        prod *= 1.0 + t * t * hinv[slot, j]
-                        if prod > 1e150:
-                            acc += math.log(prod)
-                            prod = 1.0
-                    logw[p] = (
-                        by_size[c, 0]
-                        - 0.5 * logb[slot]
-                        - (a0 + 0.5 * c + 0.5) * (acc + math.log(prod))
+                    big_l = loo_log_ratio(
+                        xc, i, old, m, state.sums, state.sumsq, state.bn, logb, mean, kappa0, b0
                     )
-            logw[k] = log_new[i]
-            choice = _sample_log_weights(rng, logw, k + 1)
+                w_own = by_size[m - 1, 0] - 0.5 * logb[old] - (a0 + 0.5 * (m - 1)) * big_l
+            ref = max(w_own, log_new[i])
+            floor = ref - skip_nats
+            # 2. The other clusters: bounded first, scored only when the bound is not low.
+            n_skip = 0
+            for p in range(k):
+                if p == own_p:
+                    logw[p] = w_own
+                    continue
+                slot = order[p]
+                c = counts[slot]
+                const = by_size[c, 0] - 0.5 * logb[slot]
+                expo = a0 + 0.5 * c + 0.5
+                big_t = 0.0
+                for j in range(d):
+                    t = xc[i, j] - mean[slot, j]
+                    big_t += t * t * hinv[slot, j]
+                if const - expo * big_t / (1.0 + big_t) < floor:
+                    skipped[n_skip] = p
+                    n_skip += 1
+                    logw[p] = -math.inf
+                    continue
+                acc = 0.0
+                prod = 1.0
+                for j in range(d):
+                    t = xc[i, j] - mean[slot, j]
+                    prod *= 1.0 + t * t * hinv[slot, j]
+                    if prod > 1e150:
+                        acc += math.log(prod)
+                        prod = 1.0
+                logw[p] = const - expo * (acc + math.log(prod))
+            if log_new[i] < floor:
+                skipped[n_skip] = k
+                n_skip += 1
+                logw[k] = -math.inf
+            else:
+                logw[k] = log_new[i]
+            # 3. The exact draw, with weights relative to the largest scored one (a
+            #    skipped weight is below exp(-skip_nats) of it too, as top >= ref).
+            top = ref
+            for p in range(k + 1):
+                if logw[p] > top:
+                    top = logw[p]
+            total = 0.0
+            for p in range(k + 1):
+                lw = logw[p]
+                if lw == top:
+                    wts[p] = 1.0
+                elif lw == -math.inf:
+                    wts[p] = 0.0
+                else:
+                    wts[p] = math.exp(lw - top)
+                total += wts[p]
+            u = rng.random()
+            a = total / (total + n_skip * skip_weight)
+            in_scored = u < a
+            target = u / a * total if in_scored else 0.0
+            if not in_scored:
+                big = 0.0
+                for s_ in range(n_skip):
+                    p = skipped[s_]
+                    if p == k:
+                        lw = log_new[i]
+                    else:
+                        slot = order[p]
+                        c = counts[slot]
+                        acc = 0.0
+                        prod = 1.0
+                        for j in range(d):
+                            t = xc[i, j] - mean[slot, j]
+                            prod *= 1.0 + t * t * hinv[slot, j]
+                            if prod > 1e150:
+                                acc += math.log(prod)
+                                prod = 1.0
+                        lw = (
+                            by_size[c, 0]
+                            - 0.5 * logb[slot]
+                            - (a0 + 0.5 * c + 0.5) * (acc + math.log(prod))
+                        )
+                    wsk[s_] = math.exp(lw - top)
+                    big += wsk[s_]
+                g = total / (total + big)
+                if u < g:
+                    in_scored = True
+                    target = (u - a) / (g - a) * total if g > a else 0.0
+                else:
+                    target = (u - g) / (1.0 - g) * big
+            choice = -1
+            acc = 0.0
+            if in_scored:
+                for p in range(k + 1):
+                    if wts[p] > 0.0:
+                        acc += wts[p]
+                        choice = p
+                        if target < acc:
+                            break
+            else:
+                for s_ in range(n_skip):
+                    if wsk[s_] > 0.0:
+                        acc += wsk[s_]
+                        choice = skipped[s_]
+                        if target < acc:
+                            break
+                if choice < 0:
+                    choice = skipped[n_skip - 1]
             if choice == k:
                 if m == 1:
                     continue
-            elif order[choice] == old:
+            elif choice == own_p:
                 continue
             # Read the target before moving: freeing a slot reorders ``order``
             # (for choice == k the point is not a singleton, so nothing is freed).
@@ -233,7 +339,6 @@ def diag_sweeps(
             move_point(state, xc, i, old, slot, params)
             moved += 1
             if choice == k and grow_if_full(state):
-                counts, order, logb, mean, hinv = (
-                    state.counts, state.order, state.logb, state.mean, state.hinv
-                )  # fmt: skip
+                counts, order, where = state.counts, state.order, state.where
+                logb, mean, hinv = state.logb, state.mean, state.hinv
     return moved

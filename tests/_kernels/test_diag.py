@@ -222,3 +222,49 @@ def test_split_merge_alone_reaches_the_exact_posterior_and_a_wrong_ratio_does_no
     broken = _moves_alone_tv(0.0)
     assert exact < 0.02, exact
     assert broken > 0.05, broken
+
+
+@pytest.mark.parametrize("skip_nats", [0.05])
+def test_sweep_draws_a_point_from_its_exact_conditional(skip_nats):
+    # One point re-seated many times from the same state: the frequencies of its
+    # destinations against the exact conditional from the NumPy predictive. A tiny
+    # skip_nats skips nearly every option and takes the rare branch of the draw often.
+    from pymc_pcrp._kernels.diag_sweep import diag_sweeps
+
+    xc, psi, labels = _problem(24, 2, SEED + 9, k=3)
+    xc = xc * 0.4  # clusters close enough that every option has a visible weight
+    labels[3] = labels.max() + 1  # a singleton too
+    labels = canonical_labels(labels)
+    alpha, r, kappa0, nu0 = 1.5, 1.2, 0.3, 3.0
+    params = make_diag_params(alpha, r, kappa0, nu0, psi)
+    tables = diag_tables(xc, params)
+    a0, b0 = 0.5 * nu0, 0.5 * psi
+    rng = np.random.default_rng(SEED)
+    for i in (0, 3, 20):
+        k = labels.max() + 1
+        logp = np.empty(k + 1)
+        for c in range(k):
+            members = np.flatnonzero((labels == c) & (np.arange(24) != i))
+            if members.size == 0:
+                logp[c] = -np.inf
+                continue
+            pred = diag_log_predictive(xc[i], xc[members], kappa0, a0, b0)[0]
+            logp[c] = r * math.log(members.size) + pred
+        logp[k] = math.log(alpha) + diag_log_predictive(xc[i], xc[:0], kappa0, a0, b0)[0]
+        probs = np.exp(logp - logsumexp(logp))
+        if np.sum(labels == labels[i]) == 1:  # a singleton's own cluster is the new one
+            probs[k] += probs[labels[i]]
+            probs[labels[i]] = 0.0
+        draws = 20_000
+        freq = np.zeros(k + 1)
+        visit = np.array([i])
+        for _ in range(draws):
+            state = init_diag_state(xc, labels, params)
+            diag_sweeps(rng, xc, state, params, tables, 1, skip_nats, visit)
+            dest = state.labels[i]
+            freq[dest if state.counts[dest] > 1 or dest == labels[i] else k] += 1
+        if np.sum(labels == labels[i]) == 1:
+            freq[k] += freq[labels[i]]
+            freq[labels[i]] = 0.0
+        tv = 0.5 * np.abs(freq / draws - probs).sum()
+        assert tv < 0.02, (i, tv, freq / draws, probs)
