@@ -4,8 +4,9 @@ The same full conditional as :func:`~pymc_pcrp._kernels.sweep.gibbs_sweeps`
 (weight ``n_k^r`` times the posterior predictive of each occupied cluster,
 ``alpha`` times the prior predictive for a new one), with the diagonal
 family's predictive (:mod:`pymc_pcrp._kernels.diag_state`): a point update
-costs ``O(K D)`` and one logarithm per cluster. Every cluster is scored
-exactly (no bounds, no skipping).
+costs ``O(K D)`` and at most one logarithm per cluster; far clusters are
+bounded without a logarithm and skipped, with an exact draw (see
+:func:`diag_sweeps`).
 
 The point's own cluster is scored with the point left out without taking it
 out: removing ``x`` turns ``b_nj`` into ``b'_j = b_nj - kappa_n (x_j - m_j)^2
