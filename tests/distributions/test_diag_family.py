@@ -113,3 +113,29 @@ def test_forward_draws_have_diagonal_clusters():
     np.testing.assert_allclose(np.diag(cov), [40 / 38, 4 / 38, 0.4 / 38], rtol=0.5)
     corr = cov / np.sqrt(np.outer(np.diag(cov), np.diag(cov)))
     assert np.all(np.abs(corr[np.triu_indices(3, 1)]) < 0.1)
+
+
+def test_stored_prior_keeps_its_covariance_family():
+    import arviz as az
+
+    from pymc_pcrp._idata import (
+        resolve_model_parameters,
+        store_model_parameters,
+        stored_model_parameters,
+    )
+    from pymc_pcrp._niw_numpy import check_prior
+
+    x = _data()
+    idata = az.from_dict(posterior={"z": np.zeros((1, 2, len(x)), dtype=np.int64)})
+    prior = pcrp.NIWPrior.from_data(x, covariance="diag")
+    store_model_parameters(idata, power=1.2, alpha=1.0, prior=prior)
+    assert stored_model_parameters(idata)["prior"].covariance == "diag"
+    # a diagonal fit read back is refused by the full family's predictive, not misread
+    stored = resolve_model_parameters(idata, None, None, None)[2]
+    with pytest.raises(NotImplementedError, match="diag"):
+        check_prior(stored, x, 3)
+    with pytest.raises(ValueError, match="covariance"):
+        resolve_model_parameters(idata, None, None, pcrp.NIWPrior.from_data(x))
+    full = az.from_dict(posterior={"z": np.zeros((1, 2, len(x)), dtype=np.int64)})
+    store_model_parameters(full, power=1.2, alpha=1.0, prior=pcrp.NIWPrior.from_data(x))
+    assert stored_model_parameters(full)["prior"].covariance == "full"
