@@ -139,3 +139,12 @@ def test_stored_prior_keeps_its_covariance_family():
     full = az.from_dict(posterior={"z": np.zeros((1, 2, len(x)), dtype=np.int64)})
     store_model_parameters(full, power=1.2, alpha=1.0, prior=pcrp.NIWPrior.from_data(x))
     assert stored_model_parameters(full)["prior"].covariance == "full"
+
+
+def test_build_model_and_fit_select_the_family_by_name():
+    x = _data()
+    model = pcrp.build_model(x, covariance="diag")
+    assert isinstance(model["x"].owner.op, DiagNIWMixtureRV)
+    assert not isinstance(pcrp.build_model(x)["x"].owner.op, DiagNIWMixtureRV)
+    with pytest.raises(ValueError, match="covariance"):
+        pcrp.build_model(x, prior=pcrp.NIWPrior.from_data(x), covariance="diag")
