@@ -67,6 +67,18 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     "test_compile_notice": frozenset(
         {"test_cold_cache_announces_compilation_once_and_warm_cache_does_not"}
     ),
+    # three fresh processes on two copies of the package sharing one numba cache
+    "test_config": frozenset(
+        {"test_two_copies_of_the_same_sources_share_one_cache_and_an_edit_starts_a_new_one"}
+    ),
+    # a latent NIWMixture: NUTS and PCRPGibbs against a quadrature posterior (4 x 3,000 draws),
+    # and the recovery of 3 types of 40 groups
+    "test_niw_latent": frozenset(
+        {
+            "test_latent_partition_posterior_matches_quadrature",
+            "test_three_types_of_groups_are_recovered",
+        }
+    ),
     # 80 fuzz cases, each compiling a model's log density (test_fuzz_few_cases stays fast)
     "test_fuzz": frozenset({"test_fuzz_many_cases"}),
     # az.loo against 40 refits, each leaving one point out

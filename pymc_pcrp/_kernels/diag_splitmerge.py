@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.allocation import _choose, _shuffle_prefix
+from pymc_pcrp._kernels.allocation import _choose
 from pymc_pcrp._kernels.diag_state import (
     DiagParams,
     DiagState,
@@ -32,6 +32,7 @@ from pymc_pcrp._kernels.diag_state import (
     shift_at,
 )
 from pymc_pcrp._kernels.diag_sweep import loo_log_ratio, seat_log_weight
+from pymc_pcrp._kernels.draws import shuffle_pair_prefix
 from pymc_pcrp._kernels.splitmerge import _draw_pair, _gather_members, _relist
 
 __all__ = ["diag_log_marginal", "diag_split_merge_moves"]
@@ -92,7 +93,7 @@ def _launch(
 ) -> float:
     """Build one proposal (see :func:`pymc_pcrp._kernels.allocation._launch`); return log q."""
     gcount, gsum, gsumsq = groups[0], groups[1], groups[2]
-    _shuffle_prefix(rng, members, target, m)
+    shuffle_pair_prefix(rng, members, target, m)
     gcount[:] = 0
     gsum[:, :] = 0.0
     gsumsq[:, :] = 0.0

@@ -32,8 +32,8 @@ from pymc_pcrp._kernels.diag_state import (
     refresh_slot,
     shift_at,
 )
+from pymc_pcrp._kernels.draws import shuffle_in_place
 from pymc_pcrp._kernels.scores import SKIP_NATS
-from pymc_pcrp._kernels.sweep import shuffle_in_place
 
 __all__ = ["diag_sweeps", "loo_log_ratio", "seat_log_weight"]
 

@@ -10,7 +10,7 @@ import pytensor.tensor as pt
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Continuous
 from pymc.logprob.abstract import _logprob
-from pytensor.gradient import grad_not_implemented
+from pytensor.gradient import grad_not_implemented, grad_undefined
 from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.op import Op
 from pytensor.tensor.random.op import RandomVariable
@@ -299,9 +299,11 @@ class NIWMixtureRV(RandomVariable):
     dtype = "floatX"
     _print_name = ("NIWMixture", "\\operatorname{NIWMixture}")
 
-    @classmethod
-    def rng_fn(cls, rng, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights, size):
-        """Draw the scale, each cluster's mean and covariance from the prior, then its points."""
+    def rng_fn(self, rng, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights, size):
+        """Draw the scale, each cluster's mean and covariance from the prior, then its points.
+
+        The 1-D variant (:data:`niw_mixture_1d`) returns a vector of length ``N``.
+        """
         if size is not None or z.ndim != 1:
             raise NotImplementedError(
                 "NIWMixture draws one data set per label vector; batched sizes are not supported."
@@ -315,7 +317,7 @@ class NIWMixtureRV(RandomVariable):
             cov = np.atleast_2d(stats.invwishart.rvs(df=float(nu0), scale=psi0, random_state=rng))
             mean = rng.multivariate_normal(mu0, cov / float(kappa0))
             out[members] = rng.multivariate_normal(mean, cov, size=int(members.sum()))
-        return out
+        return out[:, 0] if self.ndim_supp == 1 else out
 
     #: The cluster covariance family of the op (see :class:`NIWPrior`).
     covariance = "full"
@@ -357,8 +359,10 @@ class ScaleMarginalLogp(Op):
     """``log sum_g w_g prod_k m(X_k | s_g P)``: the log density with the scale integrated out.
 
     Computed in NumPy over the occupied clusters only, ``O(N D^2 + K D^3 + G K D)``
-    (:func:`pymc_pcrp._niw_numpy.scale_marginal_loglik`); the labels are discrete
-    and the data observed, so there is no gradient. Invalid labels give ``-inf``.
+    (:func:`pymc_pcrp._niw_numpy.scale_marginal_loglik`). Invalid labels give
+    ``-inf``. Its gradient in the data is :class:`ScaleMarginalGrad` (same cost),
+    so that NUTS can update latent values clustered by a ``PowerCRP``; the labels
+    are discrete and the prior's parameters constants, so they have none.
     """
 
     __props__ = ("covariance",)
@@ -397,8 +401,44 @@ class ScaleMarginalLogp(Op):
         output_storage[0][0] = np.asarray(value, dtype=np.float64)
 
     def L_op(self, inputs, outputs, output_grads):
-        """No gradient: the labels are discrete and the data observed."""
-        return [grad_not_implemented(self, i, v) for i, v in enumerate(inputs)]
+        """Gradient in the data only (:class:`ScaleMarginalGrad`)."""
+        (g_out,) = output_grads
+        rest = [grad_not_implemented(self, i, v) for i, v in enumerate(inputs) if i > 1]
+        z = inputs[1]
+        if self.covariance == "diag":  # latent values of the diagonal family: not yet
+            x_grad = grad_not_implemented(self, 0, inputs[0], "covariance='diag' has no gradient")
+            return [x_grad, grad_undefined(self, 1, z), *rest]
+        return [g_out * ScaleMarginalGrad()(*inputs), grad_undefined(self, 1, z), *rest]
+
+
+class ScaleMarginalGrad(Op):
+    """Gradient of :class:`ScaleMarginalLogp` in the data, ``(N, D)``.
+
+    :func:`pymc_pcrp._niw_numpy.scale_marginal_grad`; zeros for invalid labels
+    (where the log density is ``-inf``).
+    """
+
+    __props__ = ()
+
+    def make_node(self, x, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights):
+        """Build the node on the inputs of :class:`ScaleMarginalLogp`."""
+        inputs = [pt.as_tensor_variable(v) for v in (x, z, mu0, kappa0, nu0, psi0)]
+        inputs += [pt.as_tensor_variable(scale_grid), pt.as_tensor_variable(scale_log_weights)]
+        return Apply(self, inputs, [pt.dmatrix()])
+
+    def perform(self, node, inputs, output_storage):
+        """Evaluate the gradient in NumPy."""
+        from pymc_pcrp._niw_numpy import scale_marginal_grad
+
+        x, z, mu0, kappa0, nu0, psi0, grid, log_w = inputs
+        x = np.asarray(x, dtype=np.float64)
+        n = x.shape[0]
+        z = np.asarray(z)
+        if z.shape[0] != n or (n and (z.min() < 0 or z.max() >= n)):
+            out = np.zeros_like(x)
+        else:
+            out = scale_marginal_grad(x - mu0, z, float(kappa0), float(nu0), psi0, grid, log_w)
+        output_storage[0][0] = out
 
 
 def _static_length(z: TensorVariable) -> int | None:
@@ -497,6 +537,13 @@ class NIWMixture(Continuous):
             op = niw_mixture_1d if one_d else niw_mixture
         params = [z, prior.mu0, prior.kappa0, prior.nu0, prior.psi0, *prior.grid_arrays()]
         return op(*params, **{k: v for k, v in kwargs.items() if k in ("size", "rng")})
+
+    @staticmethod
+    def support_point(rv, size, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights):
+        """Every point at the prior mean ``mu0`` (the start of a latent NIWMixture)."""
+        if rv.ndim == 1:
+            return pt.broadcast_to(mu0[0], (z.shape[0],))
+        return pt.broadcast_to(mu0, (z.shape[0], mu0.shape[0]))
 
     @staticmethod
     def logp(value, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights):

@@ -321,12 +321,19 @@ class PCRPGibbs(BlockedStep):
         # a random alpha or power is read from the point at every step (PCRPHyper draws it)
         self._alpha_is_random = alpha_random or power_random
         self._power_is_random = power_random
+        self._latest: np.ndarray | None = None  # latent values from the last point
         self._data_readers, self._niw = self._find_likelihood(model, rv)
         # the cluster covariance family of the NIWMixture: "diag" runs the diagonal kernels
         self._diag = getattr(getattr(self._niw, "owner", None), "op", None) is not None and (
             getattr(self._niw.owner.op, "covariance", "full") == "diag"
         )
-        if self._data_readers is not None:
+        self._latent = None if self._niw is None else self._latent_name(model, self._niw)
+        if self._diag and self._latent is not None:
+            raise NotImplementedError(
+                f"The NIWMixture '{self._niw.name}' has latent values and covariance='diag'; "
+                "PCRPGibbs supports latent values with the full-covariance family only so far."
+            )
+        if self._data_readers is not None and self._latent is None:
             # Before any sampling: a prior the cluster statistics would swamp.
             data, mu0, _, _, psi0, grid, _ = (read() for read in self._data_readers)
             check_prior_scale(
@@ -431,40 +438,62 @@ class PCRPGibbs(BlockedStep):
         return tuple(readers), tuple(random)
 
     def _find_likelihood(self, model, rv):
-        """Locate the single NIWMixture fed by ``rv`` and refuse any other use of it."""
-        niw = None
+        """Locate the single NIWMixture fed by ``rv`` and refuse any other use of it.
+
+        The NIWMixture may be observed, or a free variable (latent values that the
+        labels cluster). Terms that depend on the labels only through the
+        NIWMixture's values (the latent values' own likelihood) are fine: given
+        those values they do not involve the labels.
+        """
+        niw = [
+            v
+            for v in model.basic_RVs
+            if isinstance(v.owner.op, NIWMixtureRV) and v.owner.op.dist_params(v.owner)[0] is rv
+        ]
+        niw = niw[0] if len(niw) == 1 else None
+        blockers = [] if niw is None else [niw]
         terms = [v for v in model.basic_RVs if v is not rv] + list(model.potentials)
         for term in terms:
             inputs = term.owner.inputs if term in model.basic_RVs else [term]
-            if rv not in set(ancestors(inputs)):
-                continue
-            is_niw = (
-                isinstance(term.owner.op, NIWMixtureRV)
-                and term.owner.op.dist_params(term.owner)[0] is rv
-            )
-            if is_niw and term in model.observed_RVs and niw is None:
-                niw = term
+            if term is niw or rv not in set(ancestors(inputs, blockers=blockers)):
                 continue
             raise ValueError(
                 f"The labels '{rv.name}' feed the model term '{term.name}', which PCRPGibbs cannot "
                 "account for: its collapsed update is exact only when the labels enter the model "
-                "through a single observed NIWMixture (z=<labels>). Remove that term, or give "
-                "the labels to a different sampler."
+                "through a single NIWMixture (z=<labels>), observed or latent. Remove that term, "
+                "or give the labels to a different sampler."
             )
         if niw is None:
             return None, None
         _, mu0, kappa0, nu0, psi0, grid, log_w = niw.owner.op.dist_params(niw.owner)
-        readers = [
-            value_reader(v) for v in (model.rvs_to_values[niw], mu0, kappa0, nu0, psi0, grid, log_w)
-        ]
+        if niw in model.observed_RVs:
+            read_data = value_reader(model.rvs_to_values[niw])
+        else:
+            read_data = self._latest_values
+        readers = [read_data, *(value_reader(v) for v in (mu0, kappa0, nu0, psi0, grid, log_w))]
         return readers, niw
 
+    @staticmethod
+    def _latent_name(model, niw) -> str | None:
+        """Name of a latent NIWMixture's value variable in the point (None when observed)."""
+        if niw in model.observed_RVs:
+            return None
+        return model.rvs_to_values[niw].name
+
+    def _latest_values(self) -> np.ndarray:
+        """Return the latent NIWMixture values of the point being stepped (see :meth:`_arrays`)."""
+        if self._latest is None:
+            raise ValueError(
+                f"The values of the latent NIWMixture '{self._niw.name}' are read from the "
+                "point: call the step with one."
+            )
+        return self._latest
+
     def _data_dimension(self) -> int:
-        """``D`` of the NIWMixture data (0 without a likelihood)."""
+        """``D`` of the NIWMixture data (0 without a likelihood), from the prior mean."""
         if self._data_readers is None:
             return 0
-        shape = np.shape(self._data_readers[0]())
-        return 1 if len(shape) == 1 else int(shape[1])
+        return int(np.size(self._data_readers[1]()))
 
     # -- per-step arrays --------------------------------------------------
 
@@ -477,6 +506,9 @@ class PCRPGibbs(BlockedStep):
         """
         if point is None and self._alpha_is_random:
             raise ValueError("The alpha of this PowerCRP is random: pass the point to read it.")
+        if self._latent is not None and point is not None:
+            # a copy: a new object at every draw, so the inputs are always rebuilt from it
+            self._latest = np.array(point[self._latent], dtype=np.float64)
         read_alpha, read_power = self._prior_readers
         owned = self._alpha is not None
         raw_alpha = self._alpha.current(point) if owned else read_alpha(point)
@@ -562,8 +594,9 @@ class PCRPGibbs(BlockedStep):
             return self._with_prior(last, alpha, power, values)
         else:
             # New data (pm.set_data) get the checks NIWMixture made at construction.
-            x = check_data(data, "observed")
-            check_prior_scale(x, np.asarray(mu0), np.asarray(psi0), float(np.min(grid)))
+            x = check_data(data, "observed" if self._latent is None else self._latent)
+            if self._latent is None:  # latent values move with every draw: no fixed data
+                check_prior_scale(x, np.asarray(mu0), np.asarray(psi0), float(np.min(grid)))
             if x.shape[0] != self._n:
                 raise ValueError(rebuild_message(self._niw.name, x.shape[0], self._name, self._n))
             xc = np.ascontiguousarray(x - np.asarray(mu0, dtype=np.float64))
