@@ -161,6 +161,12 @@ def check_prior(prior, default_data: np.ndarray, dim: int) -> NIWPrior:
         raise ValueError(
             f"Argument 'prior' describes D = {prior.dim} dimensions but the data have D = {dim}."
         )
+    if prior.is_diagonal:
+        raise NotImplementedError(
+            "This function supports the full-covariance NIW family only; the prior has "
+            "covariance='diag' (the diagonal family). pymc_pcrp.sample_posterior_predictive "
+            "and the model's log density support it."
+        )
     return prior
 
 

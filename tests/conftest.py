@@ -45,6 +45,14 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
             "test_cluster_first_without_selection_ratio_is_detected",
         }
     ),
+    # the diagonal family's chain kernel (advance_diag): compiling it takes 30-45 s on a
+    # cold cache; the kernel-against-reference tests of the family stay fast
+    "test_diag": frozenset(
+        {"test_state_after_moves_equals_a_fresh_state_and_log_joint_is_the_models"}
+    ),
+    "test_diag_family": frozenset(
+        {"test_sampling_log_joint_equals_the_model_log_density_and_ppc_works"}
+    ),
     # a random alpha: the Gamma prior and the mixture on K recovered by sampling
     "test_alpha_rv": frozenset(
         {"test_prior_only_model_recovers_the_gamma_prior_on_alpha_and_the_mixture_on_k"}

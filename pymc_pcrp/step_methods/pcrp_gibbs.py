@@ -39,6 +39,7 @@ from pymc_pcrp.distributions.normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 from pymc_pcrp.step_methods._alpha_update import AlphaUpdate
 from pymc_pcrp.step_methods._compile_notice import announce_compilation
+from pymc_pcrp.step_methods._diag_inputs import build_diag_inputs, diag_kernel, init_diag_state
 from pymc_pcrp.step_methods._options import (
     INIT_STRATEGIES,
     SPLIT_MERGE_SCANS,
@@ -322,7 +323,16 @@ class PCRPGibbs(BlockedStep):
         self._power_is_random = power_random
         self._latest: np.ndarray | None = None  # latent values from the last point
         self._data_readers, self._niw = self._find_likelihood(model, rv)
+        # the cluster covariance family of the NIWMixture: "diag" runs the diagonal kernels
+        self._diag = getattr(getattr(self._niw, "owner", None), "op", None) is not None and (
+            getattr(self._niw.owner.op, "covariance", "full") == "diag"
+        )
         self._latent = None if self._niw is None else self._latent_name(model, self._niw)
+        if self._diag and self._latent is not None:
+            raise NotImplementedError(
+                f"The NIWMixture '{self._niw.name}' has latent values and covariance='diag'; "
+                "PCRPGibbs supports latent values with the full-covariance family only so far."
+            )
         if self._data_readers is not None and self._latent is None:
             # Before any sampling: a prior the cluster statistics would swamp.
             data, mu0, _, _, psi0, grid, _ = (read() for read in self._data_readers)
@@ -592,6 +602,14 @@ class PCRPGibbs(BlockedStep):
             xc = np.ascontiguousarray(x - np.asarray(mu0, dtype=np.float64))
         grid = np.asarray(grid, dtype=np.float64)
         log_w = np.asarray(log_w, dtype=np.float64)
+        if self._diag:
+            keep = same_sources and xc is last.inputs.xc
+            inputs = build_diag_inputs(
+                xc, alpha, power, float(kappa0), float(nu0), psi0, grid, log_w,
+                last.inputs.scale if keep else None,
+            )  # fmt: skip
+            self._inputs = InputCache(values, sources, (), inputs)
+            return inputs
         scale, fixed = None, (1.0, 0.0)
         if grid.shape[0] == 1:
             fixed = (float(grid[0]), float(log_w[0]))
@@ -704,7 +722,8 @@ class PCRPGibbs(BlockedStep):
             current = np.asarray(current, dtype=np.int64)
             if self._alpha is not None:  # the alpha the tables hold (see _sync_owned_alpha)
                 params = params._replace(log_alpha=float(self._alpha.log_alpha[0]))
-            state = init_state(xc, self._initial_labels(current, params), params)
+            init = init_diag_state if self._diag else init_state
+            state = init(xc, self._initial_labels(current, params), params)
             self.fresh_chain = False
             if scale is not None:
                 scale.current[1] = FRESH_CHAIN  # draw s given the initial partition
@@ -723,7 +742,8 @@ class PCRPGibbs(BlockedStep):
             current = np.asarray(current, dtype=np.int64)
             if current.min() < 0:
                 raise ValueError(f"Labels of '{self._name}' must be non-negative.")
-            state = init_state(xc, canonical_labels(current), params)
+            init = init_diag_state if self._diag else init_state
+            state = init(xc, canonical_labels(current), params)
             if scale is not None:
                 # built with Psi_0 = P: the kernel refreshes it for the current s
                 scale.current[1] = max(scale.current[1], REBUILT)
@@ -763,7 +783,10 @@ class PCRPGibbs(BlockedStep):
                     self._prior_shifts = 0
                 self._scale_inputs = inputs
             args = (*args[:5], scale, *args[5:])
-            kernel = advance_scaled if alpha is None else advance_scaled_alpha
+            if self._diag:
+                kernel = diag_kernel(alpha is not None)
+            else:
+                kernel = advance_scaled if alpha is None else advance_scaled_alpha
             log_density = self._call_advance(inputs, args, kernel)
             niw_scale = math.exp(scale.log_s[scale.current[0]])
         self._kept = KeptState(xc, state, new_labels, age)
