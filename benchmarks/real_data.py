@@ -76,6 +76,7 @@ _LOCATIONS = {
     "load_digits_1to4": ("pymc_pcrp.datasets",),
     "sim2": ("pymc_pcrp.datasets",),
     "PCRPGibbs": ("pymc_pcrp",),
+    "NIWPrior": ("pymc_pcrp",),
 }
 
 
@@ -91,9 +92,21 @@ def _pcrp(name: str):
     raise ImportError(f"pymc_pcrp.{name} not found in any of {_LOCATIONS[name]}")
 
 
-def pcrp_fit(X, power, *, draws, tune, chains, cores, seed, step_kwargs):
-    """Sample the pCRP posterior with the package defaults plus ``step_kwargs``."""
+def pcrp_fit(
+    X, power, *, draws, tune, chains, cores, seed, step_kwargs, covariance="full", nu0=None
+):
+    """Sample the pCRP posterior with the package defaults plus ``step_kwargs``.
+
+    ``covariance="diag"`` fits the diagonal-covariance family, with the default
+    prior of that family (``NIWPrior.from_data(X, covariance="diag")``); ``nu0``
+    replaces the prior's default ``nu0`` (either family); ``"D+2"`` means
+    ``X.shape[1] + 2``.
+    """
     extra = {"pcrp_gibbs": dict(step_kwargs)} if step_kwargs else {}
+    if nu0 == "D+2":
+        nu0 = X.shape[1] + 2.0
+    if covariance != "full" or nu0 is not None:
+        extra["prior"] = _pcrp("NIWPrior").from_data(X, covariance=covariance, nu0=nu0)
     return _pcrp("fit")(
         X,
         power=power,
@@ -367,6 +380,8 @@ def fit_row(data: Dataset, label: str, power: float, args, seed: int) -> FitRow:
         cores=args.cores,
         seed=seed,
         step_kwargs=args.step_kwargs,
+        covariance=args.covariance,
+        nu0=args.nu0,
     )
     seconds = time.perf_counter() - start
     k, lj = pcrp_k_and_logjoint(idata)
@@ -672,6 +687,19 @@ def parse_args(argv=None):
     parser.add_argument("--cv-draws", type=int, default=300)
     parser.add_argument("--cv-tune", type=int, default=300)
     parser.add_argument("--no-peers", dest="peers", action="store_false")
+    parser.add_argument(
+        "--covariance",
+        choices=("full", "diag"),
+        default="full",
+        help="cluster covariance family of the pCRP fits (NIWPrior.from_data(X, covariance=...))",
+    )
+    parser.add_argument(
+        "--nu0",
+        type=lambda v: v if v == "D+2" else float(v),
+        default=None,
+        help="nu0 of NIWPrior.from_data for the pCRP fits, a number or 'D+2' (default: the "
+        "family's default)",
+    )
     parser.add_argument("--peers-only", action="store_true", help="skip the pCRP fits")
     parser.add_argument("--rdp-iters", type=int, default=4000, help="rDPGibbs iterations R")
     parser.add_argument("--rdp-keep", type=int, default=4, help="rDPGibbs thinning")
@@ -690,6 +718,11 @@ def parse_args(argv=None):
             parser.error(f"unknown data set {name!r}; choose from {', '.join(ALL_DATASETS)}")
     args.powers = parse_powers(args.powers)
     args.cv_powers = sorted(parse_powers(args.cv_powers))
+    if args.covariance != "full" and args.cv and not args.peers_only:
+        parser.error(
+            "--covariance diag needs --no-cv: the cross-validation of r scores held-out points "
+            "with the full family's predictive"
+        )
     args.step_kwargs = json.loads(args.step_kwargs)
     if not isinstance(args.step_kwargs, dict):
         parser.error("--step-kwargs must be a JSON object")
@@ -721,7 +754,8 @@ def main(argv=None) -> int:
     emit(f"- package defaults: {pcrp_defaults()}")
     emit(
         f"- sampling: {args.chains} chains x {args.draws} draws after {args.tune} tune, "
-        f"cores={args.cores}, extra step kwargs {json.dumps(args.step_kwargs)}, seed {args.seed}"
+        f"cores={args.cores}, extra step kwargs {json.dumps(args.step_kwargs)}, seed {args.seed}, "
+        f"covariance family {args.covariance}, nu0 {args.nu0 or 'default'}"
     )
 
     # Warm-up: compile (or load from cache) every kernel the fits use; not timed.
@@ -737,6 +771,8 @@ def main(argv=None) -> int:
             cores=args.cores,
             seed=0,
             step_kwargs=args.step_kwargs,
+            covariance=args.covariance,
+            nu0=args.nu0,
         )
     pcrp_point_labels(np.zeros((2, 40), dtype=np.int64), 0)
     emit(f"- warm-up fit (not counted): {time.perf_counter() - warm_start:.1f} s")

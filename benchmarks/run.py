@@ -45,6 +45,10 @@ hyper      a random alpha (Gamma(2, 1), updated by PCRPGibbs in its own kernel c
            a fixed alpha, in-loop seconds per draw through pm.sample, N=2,000 D=2, paired
            runs; a random power (Uniform(0.8, 2), PCRPHyper) beside them; the cost of log Z_N
            by Stirling row and recursion
+diag       the diagonal-covariance family (NIWPrior covariance="diag") against the full one:
+           kernel ns per point-update (one Gibbs sweep, CPU time) at N=100,000, D=10 and
+           D=50 (and N=5,000, D=10, whose data stay in cache), same data and start (the
+           true clusters), paired and interleaved
 """
 
 from __future__ import annotations
@@ -90,6 +94,7 @@ SECTIONS = (
     "logjoint",
     "start",
     "hyper",
+    "diag",
 )
 DOC = REPO / "docs" / "performance.md"
 PLOT = REPO / "docs" / "performance_scaling.png"
@@ -139,6 +144,7 @@ class Config:
     logjoint_calls: int = 200
     start: tuple = (1_000_000, 10)
     hyper: tuple = (2000, 2, 2000, 200, 3)  # N, D, draws, tune, paired runs
+    diag: tuple = ((5_000, 10, 60), (100_000, 10, 3), (100_000, 50, 1))  # N, D, sweeps
     quick: bool = False
 
     @classmethod
@@ -171,6 +177,7 @@ class Config:
             logjoint_calls=20,
             start=(100_000, 10),
             hyper=(2000, 2, 300, 100, 1),
+            diag=((10_000, 10, 1), (10_000, 50, 1)),
             quick=True,
         )
 
@@ -1218,6 +1225,64 @@ def section_hyper(cfg: Config, rep: Report, cache: dict) -> None:
     )
 
 
+def section_diag(cfg: Config, rep: Report, cache: dict) -> None:
+    """The diagonal family's sweep against the full family's, ns per point-update."""
+    import numpy as np
+
+    from common import ALPHA, POWER
+
+    import pymc_pcrp as pcrp
+
+    from pymc_pcrp._kernels.diag_state import diag_tables, init_diag_state, make_diag_params
+    from pymc_pcrp._kernels.diag_sweep import diag_sweeps
+
+    for n, d, sweeps in cfg.diag:
+        x, z, _, xc, params, tables = problem(n, d)
+        # the same prior scale as the full family's fixed default: psi0 = diag(var(X))
+        dprior = pcrp.NIWPrior.from_data(x, covariance="diag")
+        dxc = np.ascontiguousarray(x - dprior.mu0)
+        dparams = make_diag_params(ALPHA, POWER, dprior.kappa0, dprior.nu0, np.diag(dprior.psi0))
+        dtables = diag_tables(dxc, dparams)
+
+        def diag_run(seed: int, dxc=dxc, z=z, dparams=dparams, dtables=dtables, sweeps=sweeps):
+            state = init_diag_state(dxc, z, dparams)
+            rng = np.random.default_rng(seed)
+            c0 = time.thread_time()
+            diag_sweeps(rng, dxc, state, dparams, dtables, sweeps)
+            return time.thread_time() - c0, int(state.k[0])
+
+        diag_run(0)  # warm-up: numba cache load
+        time_kernel(xc, z, params, tables, 1, 0)
+        full_ns, diag_ns, ratios, ks = [], [], [], []
+        for r in range(cfg.repeats):
+            # alternate which runs first, so that a drift of the load hits both alike
+            if r % 2:
+                dc, dk = diag_run(1 + r)
+                _, fk, fc = time_kernel(xc, z, params, tables, sweeps, 1 + r)
+            else:
+                _, fk, fc = time_kernel(xc, z, params, tables, sweeps, 1 + r)
+                dc, dk = diag_run(1 + r)
+            full_ns.append(fc / (sweeps * n) * 1e9)
+            diag_ns.append(dc / (sweeps * n) * 1e9)
+            ratios.append(diag_ns[-1] / full_ns[-1])
+            ks.append(f"{fk}/{dk}")
+        rep.log(
+            f"  N={n:,} D={d}: {sweeps} sweep(s) x {cfg.repeats} paired repeats from the true "
+            f"clusters (CPU time, load {load()}): full ns/update {fmt_list(full_ns, '.1f')}, "
+            f"diag {fmt_list(diag_ns, '.1f')}; diag/full {fmt_list(ratios)}; K at end "
+            f"(full/diag) {ks}"
+        )
+        ratio = med(ratios)
+        rep.row(
+            f"diagonal family / full family, kernel ns per point-update (one sweep, CPU), "
+            f"N={n:,} D={d}, from the true clusters (median of paired ratios)",
+            f"{ratio:.2f} ({med(diag_ns):.1f} / {med(full_ns):.1f} ns)",
+            "- (reported, no goal)",
+            f"{ratio:.2f}",
+            "reported",
+        )
+
+
 def _step_names(model) -> str:
     """The steps ``pm.sample`` builds for ``model``: ``Class[var, ...]``, comma-separated."""
     import pymc as pm
@@ -1508,6 +1573,7 @@ def main(argv=None) -> int:
         "logjoint": section_logjoint,
         "start": section_start,
         "hyper": section_hyper,
+        "diag": section_diag,
     }
     cache: dict = {}
     for name in SECTIONS:

@@ -144,6 +144,22 @@ def sample_posterior_predictive(*args, **kwargs):
     if not niws and not _labels(model):
         return _ORIGINAL_PPC(*args, **kwargs)
     var_names = arg["var_names"]
+    if not niws:
+        # Latent NIWMixture values (if any) are in the trace, and observed variables
+        # drawn given them are right; redrawing the values themselves is not.
+        latent = [
+            rv for rv in model.free_RVs if isinstance(getattr(rv.owner, "op", None), NIWMixtureRV)
+        ]
+        asked = [model[name] for name in var_names or []]
+        if any(rv in latent for rv in asked):
+            raise _refuse_ppc(
+                f"var_names asks for new values of the latent NIWMixture {_names(latent)}; "
+                "PyMC would draw them given the labels alone."
+            )
+        try:
+            return _ORIGINAL_PPC(*args, **kwargs)
+        finally:
+            _drop_duplicate_observed(model)
     if var_names is None:
         others = [rv for rv in model.observed_RVs if rv not in niws]
         if others:

@@ -123,6 +123,8 @@ PARAMETER_NAMES = ("power", "alpha", "mu0", "kappa0", "nu0", "psi0")
 #: Added for a prior with a learned scale (``NIWPrior.scale_grid``).
 SCALE_NAMES = ("scale_grid", "scale_log_weights")
 _MARK = "pcrp_parameters"
+#: Attribute naming the covariance family of the stored prior (absent: "full").
+_COVARIANCE = "pcrp_covariance"
 
 
 def store_model_parameters(
@@ -155,6 +157,7 @@ def store_model_parameters(
         ds["scale_log_weights"] = (("niw_scale_grid",), prior.scale_log_weights)
         names = (*names, *SCALE_NAMES)
     ds.attrs[_MARK] = ", ".join(names)
+    ds.attrs[_COVARIANCE] = prior.covariance
     if "constant_data" in idata.groups():
         merged = idata.constant_data.assign(ds.data_vars)
         merged.attrs.update(ds.attrs)
@@ -185,6 +188,7 @@ def stored_model_parameters(idata: az.InferenceData) -> dict | None:
         psi0=values["psi0"],
         scale_grid=np.asarray(cd["scale_grid"].values) if learned else None,
         scale_log_weights=np.asarray(cd["scale_log_weights"].values) if learned else None,
+        covariance=str(cd.attrs.get(_COVARIANCE, "full")),
     )
     return {"power": float(values["power"]), "alpha": float(values["alpha"]), "prior": prior}
 
@@ -232,6 +236,12 @@ def resolve_model_parameters(idata: az.InferenceData, power, alpha, prior) -> tu
             )
     if prior is not None:
         ref = stored["prior"]
+        if prior.covariance != ref.covariance:
+            raise ValueError(
+                f"Argument 'prior' has covariance={prior.covariance!r} but the posterior was "
+                f"sampled with covariance={ref.covariance!r} (stored in idata.constant_data); "
+                "leave 'prior' out to use the stored prior."
+            )
         for field in ("mu0", "kappa0", "nu0", "psi0", "scale_grid", "scale_log_weights"):
             mine, theirs = getattr(prior, field), getattr(ref, field)
             if (mine is None) != (theirs is None) or (mine is not None and not _same(mine, theirs)):

@@ -60,12 +60,29 @@ def _data_and_coords(X) -> tuple[np.ndarray, dict]:
     return x, coords
 
 
+def _default_prior(x: np.ndarray, prior, covariance: str | None) -> NIWPrior:
+    """``prior``, or ``NIWPrior.from_data(x, covariance=...)``; checks that the two agree."""
+    if prior is None:
+        return NIWPrior.from_data(x, covariance=covariance or "full")
+    if not isinstance(prior, NIWPrior):
+        raise ValueError(
+            f"Argument 'prior' must be a pymc_pcrp.NIWPrior or None, got {type(prior).__name__}."
+        )
+    if covariance is not None and covariance != prior.covariance:
+        raise ValueError(
+            f"Argument 'covariance' = {covariance!r} conflicts with the prior's covariance "
+            f"{prior.covariance!r}; give one of them."
+        )
+    return prior
+
+
 def build_model(
     X,
     *,
     power: float = 1.0,
     alpha: float = 1.0,
     prior: NIWPrior | None = None,
+    covariance: str | None = None,
 ) -> pm.Model:
     """Build ``z ~ PowerCRP(alpha, power)``, ``x ~ NIWMixture(z, prior)`` observed at ``X``.
 
@@ -79,6 +96,11 @@ def build_model(
         Concentration.
     prior : NIWPrior, optional
         Defaults to :meth:`NIWPrior.from_data(X) <pymc_pcrp.NIWPrior.from_data>`.
+    covariance : {"full", "diag"}, optional
+        The cluster covariance family of the default prior,
+        ``NIWPrior.from_data(X, covariance=covariance)`` (``"diag"``: diagonal
+        covariances, docs/model.md). With ``prior`` given it must match
+        ``prior.covariance``.
 
     Returns
     -------
@@ -91,12 +113,7 @@ def build_model(
     x, coords = _data_and_coords(X)
     power = check_positive_scalar(power, "power")
     alpha = check_positive_scalar(alpha, "alpha")
-    if prior is None:
-        prior = NIWPrior.from_data(x)
-    elif not isinstance(prior, NIWPrior):
-        raise ValueError(
-            f"Argument 'prior' must be a pymc_pcrp.NIWPrior or None, got {type(prior).__name__}."
-        )
+    prior = _default_prior(x, prior, covariance)
     n = x.shape[0]
     with pm.Model(coords=coords) as model:
         z = PowerCRP("z", alpha=alpha, power=power, n=n, dims="obs_id")
@@ -110,6 +127,7 @@ def fit(
     power: float = 1.0,
     alpha: float = 1.0,
     prior: NIWPrior | None = None,
+    covariance: str | None = None,
     draws: int = 1000,
     tune: int = 1000,
     chains: int = 4,
@@ -124,8 +142,8 @@ def fit(
 
     Parameters
     ----------
-    X, power, alpha, prior
-        See :func:`build_model`.
+    X, power, alpha, prior, covariance
+        See :func:`build_model` (``covariance="diag"``: diagonal cluster covariances).
     draws, tune, chains, cores
         Passed to ``pm.sample``; ``tune`` draws are burn-in (discarded).
     sweeps_per_draw : int, optional
@@ -187,9 +205,8 @@ def fit(
     >>> idata = pcrp.fit(pcrp.datasets.load_old_faithful(), power=1.11, draws=200, tune=100,
     ...                  chains=2, random_seed=1)  # doctest: +SKIP
     """
-    model = build_model(X, power=power, alpha=alpha, prior=prior)
-    if prior is None:
-        prior = NIWPrior.from_data(check_data(X, "X"))
+    model = build_model(X, power=power, alpha=alpha, prior=prior, covariance=covariance)
+    prior = _default_prior(check_data(X, "X"), prior, covariance)
     step_kwargs = dict(sample_kwargs.pop("pcrp_gibbs", {}))
     if sweeps_per_draw is not None:
         step_kwargs.setdefault("sweeps_per_draw", sweeps_per_draw)

@@ -54,6 +54,14 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
             "test_a_swap_ratio_of_the_wrong_sign_is_detected",
         }
     ),
+    # the diagonal family's chain kernel (advance_diag): compiling it takes 30-45 s on a
+    # cold cache; the kernel-against-reference tests of the family stay fast
+    "test_diag": frozenset(
+        {"test_state_after_moves_equals_a_fresh_state_and_log_joint_is_the_models"}
+    ),
+    "test_diag_family": frozenset(
+        {"test_sampling_log_joint_equals_the_model_log_density_and_ppc_works"}
+    ),
     # a random alpha: the Gamma prior and the mixture on K recovered by sampling
     "test_alpha_rv": frozenset(
         {"test_prior_only_model_recovers_the_gamma_prior_on_alpha_and_the_mixture_on_k"}
@@ -67,6 +75,18 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     # two fresh processes, the first compiling every kernel into an empty cache
     "test_compile_notice": frozenset(
         {"test_cold_cache_announces_compilation_once_and_warm_cache_does_not"}
+    ),
+    # three fresh processes on two copies of the package sharing one numba cache
+    "test_config": frozenset(
+        {"test_two_copies_of_the_same_sources_share_one_cache_and_an_edit_starts_a_new_one"}
+    ),
+    # a latent NIWMixture: NUTS and PCRPGibbs against a quadrature posterior (4 x 3,000 draws),
+    # and the recovery of 3 types of 40 groups
+    "test_niw_latent": frozenset(
+        {
+            "test_latent_partition_posterior_matches_quadrature",
+            "test_three_types_of_groups_are_recovered",
+        }
     ),
     # 80 fuzz cases, each compiling a model's log density (test_fuzz_few_cases stays fast)
     "test_fuzz": frozenset({"test_fuzz_many_cases"}),

@@ -15,17 +15,24 @@ as a log weight.
 ``parallel`` is never used: the sweep is sequential by nature, and ``pm.sample``
 already runs chains on separate cores.
 
-``cache`` is on when numba can write its cache somewhere (beside the package, in
-``NUMBA_CACHE_DIR`` or in the user's cache folder). When it cannot (a read-only
-installation with no writable cache folder), numba would refuse to decorate the
-kernels at import; the package then compiles without caching and says so once.
+``cache`` is on when numba can write its cache somewhere: first the package's own
+folder for its current sources (:mod:`pymc_pcrp._kernels._cache`, under
+``NUMBA_CACHE_DIR`` or the user's cache folder, the same for every copy of the
+package), then numba's usual places (beside the package, ``NUMBA_CACHE_DIR``, the
+user's cache folder). When it cannot (a read-only installation with no writable
+cache folder), numba would refuse to decorate the kernels at import; the package
+then compiles without caching and says so once.
 """
 
 import warnings
 
 import numba
 
-__all__ = ["CACHING", "NJIT_KWARGS"]
+from pymc_pcrp._kernels import _cache
+
+__all__ = ["CACHE_LOCATOR_INSTALLED", "CACHING", "NJIT_KWARGS"]
+
+CACHE_LOCATOR_INSTALLED: bool = _cache.install()
 
 
 def _numba_can_cache() -> bool:

@@ -6,7 +6,7 @@ arrays (``gcount``, ``gsum``, ``gsumsq``, ``gchol``, ``glogdet``) laid out like
 the cluster arrays of :class:`~pymc_pcrp._kernels.state.SweepState`. This module
 seats the other points ``S`` of the clusters involved in those two groups:
 
-- :func:`_shuffle_prefix` puts ``S`` in a uniformly random order;
+- :func:`~pymc_pcrp._kernels.draws.shuffle_pair_prefix` puts ``S`` in a uniformly random order;
 - :func:`_sequential_allocation` seats ``S`` one point after another, each in
   group ``g`` with probability proportional to ``n_g^r`` times its NIW
   predictive given the points seated so far (Dahl, 2005);
@@ -29,6 +29,7 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.draws import shuffle_pair_prefix
 from pymc_pcrp._kernels.niw import predictive_constants
 from pymc_pcrp._kernels.state import (
     NIWParams,
@@ -320,30 +321,6 @@ def _restricted_scan(
 
 
 @numba.njit(**NJIT_KWARGS)
-def _shuffle_prefix(rng: np.random.Generator, a: np.ndarray, b: np.ndarray, m: int) -> None:
-    """Put ``a[:m]`` in a uniformly random order (Fisher-Yates), ``b[:m]`` in the same order.
-
-    Each index is drawn exactly by Lemire's multiply-and-reject method from the
-    top 32 bits of one ``rng.random()``, as
-    :func:`~pymc_pcrp._kernels.sweep.shuffle_in_place` does: ``rng.integers``
-    per element was a visible share of a proposal.
-    """
-    two32 = 4294967296.0
-    for j in range(m - 1, 0, -1):
-        bound = j + 1
-        prod = np.uint64(rng.random() * two32) * np.uint64(bound)
-        low = prod & np.uint64(0xFFFFFFFF)
-        if low < np.uint64(bound):
-            threshold = np.uint64((4294967296 - bound) % bound)
-            while low < threshold:
-                prod = np.uint64(rng.random() * two32) * np.uint64(bound)
-                low = prod & np.uint64(0xFFFFFFFF)
-        r = np.int64(prod >> np.uint64(32))
-        a[j], a[r] = a[r], a[j]
-        b[j], b[r] = b[r], b[j]
-
-
-@numba.njit(**NJIT_KWARGS)
 def _launch(
     rng: np.random.Generator,
     xc: np.ndarray,
@@ -380,7 +357,7 @@ def _launch(
     d = xc.shape[1]
     groups = (gcount, gsum, gsumsq, gchol, glogdet)
     work = (params, seat_const, v, y, buf)
-    _shuffle_prefix(rng, members, target, m)
+    shuffle_pair_prefix(rng, members, target, m)
     gcount[:] = 1
     for a in range(d):
         gsum[0, a] = xc[i, a]

@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.draws import shuffle_in_place
 from pymc_pcrp._kernels.niw import log_marginal_from_logdet
 from pymc_pcrp._kernels.scores import (
     SKIP_NATS,
@@ -142,34 +143,6 @@ def _move_point(
         else:
             _widen_eigen_bounds(inv_eig, slot, vv, 1.0)
     state.labels[i] = slot
-
-
-@numba.njit(**NJIT_KWARGS)
-def shuffle_in_place(rng: np.random.Generator, perm: np.ndarray) -> None:
-    """Put ``perm`` in a uniformly random order (Fisher-Yates), exactly.
-
-    Each index is drawn by Lemire's multiply-and-reject method from a 32-bit
-    integer: the top 32 bits of one ``rng.random()`` (whose 53 bits are uniform,
-    so scaling by ``2**32`` is exact). ``rng.permutation`` does the same job
-    but allocates a new array and was a large share of a point update at
-    ``D = 2`` in numba. Any starting order gives a uniform permutation, so the
-    sweep reshuffles the previous one.
-    """
-    n = perm.shape[0]
-    two32 = 4294967296.0
-    for j in range(n - 1, 0, -1):
-        bound = j + 1
-        prod = np.uint64(rng.random() * two32) * np.uint64(bound)
-        low = prod & np.uint64(0xFFFFFFFF)
-        if low < np.uint64(bound):
-            threshold = np.uint64((4294967296 - bound) % bound)
-            while low < threshold:
-                prod = np.uint64(rng.random() * two32) * np.uint64(bound)
-                low = prod & np.uint64(0xFFFFFFFF)
-        r = np.int64(prod >> np.uint64(32))
-        tmp = perm[j]
-        perm[j] = perm[r]
-        perm[r] = tmp
 
 
 @numba.njit(**NJIT_KWARGS)

@@ -9,7 +9,8 @@ import pytensor.tensor as pt
 
 from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Continuous
-from pytensor.gradient import grad_not_implemented
+from pymc.logprob.abstract import _logprob
+from pytensor.gradient import grad_not_implemented, grad_undefined
 from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.op import Op
 from pytensor.tensor.random.op import RandomVariable
@@ -22,7 +23,9 @@ from pymc_pcrp._validation import check_data, check_positive_scalar, check_spd
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 
 __all__ = [
+    "COVARIANCE_FAMILIES",
     "DEFAULT_SCALE_FRACTIONS",
+    "DiagNIWMixtureRV",
     "NIWMixture",
     "NIWMixtureRV",
     "NIWPrior",
@@ -35,6 +38,10 @@ __all__ = [
 #: variance, of the learned scale of :meth:`NIWPrior.from_data`: log-spaced on
 #: ``[1e-4, 3]``, 20 values per decade, equal weights (log-uniform ``s``).
 DEFAULT_SCALE_FRACTIONS = np.logspace(-4.0, np.log10(3.0), 91)
+
+#: Cluster covariance families: ``"full"`` (Normal-Inverse-Wishart) and ``"diag"``
+#: (a diagonal covariance, Normal-Inverse-Gamma independently per dimension).
+COVARIANCE_FAMILIES = ("full", "diag")
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,16 @@ class NIWPrior:
     scale_log_weights : array-like of shape (G,), optional
         Log prior weights of the grid values (finite; normalised to sum to one
         on the probability scale). Defaults to equal weights.
+    covariance : {"full", "diag"}, default="full"
+        The cluster covariance family. ``"full"``: the Normal-Inverse-Wishart
+        prior above. ``"diag"``: each cluster's covariance is diagonal, and
+        dimension ``j`` has its own Normal-Inverse-Gamma prior,
+        ``sigma_j^2 ~ InvGamma(nu0 / 2, psi0_jj / 2)`` and
+        ``mu_j | sigma_j^2 ~ N(mu0_j, sigma_j^2 / kappa0)``, independent across
+        dimensions: ``2 D`` parameters per cluster instead of
+        ``D (D + 3) / 2``. ``psi0`` must then be diagonal and ``nu0 > 0``;
+        dimension ``j`` is exactly the one-dimensional NIW model
+        ``(kappa0, nu0, psi0_jj)``. See docs/model.md.
 
     See Also
     --------
@@ -84,6 +101,7 @@ class NIWPrior:
     psi0: np.ndarray = field(repr=False)
     scale_grid: np.ndarray | None = field(default=None, repr=False)
     scale_log_weights: np.ndarray | None = field(default=None, repr=False)
+    covariance: str = "full"
 
     def __post_init__(self) -> None:
         mu0 = np.atleast_1d(np.asarray(self.mu0, dtype=np.float64))
@@ -94,7 +112,24 @@ class NIWPrior:
         d = mu0.shape[0]
         kappa0 = check_positive_scalar(self.kappa0, "kappa0")
         nu0 = float(np.asarray(self.nu0, dtype=np.float64))
-        if not np.isfinite(nu0) or nu0 <= d - 1:
+        if self.covariance not in COVARIANCE_FAMILIES:
+            raise ValueError(
+                f"Argument 'covariance' must be one of {COVARIANCE_FAMILIES}, got "
+                f"{self.covariance!r}."
+            )
+        if self.covariance == "diag":
+            if not np.isfinite(nu0) or nu0 <= 0:
+                raise ValueError(
+                    f"Argument 'nu0' must be > 0 for covariance='diag' (the inverse-gamma "
+                    f"shape is nu0 / 2), but got {nu0}."
+                )
+            psi0 = check_spd(self.psi0, "psi0", dim=d)
+            if np.any(psi0 != np.diag(np.diag(psi0))):
+                raise ValueError(
+                    "Argument 'psi0' must be diagonal for covariance='diag' (its diagonal holds "
+                    "twice the inverse-gamma rates of the dimensions)."
+                )
+        elif not np.isfinite(nu0) or nu0 <= d - 1:
             raise ValueError(
                 f"Argument 'nu0' must be greater than D - 1 = {d - 1} for D = {d} dimensions, "
                 f"but got {nu0}. Use nu0 >= D + 2 for a prior covariance with a finite mean."
@@ -122,16 +157,33 @@ class NIWPrior:
     def at_scale(self, s: float) -> NIWPrior:
         """Return the fixed-scale prior with ``Psi_0 = s * psi0`` (for a draw of ``s``)."""
         s = check_positive_scalar(s, "s")
-        return NIWPrior(mu0=self.mu0, kappa0=self.kappa0, nu0=self.nu0, psi0=s * self.psi0)
+        return NIWPrior(
+            mu0=self.mu0,
+            kappa0=self.kappa0,
+            nu0=self.nu0,
+            psi0=s * self.psi0,
+            covariance=self.covariance,
+        )
 
     @property
     def dim(self) -> int:
         """Dimension ``D`` of the data the prior describes."""
         return int(self.mu0.shape[0])
 
+    @property
+    def is_diagonal(self) -> bool:
+        """Whether the cluster covariances are diagonal (``covariance="diag"``)."""
+        return self.covariance == "diag"
+
     @classmethod
     def from_data(
-        cls, X, *, kappa0: float = 0.01, nu0: float | None = None, scale: float | str = "learn"
+        cls,
+        X,
+        *,
+        kappa0: float = 0.01,
+        nu0: float | None = None,
+        scale: float | str = "learn",
+        covariance: str = "full",
     ) -> NIWPrior:
         """Weakly informative defaults computed from the data.
 
@@ -167,6 +219,8 @@ class NIWPrior:
         scale : "learn" or float, default="learn"
             ``"learn"`` for the hyperprior on the scale, or a fixed prior
             cluster covariance as a fraction of the data variance.
+        covariance : {"full", "diag"}, default="full"
+            The cluster covariance family (see :class:`NIWPrior`).
 
         Returns
         -------
@@ -181,7 +235,14 @@ class NIWPrior:
             raise ValueError(f"Argument 'scale' must be 'learn' or a number > 0, got {scale!r}.")
         if not learn:
             scale = check_positive_scalar(scale, "scale")
-        nu0 = float(d + 2) if nu0 is None else float(nu0)
+        if covariance not in COVARIANCE_FAMILIES:
+            raise ValueError(
+                f"Argument 'covariance' must be one of {COVARIANCE_FAMILIES}, got {covariance!r}."
+            )
+        diag = covariance == "diag"
+        if nu0 is None:
+            nu0 = 3.0 if diag else float(d + 2)
+        nu0 = float(nu0)
         var = data.var(axis=0, ddof=1)
         if np.any(var <= 0):
             cols = np.flatnonzero(var <= 0).tolist()
@@ -196,9 +257,11 @@ class NIWPrior:
                 nu0=nu0,
                 psi0=np.diag(var),
                 scale_grid=nu0 * DEFAULT_SCALE_FRACTIONS,
+                covariance=covariance,
             )
-        psi0 = np.diag(max(nu0 - d - 1, 1.0) * scale * var)
-        return cls(mu0=data.mean(axis=0), kappa0=kappa0, nu0=nu0, psi0=psi0)
+        dof = nu0 - 2.0 if diag else nu0 - d - 1
+        psi0 = np.diag(max(dof, 1.0) * scale * var)
+        return cls(mu0=data.mean(axis=0), kappa0=kappa0, nu0=nu0, psi0=psi0, covariance=covariance)
 
 
 def _check_scale_grid(grid, log_weights) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -236,9 +299,11 @@ class NIWMixtureRV(RandomVariable):
     dtype = "floatX"
     _print_name = ("NIWMixture", "\\operatorname{NIWMixture}")
 
-    @classmethod
-    def rng_fn(cls, rng, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights, size):
-        """Draw the scale, each cluster's mean and covariance from the prior, then its points."""
+    def rng_fn(self, rng, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights, size):
+        """Draw the scale, each cluster's mean and covariance from the prior, then its points.
+
+        The 1-D variant (:data:`niw_mixture_1d`) returns a vector of length ``N``.
+        """
         if size is not None or z.ndim != 1:
             raise NotImplementedError(
                 "NIWMixture draws one data set per label vector; batched sizes are not supported."
@@ -252,22 +317,59 @@ class NIWMixtureRV(RandomVariable):
             cov = np.atleast_2d(stats.invwishart.rvs(df=float(nu0), scale=psi0, random_state=rng))
             mean = rng.multivariate_normal(mu0, cov / float(kappa0))
             out[members] = rng.multivariate_normal(mean, cov, size=int(members.sum()))
+        return out[:, 0] if self.ndim_supp == 1 else out
+
+    #: The cluster covariance family of the op (see :class:`NIWPrior`).
+    covariance = "full"
+
+
+class DiagNIWMixtureRV(NIWMixtureRV):
+    """:class:`NIWMixtureRV` of the diagonal family: ``psi0`` diagonal, ``nu0 / 2`` the shape."""
+
+    name = "diag_niw_mixture"
+    _print_name = ("DiagNIWMixture", "\\operatorname{DiagNIWMixture}")
+    covariance = "diag"
+
+    @classmethod
+    def rng_fn(cls, rng, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights, size):
+        """Draw the scale, each cluster's variances and mean from the prior, then its points."""
+        if size is not None or z.ndim != 1:
+            raise NotImplementedError(
+                "NIWMixture draws one data set per label vector; batched sizes are not supported."
+            )
+        weights = np.exp(scale_log_weights - np.max(scale_log_weights))
+        s = scale_grid[rng.choice(scale_grid.shape[0], p=weights / weights.sum())]
+        rates = 0.5 * s * np.diag(psi0)
+        out = np.empty((z.shape[0], mu0.shape[0]))
+        for label in np.unique(z):
+            members = z == label
+            var = rates / rng.gamma(0.5 * float(nu0), size=rates.shape)
+            mean = rng.normal(mu0, np.sqrt(var / float(kappa0)))
+            out[members] = rng.normal(mean, np.sqrt(var), size=(int(members.sum()), var.size))
         return out
 
 
 niw_mixture = NIWMixtureRV(signature="(n),(d),(),(),(d,d),(g),(g)->(n,d)")
 niw_mixture_1d = NIWMixtureRV(signature="(n),(d),(),(),(d,d),(g),(g)->(n)")
+diag_niw_mixture = DiagNIWMixtureRV(signature="(n),(d),(),(),(d,d),(g),(g)->(n,d)")
+diag_niw_mixture_1d = DiagNIWMixtureRV(signature="(n),(d),(),(),(d,d),(g),(g)->(n)")
 
 
 class ScaleMarginalLogp(Op):
     """``log sum_g w_g prod_k m(X_k | s_g P)``: the log density with the scale integrated out.
 
     Computed in NumPy over the occupied clusters only, ``O(N D^2 + K D^3 + G K D)``
-    (:func:`pymc_pcrp._niw_numpy.scale_marginal_loglik`); the labels are discrete
-    and the data observed, so there is no gradient. Invalid labels give ``-inf``.
+    (:func:`pymc_pcrp._niw_numpy.scale_marginal_loglik`). Invalid labels give
+    ``-inf``. Its gradient in the data is :class:`ScaleMarginalGrad` (same cost),
+    so that NUTS can update latent values clustered by a ``PowerCRP``; the labels
+    are discrete and the prior's parameters constants, so they have none.
     """
 
-    __props__ = ()
+    __props__ = ("covariance",)
+
+    def __init__(self, covariance: str = "full"):
+        self.covariance = covariance
+        super().__init__()
 
     def make_node(self, x, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights):
         """Build the node: data ``(N, D)``, labels, NIW parameters, grid and log weights."""
@@ -277,15 +379,17 @@ class ScaleMarginalLogp(Op):
 
     def perform(self, node, inputs, output_storage):
         """Evaluate the marginal log likelihood in NumPy."""
+        from pymc_pcrp._diag_numpy import diag_scale_marginal_loglik
         from pymc_pcrp._niw_numpy import scale_marginal_loglik
 
+        loglik = diag_scale_marginal_loglik if self.covariance == "diag" else scale_marginal_loglik
         x, z, mu0, kappa0, nu0, psi0, grid, log_w = inputs
         n = x.shape[0]
         z = np.asarray(z)
         if z.shape[0] != n or (n and (z.min() < 0 or z.max() >= n)):
             value = -np.inf
         else:
-            value = scale_marginal_loglik(
+            value = loglik(
                 np.asarray(x, dtype=np.float64) - mu0,
                 z,
                 float(kappa0),
@@ -297,8 +401,44 @@ class ScaleMarginalLogp(Op):
         output_storage[0][0] = np.asarray(value, dtype=np.float64)
 
     def L_op(self, inputs, outputs, output_grads):
-        """No gradient: the labels are discrete and the data observed."""
-        return [grad_not_implemented(self, i, v) for i, v in enumerate(inputs)]
+        """Gradient in the data only (:class:`ScaleMarginalGrad`)."""
+        (g_out,) = output_grads
+        rest = [grad_not_implemented(self, i, v) for i, v in enumerate(inputs) if i > 1]
+        z = inputs[1]
+        if self.covariance == "diag":  # latent values of the diagonal family: not yet
+            x_grad = grad_not_implemented(self, 0, inputs[0], "covariance='diag' has no gradient")
+            return [x_grad, grad_undefined(self, 1, z), *rest]
+        return [g_out * ScaleMarginalGrad()(*inputs), grad_undefined(self, 1, z), *rest]
+
+
+class ScaleMarginalGrad(Op):
+    """Gradient of :class:`ScaleMarginalLogp` in the data, ``(N, D)``.
+
+    :func:`pymc_pcrp._niw_numpy.scale_marginal_grad`; zeros for invalid labels
+    (where the log density is ``-inf``).
+    """
+
+    __props__ = ()
+
+    def make_node(self, x, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights):
+        """Build the node on the inputs of :class:`ScaleMarginalLogp`."""
+        inputs = [pt.as_tensor_variable(v) for v in (x, z, mu0, kappa0, nu0, psi0)]
+        inputs += [pt.as_tensor_variable(scale_grid), pt.as_tensor_variable(scale_log_weights)]
+        return Apply(self, inputs, [pt.dmatrix()])
+
+    def perform(self, node, inputs, output_storage):
+        """Evaluate the gradient in NumPy."""
+        from pymc_pcrp._niw_numpy import scale_marginal_grad
+
+        x, z, mu0, kappa0, nu0, psi0, grid, log_w = inputs
+        x = np.asarray(x, dtype=np.float64)
+        n = x.shape[0]
+        z = np.asarray(z)
+        if z.shape[0] != n or (n and (z.min() < 0 or z.max() >= n)):
+            out = np.zeros_like(x)
+        else:
+            out = scale_marginal_grad(x - mu0, z, float(kappa0), float(nu0), psi0, grid, log_w)
+        output_storage[0][0] = out
 
 
 def _static_length(z: TensorVariable) -> int | None:
@@ -331,6 +471,11 @@ class NIWMixture(Continuous):
     :math:`\Psi_n` the posterior scale matrix of cluster ``k``. This is an exact,
     normalised density of the data given the labels; it does not depend on how
     the labels are numbered.
+
+    With ``NIWPrior(..., covariance="diag")`` the clusters' covariances are
+    diagonal and ``m(X_k)`` is the product over dimensions of one-dimensional
+    NIW marginals with ``(kappa0, nu0, psi0_jj)`` (docs/model.md); the variable's
+    op is then a :class:`DiagNIWMixtureRV`.
 
     Parameters
     ----------
@@ -386,9 +531,19 @@ class NIWMixture(Continuous):
             raise ValueError(
                 f"1-D observed data need a 1-D prior, but 'prior' has dimension {prior.dim}."
             )
-        op = niw_mixture_1d if one_d else niw_mixture
+        if prior.is_diagonal:
+            op = diag_niw_mixture_1d if one_d else diag_niw_mixture
+        else:
+            op = niw_mixture_1d if one_d else niw_mixture
         params = [z, prior.mu0, prior.kappa0, prior.nu0, prior.psi0, *prior.grid_arrays()]
         return op(*params, **{k: v for k, v in kwargs.items() if k in ("size", "rng")})
+
+    @staticmethod
+    def support_point(rv, size, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights):
+        """Every point at the prior mean ``mu0`` (the start of a latent NIWMixture)."""
+        if rv.ndim == 1:
+            return pt.broadcast_to(mu0[0], (z.shape[0],))
+        return pt.broadcast_to(mu0, (z.shape[0], mu0.shape[0]))
 
     @staticmethod
     def logp(value, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights):
@@ -404,6 +559,21 @@ class NIWMixture(Continuous):
         return check_parameters(
             res, kappa0 > 0, nu0 > mu0.shape[0] - 1, msg="kappa0 > 0, nu0 > D - 1"
         )
+
+
+@_logprob.register(DiagNIWMixtureRV)
+def _diag_logp(op, values, *params, **kwargs):
+    """Log density of the diagonal family (:mod:`pymc_pcrp._diag_numpy`), scale integrated out.
+
+    ``params`` are the node's inputs (random generator and size first); the last
+    seven are the distribution parameters.
+    """
+    [value] = values
+    z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights = params[-7:]
+    x = value if value.ndim == 2 else value[:, None]
+    op = ScaleMarginalLogp("diag")
+    res = op(x, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights)
+    return check_parameters(res, kappa0 > 0, nu0 > 0, msg="kappa0 > 0, nu0 > 0")
 
 
 def _check_observed(observed, z, prior: NIWPrior) -> None:

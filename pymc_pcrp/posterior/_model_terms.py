@@ -79,6 +79,12 @@ def model_terms(model, idata, var_name: str | None) -> dict:
             f"{[rv.name for rv in candidates]}."
         )
     rv = candidates[0]
+    if getattr(rv.owner.op, "covariance", "full") != "full":
+        raise NotImplementedError(
+            f"'{rv.name}' uses the diagonal covariance family (covariance='diag'); the pointwise "
+            "log-likelihood, predict and predictive_density support the full-covariance NIW "
+            "family only so far. pymc_pcrp.sample_posterior_predictive supports both."
+        )
     z, mu0, kappa0, nu0, psi0, grid, log_weights = rv.owner.op.dist_params(rv.owner)
     if z.owner is None or not isinstance(z.owner.op, PowerCRPRV) or z not in umodel.free_RVs:
         raise ValueError(

@@ -37,6 +37,8 @@ def sample_posterior_predictive(
     then each of its points is replicated from the Gaussian they define. With a
     learned NIW scale (``NIWPrior.scale_grid``) each draw uses its own scale,
     the sample stat ``niw_scale``; an ``idata`` without it is refused.
+    For the diagonal family (``NIWPrior(covariance="diag")``) each dimension
+    is replicated from its own one-dimensional NIW posterior.
 
     Parameters
     ----------
@@ -80,8 +82,23 @@ def sample_posterior_predictive(
             )
         scales = draw_scales(idata, grid, labels.shape[:2], obs.name)
         reps = np.empty((*labels.shape[:2], *x.shape))
+        diag = getattr(obs.owner.op, "covariance", "full") == "diag"
         for c in range(labels.shape[0]):
             for d in range(labels.shape[1]):
+                if diag:
+                    # Diagonal family: dimension j is the 1-D NIW model (kappa0, nu0, psi0_jj),
+                    # independent of the others given the labels and the scale.
+                    for j in range(x.shape[1]):
+                        reps[c, d, :, j] = _replicate(
+                            rng,
+                            x[:, j : j + 1],
+                            labels[c, d],
+                            mu0[j : j + 1],
+                            float(kappa0),
+                            float(nu0),
+                            scales[c, d] * psi0[j : j + 1, j : j + 1],
+                        )[:, 0]
+                    continue
                 reps[c, d] = _replicate(
                     rng, x, labels[c, d], mu0, float(kappa0), float(nu0), scales[c, d] * psi0
                 )

@@ -40,7 +40,7 @@ AUTO_SWEEP_WORK = 15000
 AUTO_SWEEPS_MAX = 10
 
 
-def check_options(sweeps_per_draw, split_merge, split_merge_scans, init) -> None:
+def check_options(sweeps_per_draw, split_merge, split_merge_scans, init, alpha_w=1.0) -> None:
     """Raise ``ValueError`` naming the first invalid option of :class:`~pymc_pcrp.PCRPGibbs`."""
     if sweeps_per_draw is not None and (
         isinstance(sweeps_per_draw, bool)
@@ -75,6 +75,14 @@ def check_options(sweeps_per_draw, split_merge, split_merge_scans, init) -> None
         )
     if init not in INIT_STRATEGIES:
         raise ValueError(f"Argument 'init' must be one of {INIT_STRATEGIES}, got {init!r}.")
+    try:
+        width_ok = not isinstance(alpha_w, bool) and math.isfinite(alpha_w) and alpha_w > 0
+    except TypeError:
+        width_ok = False
+    if not width_ok:
+        raise ValueError(
+            f"Argument 'alpha_w' must be a positive number (a slice width), got {alpha_w!r}."
+        )
 
 
 def auto_sweeps_per_draw(n: int, d: int = 1) -> int:

@@ -92,6 +92,8 @@ def same_argument_types(a: SweepInputs, b: SweepInputs) -> bool:
 
     :meth:`PCRPGibbs._with_prior` replaces only the float fields ``log_alpha``
     and ``power`` of the parameters, which cannot change numba's argument types.
+    The other fields (after those two, in either family's parameters) must be the
+    same arrays and equal numbers.
     """
     if same_objects(a, b):
         return True
@@ -100,9 +102,11 @@ def same_argument_types(a: SweepInputs, b: SweepInputs) -> bool:
         same_objects(
             (a.xc, a.tables, a.scale, a.fixed_scale), (b.xc, b.tables, b.scale, b.fixed_scale)
         )
-        and pa.psi0 is pb.psi0
-        and pa.chol0 is pb.chol0
-        and (pa.kappa0, pa.nu0, pa.logdet0) == (pb.kappa0, pb.nu0, pb.logdet0)
+        and type(pa) is type(pb)
+        and all(
+            x is y if isinstance(x, np.ndarray) else x == y
+            for x, y in zip(pa[2:], pb[2:], strict=True)
+        )
     )
 
 

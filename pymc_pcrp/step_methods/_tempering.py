@@ -244,17 +244,21 @@ def make_replicas(
     n_sweeps: int,
     has_likelihood: bool,
     random_prior: bool,
+    unsupported: str | None = None,
 ) -> Replicas | None:
     """Build the :class:`Replicas` of ``PCRPGibbs(temper=...)`` (``None``: off); refuse bad models.
 
     Tempering needs an ``NIWMixture`` likelihood (without one every replica would
     sample the same prior) and a fixed ``alpha`` and power: with a random one the
     hot replicas' targets depend on it through their normalising constants, which
-    its update would have to take into account.
+    its update would have to take into account. ``unsupported`` names a model
+    feature the hot replicas do not handle (refused with that reason).
     """
     betas = temper_ladder(temper)
     if betas is None:
         return None
+    if unsupported is not None:
+        raise ValueError(f"Argument 'temper' is not supported {unsupported} yet.")
     if not has_likelihood:
         raise ValueError(
             "Argument 'temper' needs labels observed through an NIWMixture: without a "

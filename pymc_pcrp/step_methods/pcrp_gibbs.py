@@ -40,6 +40,7 @@ from pymc_pcrp.distributions.normaliser import is_fixed, log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 from pymc_pcrp.step_methods._alpha_update import AlphaUpdate
 from pymc_pcrp.step_methods._compile_notice import announce_compilation
+from pymc_pcrp.step_methods._diag_inputs import build_diag_inputs, diag_kernel, init_diag_state
 from pymc_pcrp.step_methods._options import (
     INIT_STRATEGIES,
     SPLIT_MERGE_SCANS,
@@ -83,6 +84,10 @@ class PCRPGibbsState(StepMethodState):
     split_merge: float = field(metadata={"frozen": True})
     split_merge_scans: int = field(metadata={"frozen": True})
     fresh_chain: bool
+    tune: bool
+    # the slice move of an alpha the step owns (NaN and 0 when it owns none)
+    alpha_w: float
+    alpha_n_tunes: int
 
 
 class PCRPGibbs(BlockedStep):
@@ -211,6 +216,12 @@ class PCRPGibbs(BlockedStep):
         the chain stays exact (:mod:`pymc_pcrp.step_methods._tempering`). A hot
         replica's sweep scores every cluster, so a draw costs about ``M`` times
         or more. Needs a fixed ``alpha`` and power.
+    alpha_w : float, default=1.0
+        Initial width, on the unconstrained scale, of the slice move of an
+        ``alpha`` this step owns (see below); adapted during tuning. Ignored
+        when the step owns no ``alpha``. It takes the place of
+        ``pm.sample(pcrp_hyper={"w": ...})``, which applies only when alpha has a
+        :class:`~pymc_pcrp.PCRPHyper` step of its own.
     model : pm.Model, optional
     rng : int or numpy.random.Generator, optional
         Overridden per chain by ``pm.sample(random_seed=...)``.
@@ -296,13 +307,14 @@ class PCRPGibbs(BlockedStep):
 
     def __init__(
         self,
-        vars,
+        vars=None,
         *,
         sweeps_per_draw: int | None = None,
         init: str = "random",
         split_merge: float | None = None,
         split_merge_scans: int = SPLIT_MERGE_SCANS,
         temper: int | Sequence[float] | None = None,
+        alpha_w: float = 1.0,
         model=None,
         rng=None,
         initial_point=None,
@@ -310,9 +322,11 @@ class PCRPGibbs(BlockedStep):
         blocked: bool = False,
     ):
         model = pm.modelcontext(model)
+        if vars is None:  # the model's one PowerCRP (with its alpha): see __new__
+            (vars,), _ = group_vars(model, model.value_vars)
         vars = get_value_vars_from_user_vars(vars, model)
         labels_var, alpha_var = split_vars(model, vars)
-        check_options(sweeps_per_draw, split_merge, split_merge_scans, init)
+        check_options(sweeps_per_draw, split_merge, split_merge_scans, init, alpha_w)
         self.vars = vars
         rv = model.values_to_rvs[labels_var]
         if not isinstance(getattr(rv.owner, "op", None), PowerCRPRV):
@@ -331,8 +345,19 @@ class PCRPGibbs(BlockedStep):
         # a random alpha or power is read from the point at every step (PCRPHyper draws it)
         self._alpha_is_random = alpha_random or power_random
         self._power_is_random = power_random
+        self._latest: np.ndarray | None = None  # latent values from the last point
         self._data_readers, self._niw = self._find_likelihood(model, rv)
-        if self._data_readers is not None:
+        # the cluster covariance family of the NIWMixture: "diag" runs the diagonal kernels
+        self._diag = getattr(getattr(self._niw, "owner", None), "op", None) is not None and (
+            getattr(self._niw.owner.op, "covariance", "full") == "diag"
+        )
+        self._latent = None if self._niw is None else self._latent_name(model, self._niw)
+        if self._diag and self._latent is not None:
+            raise NotImplementedError(
+                f"The NIWMixture '{self._niw.name}' has latent values and covariance='diag'; "
+                "PCRPGibbs supports latent values with the full-covariance family only so far."
+            )
+        if self._data_readers is not None and self._latent is None:
             # Before any sampling: a prior the cluster statistics would swamp.
             data, mu0, _, _, psi0, grid, _ = (read() for read in self._data_readers)
             check_prior_scale(
@@ -359,7 +384,7 @@ class PCRPGibbs(BlockedStep):
         self._alpha = (
             None
             if alpha_var is None
-            else AlphaUpdate(model, alpha_var, initial_point, compile_kwargs)
+            else AlphaUpdate(model, alpha_var, initial_point, compile_kwargs, w=alpha_w)
         )
         # hot replicas of parallel tempering (None: off), see _tempering.py
         self._replicas = make_replicas(
@@ -367,6 +392,11 @@ class PCRPGibbs(BlockedStep):
             self.sweeps_per_draw,
             self._data_readers is not None,
             self._alpha_is_random or self._alpha is not None,
+            "with covariance='diag'"
+            if self._diag
+            else "with latent values"
+            if self._latent is not None
+            else None,
         )
 
     @staticmethod
@@ -383,6 +413,26 @@ class PCRPGibbs(BlockedStep):
         if getattr(var.tag, "pcrp_gibbs_alpha", False) is True:
             return Competence.IDEAL
         return Competence.INCOMPATIBLE
+
+    @property
+    def alpha_w(self) -> float:
+        """Width of the owned ``alpha``'s slice move on the unconstrained scale (NaN: none)."""
+        return math.nan if self._alpha is None else self._alpha.w
+
+    @alpha_w.setter
+    def alpha_w(self, value: float) -> None:
+        if self._alpha is not None:
+            self._alpha.w = float(value)
+
+    @property
+    def alpha_n_tunes(self) -> int:
+        """Tuning draws that have adapted :attr:`alpha_w` so far (0 without an owned alpha)."""
+        return 0 if self._alpha is None else self._alpha.n_tunes
+
+    @alpha_n_tunes.setter
+    def alpha_n_tunes(self, value: int) -> None:
+        if self._alpha is not None:
+            self._alpha.n_tunes = int(value)
 
     def stop_tuning(self):
         """Freeze the width of the alpha move (if the step owns an alpha)."""
@@ -424,40 +474,62 @@ class PCRPGibbs(BlockedStep):
         return tuple(readers), tuple(random)
 
     def _find_likelihood(self, model, rv):
-        """Locate the single NIWMixture fed by ``rv`` and refuse any other use of it."""
-        niw = None
+        """Locate the single NIWMixture fed by ``rv`` and refuse any other use of it.
+
+        The NIWMixture may be observed, or a free variable (latent values that the
+        labels cluster). Terms that depend on the labels only through the
+        NIWMixture's values (the latent values' own likelihood) are fine: given
+        those values they do not involve the labels.
+        """
+        niw = [
+            v
+            for v in model.basic_RVs
+            if isinstance(v.owner.op, NIWMixtureRV) and v.owner.op.dist_params(v.owner)[0] is rv
+        ]
+        niw = niw[0] if len(niw) == 1 else None
+        blockers = [] if niw is None else [niw]
         terms = [v for v in model.basic_RVs if v is not rv] + list(model.potentials)
         for term in terms:
             inputs = term.owner.inputs if term in model.basic_RVs else [term]
-            if rv not in set(ancestors(inputs)):
-                continue
-            is_niw = (
-                isinstance(term.owner.op, NIWMixtureRV)
-                and term.owner.op.dist_params(term.owner)[0] is rv
-            )
-            if is_niw and term in model.observed_RVs and niw is None:
-                niw = term
+            if term is niw or rv not in set(ancestors(inputs, blockers=blockers)):
                 continue
             raise ValueError(
                 f"The labels '{rv.name}' feed the model term '{term.name}', which PCRPGibbs cannot "
                 "account for: its collapsed update is exact only when the labels enter the model "
-                "through a single observed NIWMixture (z=<labels>). Remove that term, or give "
-                "the labels to a different sampler."
+                "through a single NIWMixture (z=<labels>), observed or latent. Remove that term, "
+                "or give the labels to a different sampler."
             )
         if niw is None:
             return None, None
         _, mu0, kappa0, nu0, psi0, grid, log_w = niw.owner.op.dist_params(niw.owner)
-        readers = [
-            value_reader(v) for v in (model.rvs_to_values[niw], mu0, kappa0, nu0, psi0, grid, log_w)
-        ]
+        if niw in model.observed_RVs:
+            read_data = value_reader(model.rvs_to_values[niw])
+        else:
+            read_data = self._latest_values
+        readers = [read_data, *(value_reader(v) for v in (mu0, kappa0, nu0, psi0, grid, log_w))]
         return readers, niw
 
+    @staticmethod
+    def _latent_name(model, niw) -> str | None:
+        """Name of a latent NIWMixture's value variable in the point (None when observed)."""
+        if niw in model.observed_RVs:
+            return None
+        return model.rvs_to_values[niw].name
+
+    def _latest_values(self) -> np.ndarray:
+        """Return the latent NIWMixture values of the point being stepped (see :meth:`_arrays`)."""
+        if self._latest is None:
+            raise ValueError(
+                f"The values of the latent NIWMixture '{self._niw.name}' are read from the "
+                "point: call the step with one."
+            )
+        return self._latest
+
     def _data_dimension(self) -> int:
-        """``D`` of the NIWMixture data (0 without a likelihood)."""
+        """``D`` of the NIWMixture data (0 without a likelihood), from the prior mean."""
         if self._data_readers is None:
             return 0
-        shape = np.shape(self._data_readers[0]())
-        return 1 if len(shape) == 1 else int(shape[1])
+        return int(np.size(self._data_readers[1]()))
 
     # -- per-step arrays --------------------------------------------------
 
@@ -470,6 +542,9 @@ class PCRPGibbs(BlockedStep):
         """
         if point is None and self._alpha_is_random:
             raise ValueError("The alpha of this PowerCRP is random: pass the point to read it.")
+        if self._latent is not None and point is not None:
+            # a copy: a new object at every draw, so the inputs are always rebuilt from it
+            self._latest = np.array(point[self._latent], dtype=np.float64)
         read_alpha, read_power = self._prior_readers
         owned = self._alpha is not None
         raw_alpha = self._alpha.current(point) if owned else read_alpha(point)
@@ -555,13 +630,22 @@ class PCRPGibbs(BlockedStep):
             return self._with_prior(last, alpha, power, values)
         else:
             # New data (pm.set_data) get the checks NIWMixture made at construction.
-            x = check_data(data, "observed")
-            check_prior_scale(x, np.asarray(mu0), np.asarray(psi0), float(np.min(grid)))
+            x = check_data(data, "observed" if self._latent is None else self._latent)
+            if self._latent is None:  # latent values move with every draw: no fixed data
+                check_prior_scale(x, np.asarray(mu0), np.asarray(psi0), float(np.min(grid)))
             if x.shape[0] != self._n:
                 raise ValueError(rebuild_message(self._niw.name, x.shape[0], self._name, self._n))
             xc = np.ascontiguousarray(x - np.asarray(mu0, dtype=np.float64))
         grid = np.asarray(grid, dtype=np.float64)
         log_w = np.asarray(log_w, dtype=np.float64)
+        if self._diag:
+            keep = same_sources and xc is last.inputs.xc
+            inputs = build_diag_inputs(
+                xc, alpha, power, float(kappa0), float(nu0), psi0, grid, log_w,
+                last.inputs.scale if keep else None,
+            )  # fmt: skip
+            self._inputs = InputCache(values, sources, (), inputs)
+            return inputs
         scale, fixed = None, (1.0, 0.0)
         if grid.shape[0] == 1:
             fixed = (float(grid[0]), float(log_w[0]))
@@ -675,7 +759,8 @@ class PCRPGibbs(BlockedStep):
             current = np.asarray(current, dtype=np.int64)
             if self._alpha is not None:  # the alpha the tables hold (see _sync_owned_alpha)
                 params = params._replace(log_alpha=float(self._alpha.log_alpha[0]))
-            state = init_state(xc, self._initial_labels(current, params), params)
+            init = init_diag_state if self._diag else init_state
+            state = init(xc, self._initial_labels(current, params), params)
             self.fresh_chain = False
             if scale is not None:
                 scale.current[1] = FRESH_CHAIN  # draw s given the initial partition
@@ -694,7 +779,8 @@ class PCRPGibbs(BlockedStep):
             current = np.asarray(current, dtype=np.int64)
             if current.min() < 0:
                 raise ValueError(f"Labels of '{self._name}' must be non-negative.")
-            state = init_state(xc, canonical_labels(current), params)
+            init = init_diag_state if self._diag else init_state
+            state = init(xc, canonical_labels(current), params)
             if scale is not None:
                 # built with Psi_0 = P: the kernel refreshes it for the current s
                 scale.current[1] = max(scale.current[1], REBUILT)
@@ -734,7 +820,10 @@ class PCRPGibbs(BlockedStep):
                     self._prior_shifts = 0
                 self._scale_inputs = inputs
             args = (*args[:5], scale, *args[5:])
-            kernel = advance_scaled if alpha is None else advance_scaled_alpha
+            if self._diag:
+                kernel = diag_kernel(alpha is not None)
+            else:
+                kernel = advance_scaled if alpha is None else advance_scaled_alpha
             log_density = self._call_advance(inputs, args, kernel)
             niw_scale = math.exp(scale.log_s[scale.current[0]])
         swaps = (0, 0)

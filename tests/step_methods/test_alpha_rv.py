@@ -264,3 +264,30 @@ def test_prior_only_model_recovers_the_gamma_prior_on_alpha_and_the_mixture_on_k
     counts = np.r_[observed[keep], observed[~keep].sum()]
     pval = scipy.stats.chi2.sf(((counts - expected) ** 2 / expected).sum(), df=counts.size - 1)
     assert pval > 1e-3, (pval, counts, expected)
+
+
+def test_owned_alpha_slice_width_is_an_option_and_part_of_the_sampling_state():
+    model = _model(_data())
+    with model:
+        z, alpha = model["z"], model["alpha"]
+        step = pcrp.PCRPGibbs([z, alpha], alpha_w=0.25, rng=SEED)
+        assert step.alpha_w == 0.25 and step.alpha_n_tunes == 0
+        point = model.initial_point()
+        for _ in range(5):  # tuning adapts the width
+            point, _ = step.step(point)
+        state = step.sampling_state
+        assert state.alpha_n_tunes == 5 and state.alpha_w == step.alpha_w != 0.25
+        fresh = pcrp.PCRPGibbs([z, alpha], rng=SEED + 1)
+        fresh.sampling_state = state  # a resumed run continues with the adapted move
+        assert (fresh.alpha_w, fresh.alpha_n_tunes) == (state.alpha_w, 5)
+        # pm.sample passes the option through (pcrp_hyper= is for alphas with their own step)
+        idata = pm.sample(
+            draws=5, tune=5, chains=1, random_seed=SEED, pcrp_gibbs={"alpha_w": 0.5}, **QUIET
+        )
+        assert idata.posterior["alpha"].shape == (1, 5)
+        with pytest.raises(ValueError, match="alpha_w"):
+            pcrp.PCRPGibbs([z, alpha], alpha_w=0.0)
+    with pm.Model():  # a step without an alpha of its own reports none
+        pcrp.PowerCRP("z", alpha=1.0, power=1.3, n=10)
+        plain = pcrp.PCRPGibbs()
+        assert np.isnan(plain.sampling_state.alpha_w) and plain.sampling_state.alpha_n_tunes == 0

@@ -102,3 +102,10 @@ def test_random_alpha_and_no_likelihood_are_refused():
         z = pcrp.PowerCRP("z", alpha=1.0, power=1.0, n=10)
         with pytest.raises(ValueError, match="likelihood"):
             pcrp.PCRPGibbs([z], temper=3)
+
+
+def test_diagonal_family_is_refused():
+    x = _data()
+    with pcrp.build_model(x, power=1.1, prior=pcrp.NIWPrior.from_data(x, covariance="diag")) as m:
+        with pytest.raises(ValueError, match="covariance='diag'"):
+            pcrp.PCRPGibbs([m["z"]], temper=3)

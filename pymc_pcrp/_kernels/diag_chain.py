@@ -1,0 +1,333 @@
+r"""One draw of a diagonal-family chain: sweeps, split-merge, the scale and the log joint.
+
+:func:`advance_diag` is the diagonal family's counterpart of
+:func:`~pymc_pcrp._kernels.hyper.advance_scaled`: the scale ``s`` of
+``b0 = s base`` lives on a grid (a fixed scale is a one-point grid), and after
+each sweep and its split-merge proposals ``s`` is drawn exactly from
+
+.. math:: p(s_g \mid z, X) \propto w_g \prod_k m(X_k \mid s_g\, \mathrm{base}),
+
+which from the clusters' sums costs ``O(G K D)`` (one logarithm per cluster
+and grid value, from a flushed product): ``b_nj = s base_j + W_j / 2`` with
+``W_j = Q_j - S_j^2 / kappa_n`` independent of ``s``.
+
+The reported log joint is computed afresh from the canonical labels in index
+order (two passes per cluster: mean, then scatter), so the same partition
+gives the same value bit for bit in every chain, as in
+:mod:`pymc_pcrp._kernels.log_joint`.
+"""
+
+import math
+
+import numba
+import numpy as np
+
+from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.chain import finish_draw
+from pymc_pcrp._kernels.diag_splitmerge import diag_split_merge_moves
+from pymc_pcrp._kernels.diag_state import (
+    FRESH_CHAIN,
+    IN_SYNC,
+    REBUILT,
+    DiagGrid,
+    DiagParams,
+    DiagState,
+    new_cluster_log_weights,
+    refresh_slot,
+    resync_diag_state,
+)
+from pymc_pcrp._kernels.diag_sweep import diag_sweeps
+from pymc_pcrp._kernels.hyperprior import alpha_proposal
+from pymc_pcrp._kernels.log_joint import drifted, n_blocks
+
+__all__ = [
+    "advance_diag",
+    "advance_diag_alpha",
+    "diag_params_at",
+    "diag_partition_log_joint",
+    "diag_scale_conditional",
+]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+@numba.njit(**NJIT_KWARGS)
+def diag_params_at(params: DiagParams, grid: DiagGrid, log_alpha: float) -> DiagParams:
+    """``params`` at the grid's current ``s`` (``b0 = grid.b0``) and the given ``log alpha``."""
+    acc = 0.0
+    for j in range(grid.base.shape[0]):
+        acc += math.log(grid.base[j])
+    logb0 = acc + grid.base.shape[0] * grid.log_s[grid.current[0]]
+    return DiagParams(log_alpha, params.power, params.kappa0, params.a0, grid.b0, logb0)
+
+
+@numba.njit(**NJIT_KWARGS)
+def _grid_log_marginals(
+    sizes: np.ndarray,
+    w: np.ndarray,
+    k: int,
+    kappa0: float,
+    a0: float,
+    grid: DiagGrid,
+    out: np.ndarray,
+) -> float:
+    """Write ``log w_g + sum_k log m(X_k | s_g)`` into ``out``; return its log-sum-exp.
+
+    ``w[c, j]`` is ``Q_j - S_j^2 / kappa_n`` of cluster ``c`` (twice what it adds to ``b0``).
+    """
+    d = grid.base.shape[0]
+    log_base = 0.0
+    for j in range(d):
+        log_base += math.log(grid.base[j])
+    const = 0.0
+    a_total = 0.0
+    for c in range(k):
+        n = sizes[c]
+        a_n = a0 + 0.5 * n
+        const += (
+            d * (math.lgamma(a_n) - math.lgamma(a0) + 0.5 * math.log(kappa0 / (kappa0 + n)))
+            - 0.5 * n * d * _LOG_2PI
+        )
+        a_total += a0
+    top = -math.inf
+    for g in range(grid.log_s.shape[0]):
+        ls = grid.log_s[g]
+        s = math.exp(ls)
+        acc = grid.log_w[g] + const + a_total * (log_base + d * ls)
+        for c in range(k):
+            inner = 0.0
+            prod = 1.0
+            for j in range(d):
+                prod *= s * grid.base[j] + 0.5 * w[c, j]
+                if prod > 1e150 or prod < 1e-150:
+                    inner += math.log(prod)
+                    prod = 1.0
+            inner += math.log(prod)
+            acc -= (a0 + 0.5 * sizes[c]) * inner
+        out[g] = acc
+        if acc > top:
+            top = acc
+    total = 0.0
+    for g in range(out.shape[0]):
+        total += math.exp(out[g] - top)
+    return top + math.log(total)
+
+
+@numba.njit(**NJIT_KWARGS)
+def diag_scale_conditional(
+    state: DiagState, kappa0: float, a0: float, grid: DiagGrid, out: np.ndarray
+) -> float:
+    """Write ``log w_g + sum_k log m(X_k | s_g)`` from the state's sums; return the log-sum-exp."""
+    d = grid.base.shape[0]
+    k = state.k[0]
+    sizes = np.empty(k, dtype=np.int64)
+    w = np.empty((k, d))
+    for p in range(k):
+        slot = state.order[p]
+        n = state.counts[slot]
+        sizes[p] = n
+        inv_kappa = 1.0 / (kappa0 + n)
+        for j in range(d):
+            s = state.sums[slot, j]
+            v = state.sumsq[slot, j] - s * s * inv_kappa
+            w[p, j] = v if v > 0.0 else 0.0
+    return _grid_log_marginals(sizes, w, k, kappa0, a0, grid, out)
+
+
+@numba.njit(**NJIT_KWARGS)
+def diag_partition_log_joint(
+    xc: np.ndarray, labels: np.ndarray, params: DiagParams, grid: DiagGrid
+) -> float:
+    """``K log alpha + r sum_k log Gamma(n_k) + log sum_g w_g prod_k m(X_k | s_g)`` afresh.
+
+    ``labels`` must be canonical; clusters are visited in label order and points
+    in index order.
+    """
+    k = n_blocks(labels)
+    n, d = xc.shape
+    sizes = np.zeros(k, dtype=np.int64)
+    means = np.zeros((k, d))
+    for i in range(n):
+        c = labels[i]
+        sizes[c] += 1
+        for j in range(d):
+            means[c, j] += xc[i, j]
+    for c in range(k):
+        for j in range(d):
+            means[c, j] /= sizes[c]
+    w = np.zeros((k, d))
+    for i in range(n):
+        c = labels[i]
+        for j in range(d):
+            t = xc[i, j] - means[c, j]
+            w[c, j] += t * t
+    prior = 0.0
+    for c in range(k):
+        nc = sizes[c]
+        weight = params.kappa0 * nc / (params.kappa0 + nc)
+        for j in range(d):
+            w[c, j] += weight * means[c, j] * means[c, j]
+        prior += params.log_alpha + params.power * math.lgamma(nc)
+    out = np.empty(grid.log_s.shape[0])
+    return prior + _grid_log_marginals(sizes, w, k, params.kappa0, params.a0, grid, out)
+
+
+@numba.njit(**NJIT_KWARGS)
+def set_diag_scale(
+    g: int,
+    grid: DiagGrid,
+    state: DiagState,
+    params: DiagParams,
+    xc: np.ndarray,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> DiagParams:
+    """Make ``s_g`` current: ``b0``, every occupied slot and the new-cluster weights."""
+    grid.current[0] = g
+    s = math.exp(grid.log_s[g])
+    for j in range(grid.base.shape[0]):
+        grid.b0[j] = s * grid.base[j]
+    local = diag_params_at(params, grid, params.log_alpha)
+    for p in range(state.k[0]):
+        refresh_slot(state, state.order[p], local)
+    new_cluster_log_weights(xc, local, tables[1][0], tables[0])
+    return local
+
+
+@numba.njit(**NJIT_KWARGS)
+def _draw_index(rng: np.random.Generator, logp: np.ndarray, top: float) -> int:
+    u = rng.random()
+    acc = 0.0
+    last = logp.shape[0] - 1
+    for g in range(last):
+        acc += math.exp(logp[g] - top)
+        if u < acc:
+            return g
+    return last
+
+
+@numba.njit(**NJIT_KWARGS)
+def diag_moves(
+    rng: np.random.Generator,
+    xc: np.ndarray,
+    state: DiagState,
+    params: DiagParams,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+    n_split_merge: float,
+    n_scans: int,
+    seat: np.ndarray,
+    counts: np.ndarray,
+    ratio_power: float,
+    proposal_weight: float,
+) -> None:
+    """One sweep, then the split-merge proposals after it (added to ``counts``)."""
+    diag_sweeps(rng, xc, state, params, tables, np.int64(1))
+    if n_split_merge == 0:
+        return
+    whole = int(n_split_merge)
+    frac = n_split_merge - whole
+    n_moves = whole
+    if frac > 0.0 and rng.random() < frac:
+        n_moves += 1
+    if n_moves == 0:
+        return
+    sp, sa, mp, ma = diag_split_merge_moves(
+        rng, xc, state, params, n_moves, n_scans, seat, ratio_power, proposal_weight
+    )
+    counts[0] += sp
+    counts[1] += sa
+    counts[2] += mp
+    counts[3] += ma
+
+
+@numba.njit(**NJIT_KWARGS)
+def advance_diag(
+    rng: np.random.Generator,
+    xc: np.ndarray,
+    state: DiagState,
+    params: DiagParams,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+    grid: DiagGrid,
+    n_sweeps: int,
+    n_split_merge: float,
+    n_scans: int,
+    counts: np.ndarray,
+    labels_out: np.ndarray,
+) -> float:
+    """Run one draw's worth of updates in place; return the log joint of the new state.
+
+    Per sweep: one Gibbs sweep (:func:`~pymc_pcrp._kernels.diag_sweep.diag_sweeps`),
+    ``n_split_merge`` expected split-merge proposals (as in
+    :func:`~pymc_pcrp._kernels.chain.advance`), then, for a grid of more than
+    one value, an exact draw of ``s`` given the partition. ``grid.current[1]``
+    says what changed since the last call, as in
+    :func:`~pymc_pcrp._kernels.hyper.advance_scaled`; ``tables[0]`` is
+    overwritten when ``s`` changes. ``counts`` receives the four split-merge
+    counts, ``labels_out`` the canonical partition. (No optional arguments:
+    the step looks the compiled function up by its exact signature.)
+
+    Returns
+    -------
+    float
+        ``K log alpha + r sum_k log Gamma(n_k) + log sum_g w_g prod_k m(X_k | s_g)``
+        computed afresh from the labels; the state is rebuilt from its labels
+        when its running value has drifted from it.
+    """
+    g_count = grid.log_s.shape[0]
+    logp = np.empty(g_count)
+    status = grid.current[1]
+    if status == FRESH_CHAIN:
+        top = diag_scale_conditional(state, params.kappa0, params.a0, grid, logp)
+        local = set_diag_scale(_draw_index(rng, logp, top), grid, state, params, xc, tables)
+    elif status == REBUILT:
+        local = set_diag_scale(grid.current[0], grid, state, params, xc, tables)
+    else:
+        local = diag_params_at(params, grid, params.log_alpha)
+    grid.current[1] = IN_SYNC
+    seat = np.ascontiguousarray(tables[2][:, 0])
+    counts[:] = 0
+    for _ in range(n_sweeps):
+        diag_moves(
+            rng, xc, state, local, tables, n_split_merge, n_scans, seat, counts, params.power, 1.0
+        )
+        if g_count > 1:
+            top = diag_scale_conditional(state, params.kappa0, params.a0, grid, logp)
+            g = _draw_index(rng, logp, top)
+            if g != grid.current[0]:
+                local = set_diag_scale(g, grid, state, local, xc, tables)
+    finish_draw(state, labels_out)
+    fresh = diag_partition_log_joint(xc, labels_out, local, grid)
+    running = diag_scale_conditional(state, params.kappa0, params.a0, grid, logp)
+    for p in range(state.k[0]):
+        running += local.log_alpha + local.power * math.lgamma(state.counts[state.order[p]])
+    if drifted(running, fresh):
+        resync_diag_state(xc, state, local)
+    return fresh
+
+
+@numba.njit(**NJIT_KWARGS)
+def advance_diag_alpha(
+    rng: np.random.Generator,
+    xc: np.ndarray,
+    state: DiagState,
+    params: DiagParams,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+    grid: DiagGrid,
+    n_sweeps: int,
+    n_split_merge: float,
+    n_scans: int,
+    counts: np.ndarray,
+    labels_out: np.ndarray,
+    alpha_args: tuple,
+) -> float:
+    """:func:`advance_diag` at the step's own ``alpha``, then a proposal of the next one.
+
+    See :func:`~pymc_pcrp._kernels.chain.advance_alpha`.
+    """
+    local = DiagParams(
+        alpha_args[-1][0], params.power, params.kappa0, params.a0, params.b0, params.logb0
+    )
+    fresh = advance_diag(
+        rng, xc, state, local, tables, grid, n_sweeps, n_split_merge, n_scans, counts, labels_out
+    )
+    alpha_proposal(rng, state, tables[0], alpha_args)
+    return fresh
