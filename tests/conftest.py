@@ -45,6 +45,15 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
             "test_cluster_first_without_selection_ratio_is_detected",
         }
     ),
+    # parallel tempering by enumeration: the learned-scale cases and the second wrong swap
+    # ratio (the fixed-scale chain, a hot replica and one wrong ratio stay fast, about 9 s)
+    "test_tempering": frozenset(
+        {
+            "test_hot_replica_with_a_learned_scale_matches_the_tempered_posterior",
+            "test_cold_replica_with_a_learned_scale_matches_the_posterior",
+            "test_a_swap_ratio_of_the_wrong_sign_is_detected",
+        }
+    ),
     # the diagonal family's chain kernel (advance_diag): compiling it takes 30-45 s on a
     # cold cache; the kernel-against-reference tests of the family stay fast
     "test_diag": frozenset(

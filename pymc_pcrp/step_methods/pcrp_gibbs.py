@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from collections.abc import Sequence
 from dataclasses import field
 from typing import ClassVar
 
@@ -58,6 +59,7 @@ from pymc_pcrp.step_methods._step_inputs import (
     same_objects,
     value_reader,
 )
+from pymc_pcrp.step_methods._tempering import make_replicas
 from pymc_pcrp.step_methods._variables import group_vars, split_vars
 from pymc_pcrp.step_methods.pcrp_hyper import PCRPHyper
 
@@ -196,6 +198,24 @@ class PCRPGibbs(BlockedStep):
         launch state, followed by ``t`` intermediate restricted Gibbs scans and
         one final scan that gives the proposal (Jain & Neal); earlier versions'
         default was 3.
+    temper : int, sequence of float or None, default=None
+        Parallel tempering over the likelihood, off by default (``None``): on
+        breast cancer its chains reached better states but still disagreed,
+        at about ten times the cost (docs/mixing.md, "Parallel tempering"). An
+        integer ``M >= 2`` keeps ``M - 1`` hot replicas of the chain's state on
+        the geometric ladder ``beta_m = 0.1 ** (m / (M - 1))`` (on breast cancer
+        neighbours must be about 0.1 apart or closer to swap); a sequence gives the inverse
+        temperatures themselves (``1 > beta_1 > ... > 0``, starting at 1).
+        Replica ``m`` targets the posterior with the likelihood raised to
+        ``beta_m`` (``p(z) p(s) p(X | z, s) ** beta_m``); after each draw of the
+        chain (replica 0, the one returned), every hot replica makes
+        ``sweeps_per_draw`` plain tempered Gibbs sweeps (each followed by a draw
+        of the learned scale ``s``), then neighbours propose to exchange their
+        states, from the hottest pair down, each accepted with probability
+        ``min(1, exp((beta_i - beta_j)(L_j - L_i)))``, ``L = log p(X | z, s)``;
+        the chain stays exact (:mod:`pymc_pcrp.step_methods._tempering`). A hot
+        replica's sweep scores every cluster, so a draw costs about ``M`` times
+        or more. Needs a fixed ``alpha`` and power.
     alpha_w : float, default=1.0
         Initial width, on the unconstrained scale, of the slice move of an
         ``alpha`` this step owns (see below); adapted during tuning. Ignored
@@ -221,8 +241,9 @@ class PCRPGibbs(BlockedStep):
     split-merge counts of the draw ``split_proposed``, ``split_accepted``,
     ``merge_proposed`` and ``merge_accepted`` (zeros when ``split_merge=0``); acceptance rates are
     their ratios, e.g. ``idata.sample_stats.split_accepted.sum() /
-    idata.sample_stats.split_proposed.sum()``. ``log_joint`` is the log
-    density of the terms this step owns, the ``PowerCRP`` labels and the
+    idata.sample_stats.split_proposed.sum()``; with ``temper`` the swaps of the
+    draw, ``swap_proposed`` (``M - 1``) and ``swap_accepted`` (zeros without).
+    ``log_joint`` is the log density of the terms this step owns, the ``PowerCRP`` labels and the
     ``NIWMixture`` data given ``alpha``, exactly as PyMC computes them:
     ``K log alpha + r sum_k log Gamma(n_k) + sum_k log m(X_k)`` (with a learned
     scale ``log sum_g w_g prod_k m(X_k | s_g)`` in place of the last sum), minus
@@ -241,6 +262,8 @@ class PCRPGibbs(BlockedStep):
         "merge_proposed": (np.int64, []),
         "merge_accepted": (np.int64, []),
         "niw_scale": (np.float64, []),
+        "swap_proposed": (np.int64, []),
+        "swap_accepted": (np.int64, []),
     }
     _state_class = PCRPGibbsState
 
@@ -290,6 +313,7 @@ class PCRPGibbs(BlockedStep):
         init: str = "random",
         split_merge: float | None = None,
         split_merge_scans: int = SPLIT_MERGE_SCANS,
+        temper: int | Sequence[float] | None = None,
         alpha_w: float = 1.0,
         model=None,
         rng=None,
@@ -361,6 +385,18 @@ class PCRPGibbs(BlockedStep):
             None
             if alpha_var is None
             else AlphaUpdate(model, alpha_var, initial_point, compile_kwargs, w=alpha_w)
+        )
+        # hot replicas of parallel tempering (None: off), see _tempering.py
+        self._replicas = make_replicas(
+            temper,
+            self.sweeps_per_draw,
+            self._data_readers is not None,
+            self._alpha_is_random or self._alpha is not None,
+            "with covariance='diag'"
+            if self._diag
+            else "with latent values"
+            if self._latent is not None
+            else None,
         )
 
     @staticmethod
@@ -715,6 +751,7 @@ class PCRPGibbs(BlockedStep):
         inputs = self._arrays(point)
         xc, params = inputs.xc, inputs.params
         current = point[self._name]
+        fresh = self.fresh_chain
         kept = self._kept
         scale = inputs.scale
         age = 0
@@ -789,6 +826,20 @@ class PCRPGibbs(BlockedStep):
                 kernel = advance_scaled if alpha is None else advance_scaled_alpha
             log_density = self._call_advance(inputs, args, kernel)
             niw_scale = math.exp(scale.log_s[scale.current[0]])
+        swaps = (0, 0)
+        if self._replicas is not None:  # hot replicas' draws, then swaps (may change state)
+            drawn = self._replicas.draw(
+                self.rng,
+                inputs,
+                state,
+                new_labels,
+                log_density,
+                fresh,
+                lambda: self._initial_labels(current, params),
+            )
+            state, log_density, niw_scale = drawn.state, drawn.log_density, drawn.niw_scale
+            swaps = (self._replicas.proposed, drawn.swap_accepted)
+            age = 0 if drawn.cold_swapped else age
         self._kept = KeptState(xc, state, new_labels, age)
         new_point = dict(point)
         new_point[self._name] = new_labels
@@ -808,6 +859,8 @@ class PCRPGibbs(BlockedStep):
             "merge_proposed": int(counts[2]),
             "merge_accepted": int(counts[3]),
             "niw_scale": niw_scale,
+            "swap_proposed": swaps[0],
+            "swap_accepted": swaps[1],
         }
         return new_point, [stats]
 

@@ -1,0 +1,99 @@
+"""Parallel tempering through ``pm.sample`` against exact enumeration.
+
+``PCRPGibbs(temper=[1, 0.6, 0.3])``: the chain's own state (replica 0) is the one
+``pm.sample`` records, and its partition frequencies over 4 chains of 40,000 draws
+must be within total variation 0.02 of the exact posterior, as in
+``test_exact_enumeration.py`` (fixed NIW scale) and ``test_scale_hyperprior.py``
+(learned scale on a coarse grid, where the scale's frequencies are checked too).
+The kernel-level checks, including a hot replica against the tempered posterior
+and wrong swap ratios, are in ``tests/_kernels/test_tempering.py``.
+"""
+
+import numpy as np
+import pymc as pm
+import pytest
+
+from enumeration import exact_posterior, exact_posterior_scaled
+
+import pymc_pcrp as pcrp
+
+DRAWS = 40_000
+CHAINS = 4
+BETAS = [1.0, 0.6, 0.3]
+
+
+def _data(n, d, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d))
+    x[: n // 2] += 2.5
+    return x[:, 0] if d == 1 else x
+
+
+def _prior(d, scaled):
+    extra = {}
+    if scaled:
+        extra = {
+            "scale_grid": np.array([0.05, 0.2, 0.5, 1.0, 2.0, 5.0]),
+            "scale_log_weights": np.log(np.array([1.0, 2.0, 1.0, 3.0, 1.0, 1.0])),
+        }
+    return pcrp.NIWPrior(mu0=np.zeros(d), kappa0=0.5, nu0=d + 1.0, psi0=0.5 * np.eye(d), **extra)
+
+
+def _sample(x, prior, alpha, r, seed):
+    with pm.Model():
+        z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=len(x))
+        pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
+        idata = pm.sample(
+            draws=DRAWS,
+            tune=100,
+            chains=CHAINS,
+            cores=1,
+            random_seed=seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+            pcrp_gibbs={"temper": BETAS},
+        )
+    stats = idata.sample_stats
+    assert int(stats["swap_proposed"].sum()) == CHAINS * DRAWS * (len(BETAS) - 1)
+    rate = float(stats["swap_accepted"].sum() / stats["swap_proposed"].sum())
+    labels = idata.posterior["z"].values.reshape(-1, len(x))
+    return labels, stats["niw_scale"].values.reshape(-1), rate
+
+
+def _tv_of_partitions(labels, partitions, probs):
+    keys, counts = np.unique(labels, axis=0, return_counts=True)
+    total = labels.shape[0]
+    freq = {tuple(int(v) for v in k): c / total for k, c in zip(keys, counts, strict=True)}
+    assert set(freq) <= set(partitions)
+    return 0.5 * np.abs(np.array([freq.get(p, 0.0) for p in partitions]) - probs).sum()
+
+
+def test_tempered_chain_matches_exact_posterior():
+    n, d, alpha, r = 6, 2, 1.0, 1.5
+    seed = 4242
+    x = _data(n, d, seed)
+    prior = _prior(d, False)
+    partitions, probs = exact_posterior(x, alpha, r, prior.mu0, prior.kappa0, prior.nu0, prior.psi0)
+    labels, _, rate = _sample(x, prior, alpha, r, seed)
+    tv = _tv_of_partitions(labels, partitions, probs)
+    assert tv < 0.02, f"total variation {tv:.4f} between the tempered sampler and the posterior"
+    assert 0.05 < rate < 0.95
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_tempered_chain_with_a_learned_scale_matches_exact_posterior(d):
+    n, alpha, r = 5, 2.0, 1.0
+    seed = 4343 + d
+    x = _data(n, d, seed)
+    prior = _prior(d, True)
+    grid, log_w = prior.grid_arrays()
+    partitions, pz, ps = exact_posterior_scaled(
+        x, alpha, r, prior.mu0, prior.kappa0, prior.nu0, prior.psi0, grid, log_w
+    )
+    labels, scales, rate = _sample(x, prior, alpha, r, seed)
+    tv = _tv_of_partitions(labels, partitions, pz)
+    s_freq = np.array([np.mean(np.isclose(scales, s)) for s in grid])
+    tv_s = 0.5 * np.abs(s_freq - ps).sum()
+    assert tv < 0.02, f"TV(z) {tv:.4f}"
+    assert tv_s < 0.02, f"TV(s) {tv_s:.4f}"
+    assert 0.05 < rate < 0.95
