@@ -25,7 +25,12 @@ from pytensor.graph.traversal import graph_inputs
 from pymc_pcrp._kernels.hyper import ScaleGrid
 from pymc_pcrp._kernels.state import NIWParams, SweepState
 
+# Draws after which cached statistics are recomputed from scratch (the owned alpha's
+# new-cluster weights here; the step uses the same period for its kept sweep state).
+REFRESH_EVERY = 1000
+
 __all__ = [
+    "REFRESH_EVERY",
     "CompiledAdvance",
     "InputCache",
     "KeptState",

@@ -1,0 +1,288 @@
+"""How :class:`~pymc_pcrp.PCRPGibbs` reads its model and builds the kernel's inputs.
+
+:class:`StepInputsMixin` is the part of the step class that locates the
+likelihood (and refuses what the collapsed update cannot handle), reads
+``alpha``, ``power``, the data (observed, or latent values from the point) and
+the NIW parameters, and rebuilds the centred data, parameters and sweep tables
+only when one of them changed. The types it builds and caches are in
+:mod:`pymc_pcrp.step_methods._step_inputs`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from pytensor.graph.traversal import ancestors
+
+from pymc_pcrp._kernels.hyper import REBUILT, make_scale_grid
+from pymc_pcrp._kernels.state import make_params
+from pymc_pcrp._kernels.sweep import sweep_tables
+from pymc_pcrp._validation import check_data, check_prior_scale, rebuild_message
+from pymc_pcrp.distributions.niw import NIWMixtureRV
+from pymc_pcrp.distributions.normaliser import is_fixed
+from pymc_pcrp.step_methods._diag_inputs import build_diag_inputs
+from pymc_pcrp.step_methods._step_inputs import (
+    REFRESH_EVERY,
+    InputCache,
+    SweepInputs,
+    point_reader,
+    same_objects,
+    value_reader,
+)
+
+__all__ = ["StepInputsMixin"]
+
+
+class StepInputsMixin:
+    """The model reading and input building of :class:`~pymc_pcrp.PCRPGibbs` (see the module).
+
+    The attributes it uses (``_inputs``, ``_alpha``, ``_data_readers``, ...) are set
+    by ``PCRPGibbs.__init__``.
+    """
+
+    # -- model inspection -------------------------------------------------
+
+    @staticmethod
+    def _priorvalue_readers(model, rv, compile_kwargs=None):
+        """Readers of ``alpha`` and ``power`` from a point, and whether each is random.
+
+        A random parameter is compiled as a function of the point (through its
+        value variables, so their transforms are applied); a fixed one is read
+        directly.
+        """
+        readers, random = [], []
+        for param in rv.owner.op.dist_params(rv.owner)[:2]:
+            (value,) = model.replace_rvs_by_values([param])
+            if is_fixed(value):
+                read = value_reader(value)
+                readers.append(lambda point, read=read: read())
+                random.append(False)
+            else:
+                readers.append(point_reader(model, value, compile_kwargs))
+                random.append(True)
+        return tuple(readers), tuple(random)
+
+    def _find_likelihood(self, model, rv):
+        """Locate the single NIWMixture fed by ``rv`` and refuse any other use of it.
+
+        The NIWMixture may be observed, or a free variable (latent values that the
+        labels cluster). Terms that depend on the labels only through the
+        NIWMixture's values (the latent values' own likelihood) are fine: given
+        those values they do not involve the labels.
+        """
+        niw = [
+            v
+            for v in model.basic_RVs
+            if isinstance(v.owner.op, NIWMixtureRV) and v.owner.op.dist_params(v.owner)[0] is rv
+        ]
+        niw = niw[0] if len(niw) == 1 else None
+        blockers = [] if niw is None else [niw]
+        terms = [v for v in model.basic_RVs if v is not rv] + list(model.potentials)
+        for term in terms:
+            inputs = term.owner.inputs if term in model.basic_RVs else [term]
+            if term is niw or rv not in set(ancestors(inputs, blockers=blockers)):
+                continue
+            raise ValueError(
+                f"The labels '{rv.name}' feed the model term '{term.name}', which PCRPGibbs cannot "
+                "account for: its collapsed update is exact only when the labels enter the model "
+                "through a single NIWMixture (z=<labels>), observed or latent. Remove that term, "
+                "or give the labels to a different sampler."
+            )
+        if niw is None:
+            return None, None
+        _, mu0, kappa0, nu0, psi0, grid, log_w = niw.owner.op.dist_params(niw.owner)
+        if niw in model.observed_RVs:
+            read_data = value_reader(model.rvs_to_values[niw])
+        else:
+            read_data = self._latest_values
+        readers = [read_data, *(value_reader(v) for v in (mu0, kappa0, nu0, psi0, grid, log_w))]
+        return readers, niw
+
+    @staticmethod
+    def _latent_name(model, niw) -> str | None:
+        """Name of a latent NIWMixture's value variable in the point (None when observed)."""
+        if niw in model.observed_RVs:
+            return None
+        return model.rvs_to_values[niw].name
+
+    def _latest_values(self) -> np.ndarray:
+        """Return the latent NIWMixture values of the point being stepped (see :meth:`_arrays`)."""
+        if self._latest is None:
+            raise ValueError(
+                f"The values of the latent NIWMixture '{self._niw.name}' are read from the "
+                "point: call the step with one."
+            )
+        return self._latest
+
+    def _data_dimension(self) -> int:
+        """``D`` of the NIWMixture data (0 without a likelihood), from the prior mean."""
+        if self._data_readers is None:
+            return 0
+        return int(np.size(self._data_readers[1]()))
+
+    # -- per-step arrays --------------------------------------------------
+
+    def _arrays(self, point=None) -> SweepInputs:
+        """Centred data, sweep parameters and sweep tables, rebuilt only when an input changes.
+
+        A random ``alpha`` is read from ``point`` (required then); when it changed,
+        the parameters and the tables (which hold ``log alpha``) are rebuilt, in
+        ``O(N D^2)``.
+        """
+        if point is None and self._alpha_is_random:
+            raise ValueError("The alpha of this PowerCRP is random: pass the point to read it.")
+        if self._latent is not None and point is not None:
+            # a copy: a new object at every draw, so the inputs are always rebuilt from it
+            self._latest = np.array(point[self._latent], dtype=np.float64)
+        read_alpha, read_power = self._prior_readers
+        owned = self._alpha is not None
+        raw_alpha = self._alpha.current(point) if owned else read_alpha(point)
+        raw_power = read_power(point)
+        raw: tuple = ()
+        if (owned or not self._alpha_is_random) and self._data_readers is not None:
+            # Fast path for every draw after the first: the very objects of last
+            # time (constants, or pm.Data not replaced since) give the same arrays;
+            # an alpha this step owns changes them in O(N) (_with_prior).
+            raw = (raw_power, *[read() for read in self._data_readers])
+            if not owned:
+                raw = (raw_alpha, *raw)
+            last = self._inputs
+            if last is not None and same_objects(raw, last.raw):
+                if owned and raw_alpha != self._alpha.tables_alpha:
+                    # not the value the kernel left (a new chain's start): shift the tables
+                    self._alpha.move_tables(last.inputs.tables[0], raw_alpha)
+                return last.inputs
+        if owned:  # the cache must say which alpha the tables hold (the kernel moves it)
+            self._sync_owned_alpha()
+        if self._inputs is not None:
+            self._inputs = self._inputs._replace(raw=())  # stays so if the build raises
+        inputs = self._build_arrays(float(raw_alpha), float(raw_power))
+        self._inputs = self._inputs._replace(raw=raw)
+        if owned:
+            self._alpha.tables_built(float(raw_alpha), inputs.params.log_alpha)
+        return inputs
+
+    def _sync_owned_alpha(self) -> None:
+        """Write the alpha the kernel left in the tables into the cached values and parameters.
+
+        With an owned ``alpha`` the kernel shifts the new-cluster weights itself and
+        the cached parameters keep the ``log_alpha`` they were built with (so that
+        the arrays keep their identity from draw to draw); before anything is
+        rebuilt from the cache, it must hold the tables' value.
+        """
+        last = self._inputs
+        log_alpha = float(self._alpha.log_alpha[0])
+        if last is None or last.inputs.params.log_alpha == log_alpha:
+            return
+        params = last.inputs.params._replace(log_alpha=log_alpha)
+        values = (self._alpha.tables_alpha, *last.values[1:])
+        self._inputs = last._replace(values=values, inputs=last.inputs._replace(params=params))
+
+    def _refresh_owned_alpha(self, inputs: SweepInputs) -> None:
+        """Recompute the new-cluster weights exactly every ``REFRESH_EVERY`` owned draws.
+
+        The kernel shifts them by each change of ``log alpha``; recomputing them
+        now and then keeps rounding from accumulating.
+        """
+        self._alpha_draws += 1
+        if self._alpha_draws < REFRESH_EVERY:
+            return
+        self._alpha_draws = 0
+        if inputs.scale is not None:
+            inputs.scale.current[1] = max(inputs.scale.current[1], REBUILT)  # the kernel does it
+        else:
+            params = inputs.params._replace(log_alpha=float(self._alpha.log_alpha[0]))
+            inputs.tables[0][:] = sweep_tables(inputs.xc, params)[0]
+
+    def _build_arrays(self, alpha: float, power: float) -> SweepInputs:
+        """Compare the inputs' values with the cache and rebuild what changed (slow path)."""
+        if not (alpha > 0 and power > 0):
+            raise ValueError(f"PowerCRP needs alpha > 0 and power > 0, got {alpha}, {power}.")
+        last = self._inputs
+        if self._data_readers is None:
+            values = (alpha, power)
+            if last is None or values != last.values:
+                xc = np.zeros((self._n, 0))
+                params = make_params(alpha, power, 1.0, 1.0, np.zeros((0, 0)))
+                last = InputCache(values, (), (), SweepInputs(xc, params, sweep_tables(xc, params)))
+                self._inputs = last
+            return last.inputs
+        data, mu0, kappa0, nu0, psi0, grid, log_w = (read() for read in self._data_readers)
+        values = (alpha, power, float(kappa0), float(nu0))
+        sources = (data, mu0, psi0, grid, log_w)
+        same_sources = last is not None and same_objects(sources, last.sources)
+        if same_sources and values == last.values:
+            return last.inputs
+        if same_sources and values[2:] == last.values[2:]:
+            # Only alpha or power changed (a random one, drawn by PCRPHyper): keep
+            # the centred data, the kept sweep state and the compiled kernel.
+            return self._with_prior(last, alpha, power, values)
+        else:
+            # New data (pm.set_data) get the checks NIWMixture made at construction.
+            x = check_data(data, "observed" if self._latent is None else self._latent)
+            if self._latent is None:  # latent values move with every draw: no fixed data
+                check_prior_scale(x, np.asarray(mu0), np.asarray(psi0), float(np.min(grid)))
+            if x.shape[0] != self._n:
+                raise ValueError(rebuild_message(self._niw.name, x.shape[0], self._name, self._n))
+            xc = np.ascontiguousarray(x - np.asarray(mu0, dtype=np.float64))
+        grid = np.asarray(grid, dtype=np.float64)
+        log_w = np.asarray(log_w, dtype=np.float64)
+        if self._diag:
+            keep = same_sources and xc is last.inputs.xc
+            inputs = build_diag_inputs(
+                xc, alpha, power, float(kappa0), float(nu0), psi0, grid, log_w,
+                last.inputs.scale if keep else None,
+            )  # fmt: skip
+            self._inputs = InputCache(values, sources, (), inputs)
+            return inputs
+        scale, fixed = None, (1.0, 0.0)
+        if grid.shape[0] == 1:
+            fixed = (float(grid[0]), float(log_w[0]))
+            if fixed[0] != 1.0:
+                psi0 = fixed[0] * np.asarray(psi0, dtype=np.float64)
+        elif same_sources and last.inputs.scale is not None and xc is last.inputs.xc:
+            scale = last.inputs.scale  # keeps the chain's current s
+        else:
+            scale = make_scale_grid(xc, psi0, grid, log_w)
+        params = make_params(alpha, power, float(kappa0), float(nu0), psi0)
+        inputs = SweepInputs(xc, params, sweep_tables(xc, params), scale, fixed)
+        self._inputs = InputCache(values, sources, (), inputs)
+        return inputs
+
+    def _with_prior(self, last: InputCache, alpha: float, power: float, values) -> SweepInputs:
+        """Return the cached inputs for a new ``alpha`` or ``power``, in ``O(N)``.
+
+        ``alpha`` enters the sweep tables only as ``log alpha`` added to every
+        point's new-cluster weight, and ``power`` only as ``r log m`` in the
+        per-size table, so both are rewritten in place (the new-cluster weights
+        from a copy taken without ``log alpha``, so nothing drifts). The arrays
+        keep their identity, so the compiled kernel is reused (see
+        :meth:`_call_advance`). With a learned NIW scale the new-cluster weights
+        belong to the chain's current ``s`` (the kernel rewrites them when ``s``
+        changes), so they are shifted by the change of ``log alpha`` instead; the
+        step recomputes them from scratch at least every ``REFRESH_EVERY``
+        shifts, so that rounding cannot accumulate.
+        """
+        old = last.inputs
+        log_new, pred_const, by_size = old.tables
+        log_alpha = math.log(alpha)
+        base = last.log_new_base
+        if old.scale is not None:
+            base = None
+            if log_alpha != old.params.log_alpha:
+                log_new += log_alpha - old.params.log_alpha
+            self._prior_shifts += 1
+        elif log_alpha != old.params.log_alpha:
+            if base is None:
+                base = log_new - old.params.log_alpha
+            np.add(base, log_alpha, out=log_new)
+        if power != old.params.power:
+            sizes = by_size.shape[0] - 1
+            log_sizes = np.log(np.arange(1, sizes + 1, dtype=np.float64))
+            by_size[1:, 0] = power * log_sizes + pred_const[1 : sizes + 1]
+        params = old.params._replace(log_alpha=log_alpha, power=float(power))
+        inputs = old._replace(params=params)
+        self._inputs = InputCache(values, last.sources, (), inputs, base)
+        return inputs
