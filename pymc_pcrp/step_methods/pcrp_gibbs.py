@@ -121,10 +121,13 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
     current values from the point at every step. A new ``alpha`` or ``power``
     costs this step ``O(N)`` (the sweep tables are rewritten in place).
 
-    The labels must feed exactly one observed :class:`~pymc_pcrp.NIWMixture`
-    (whose component parameters the update integrates out), or nothing at all,
-    in which case the step samples the pCRP prior. Any other use of the labels
-    is refused, because the collapsed update cannot account for it.
+    The labels must feed exactly one :class:`~pymc_pcrp.NIWMixture` (whose
+    component parameters the update integrates out), or nothing at all, in which
+    case the step samples the pCRP prior. The NIWMixture may be observed, or a
+    latent variable whose values another step (NUTS) updates: the step then reads
+    them from the point at every draw, and terms that depend on the labels only
+    through those values are allowed. Any other use of the labels is refused,
+    because the collapsed update cannot account for it.
 
     ``pm.sample()`` picks this step by itself for every ``PowerCRP`` variable
     once :mod:`pymc_pcrp` is imported; pass options through
