@@ -45,7 +45,7 @@ class StepInputsMixin:
     # -- model inspection -------------------------------------------------
 
     @staticmethod
-    def _priorvalue_readers(model, rv, compile_kwargs=None):
+    def _prior_value_readers(model, rv, compile_kwargs=None):
         """Readers of ``alpha`` and ``power`` from a point, and whether each is random.
 
         A random parameter is compiled as a function of the point (through its

@@ -337,7 +337,7 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         announce_compilation()
         self._name = labels_var.name
         self._dtype = np.dtype(rv.dtype)
-        self._prior_readers, (alpha_random, power_random) = self._priorvalue_readers(
+        self._prior_readers, (alpha_random, power_random) = self._prior_value_readers(
             model, rv, compile_kwargs
         )
         # a random alpha or power is read from the point at every step (PCRPHyper draws it)
