@@ -37,6 +37,7 @@ from pymc_pcrp._kernels.diag_state import (
     resync_diag_state,
 )
 from pymc_pcrp._kernels.diag_sweep import diag_sweeps
+from pymc_pcrp._kernels.hyper import _draw_index
 from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import drifted, n_blocks
 
@@ -191,18 +192,6 @@ def set_diag_scale(
         refresh_slot(state, state.order[p], local)
     new_cluster_log_weights(xc, local, tables[1][0], tables[0])
     return local
-
-
-@numba.njit(**NJIT_KWARGS)
-def _draw_index(rng: np.random.Generator, logp: np.ndarray, top: float) -> int:
-    u = rng.random()
-    acc = 0.0
-    last = logp.shape[0] - 1
-    for g in range(last):
-        acc += math.exp(logp[g] - top)
-        if u < acc:
-            return g
-    return last
 
 
 @numba.njit(**NJIT_KWARGS)
