@@ -46,6 +46,7 @@ __all__ = [
     "label_statistics",
     "log_jacobian",
     "log_normaliser_recursion",
+    "normaliser_recursion",
     "pcrp_log_conditional",
     "prior_log_density",
     "prior_term",
@@ -54,6 +55,81 @@ __all__ = [
     "slice_surrogate",
     "table_log_z",
 ]
+
+
+@numba.njit(**NJIT_KWARGS)
+def normaliser_recursion(n: int, log_alpha: float, r: float, moments: bool) -> tuple:
+    r"""``log Z_n(alpha, r)`` by the recursion of the module docstring, and its derivatives.
+
+    Differentiating the recursion term by term gives the prior means of the two
+    statistics the pCRP weights depend on, ``K`` and ``T = sum_k log Gamma(n_k)``:
+    with ``p_{m,j}`` the share of term ``j`` in ``Z_m`` (the prior probability that
+    the last of ``m`` items sits in a block of size ``j``),
+
+    .. math::
+
+        E_m[K] = \sum_j p_{m,j} (1 + E_{m-j}[K]), \qquad
+        E_m[T] = \sum_j p_{m,j} (\log\Gamma(j) + E_{m-j}[T]),
+
+    and ``d log Z_n / d log(alpha) = E_n[K]``, ``d log Z_n / d r = E_n[T]``.
+
+    Parameters
+    ----------
+    n : int
+        Number of items, ``n >= 0``.
+    log_alpha : float
+        Finite log concentration.
+    r : float
+        Finite power.
+    moments : bool
+        Whether to compute ``E[K]`` and ``E[T]`` as well (about a third more work);
+        when ``False`` both are returned as ``nan``.
+
+    Returns
+    -------
+    log_z, mean_k, mean_t : float
+        ``log Z_n``, ``E[K]`` and ``E[T]`` under the pCRP prior of ``n`` items.
+    """
+    # lgam[i] = log Gamma(i) for i = 1..n+1
+    lgam = np.empty(n + 2)
+    lgam[0] = math.inf
+    for i in range(1, n + 2):
+        lgam[i] = math.lgamma(i)
+    log_z = np.empty(n + 1)
+    log_z[0] = 0.0
+    mean_k = np.zeros(n + 1)
+    mean_t = np.zeros(n + 1)
+    terms = np.empty(n + 1)
+    for m in range(1, n + 1):
+        # term j: log C(m-1, j-1) + r log Gamma(j) + log Z_{m-j}
+        #       = lgam[m] + (r - 1) lgam[j] - lgam[m - j + 1] + log_z[m - j]
+        top = -math.inf
+        for j in range(1, m + 1):
+            t = (r - 1.0) * lgam[j] - lgam[m - j + 1] + log_z[m - j]
+            terms[j] = t
+            if t > top:
+                top = t
+        # Terms more than SKIP_NATS below the largest are left out: together they
+        # weigh less than m * exp(-SKIP_NATS) of the sum (relative error < 1e-15 for
+        # m < 10^7), and skipping their exp() is most of the speed of the loop.
+        floor = top - SKIP_NATS
+        acc = 0.0
+        acc_k = 0.0
+        acc_t = 0.0
+        for j in range(1, m + 1):
+            if terms[j] > floor:
+                w = math.exp(terms[j] - top)
+                acc += w
+                if moments:
+                    acc_k += w * (1.0 + mean_k[m - j])
+                    acc_t += w * (lgam[j] + mean_t[m - j])
+        log_z[m] = log_alpha + lgam[m] + top + math.log(acc)
+        if moments:
+            mean_k[m] = acc_k / acc
+            mean_t[m] = acc_t / acc
+    if not moments:
+        return log_z[n], math.nan, math.nan
+    return log_z[n], mean_k[n], mean_t[n]
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -74,33 +150,7 @@ def log_normaliser_recursion(n: int, log_alpha: float, r: float) -> float:
     float
         The log normalising constant.
     """
-    # lgam[i] = log Gamma(i) for i = 1..n+1
-    lgam = np.empty(n + 2)
-    lgam[0] = math.inf
-    for i in range(1, n + 2):
-        lgam[i] = math.lgamma(i)
-    log_z = np.empty(n + 1)
-    log_z[0] = 0.0
-    terms = np.empty(n + 1)
-    for m in range(1, n + 1):
-        # term j: log C(m-1, j-1) + r log Gamma(j) + log Z_{m-j}
-        #       = lgam[m] + (r - 1) lgam[j] - lgam[m - j + 1] + log_z[m - j]
-        top = -math.inf
-        for j in range(1, m + 1):
-            t = (r - 1.0) * lgam[j] - lgam[m - j + 1] + log_z[m - j]
-            terms[j] = t
-            if t > top:
-                top = t
-        # Terms more than SKIP_NATS below the largest are left out: together they
-        # weigh less than m * exp(-SKIP_NATS) of the sum (relative error < 1e-15 for
-        # m < 10^7), and skipping their exp() is most of the speed of the loop.
-        floor = top - SKIP_NATS
-        acc = 0.0
-        for j in range(1, m + 1):
-            if terms[j] > floor:
-                acc += math.exp(terms[j] - top)
-        log_z[m] = log_alpha + lgam[m] + top + math.log(acc)
-    return log_z[n]
+    return normaliser_recursion(n, log_alpha, r, False)[0]
 
 
 @numba.njit(**NJIT_KWARGS)

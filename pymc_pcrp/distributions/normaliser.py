@@ -28,12 +28,14 @@ for one ``(alpha, r)``, no truncation, no per-``r`` state; its last few values
 are memoised, so that the step that reports ``log_joint`` and the step that
 drew ``(alpha, r)`` do not compute the same value twice.
 
-The Ops let a model with a random ``alpha`` include ``-log Z_n(alpha, r)`` in its
-log density, with the derivative
+The Ops let a model with a random ``alpha`` or ``r`` include ``-log Z_n(alpha, r)``
+in its log density, with the derivatives
 
     d log Z_n / d alpha = E[K | n, alpha, r] / alpha,
+    d log Z_n / d r     = E[T | n, alpha, r],   T = sum_k log Gamma(n_k),
 
-so that gradient-based samplers (NUTS) can update ``alpha``.
+(the prior means of the two statistics the pCRP weights depend on), so that
+gradient-based samplers (NUTS) can update ``alpha`` and ``r``.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ from pytensor.graph.basic import Apply, Constant, Variable
 from pytensor.graph.op import Op
 from pytensor.graph.traversal import graph_inputs
 
-from pymc_pcrp._kernels.hyperprior import log_normaliser_recursion, row_log_normaliser
+from pymc_pcrp._kernels.hyperprior import normaliser_recursion, row_log_normaliser
 from pymc_pcrp._kernels.partitions import (
     TRUNCATION_NATS,
     _log_stirling_next_column,
@@ -66,11 +68,13 @@ from pymc_pcrp._validation import depends_on_random_variable
 __all__ = [
     "NORMALISER_METHODS",
     "PCRPExpectedClusters",
+    "PCRPExpectedLogGammaSizes",
     "PCRPLogNormaliser",
     "is_fixed",
     "log_normaliser",
     "log_prior_weights",
     "prior_k_moments",
+    "prior_statistic_means",
 ]
 
 
@@ -241,20 +245,24 @@ def certify_row(n: int, r: float, log_alpha: float) -> None:
 
 NORMALISER_METHODS = ("row", "recursion")
 
-# (n, alpha, r) -> log Z of the last calls with method="recursion"
-_RECURSION_MEMO: dict[tuple[int, float, float], float] = {}
+# (n, alpha, r) -> (log Z, E[K], E[T]) of the last calls of the recursion
+_RECURSION_MEMO: dict[tuple[int, float, float], tuple[float, float, float]] = {}
 _RECURSION_MEMO_SIZE = 16
 _RECURSION_LOCK = threading.Lock()
 
 
-def _log_normaliser_recursion(n: int, alpha: float, r: float) -> float:
-    """Memoised :func:`~pymc_pcrp._kernels.hyperprior.log_normaliser_recursion`."""
+def _recursion_values(n: int, alpha: float, r: float) -> tuple[float, float, float]:
+    """Memoised :func:`~pymc_pcrp._kernels.hyperprior.normaliser_recursion` with moments.
+
+    ``log Z``, ``E[K]`` and ``E[T]`` come from one pass, so that NUTS, which asks
+    for the log density and its gradient at the same point, pays for one.
+    """
     key = (n, alpha, r)
     with _RECURSION_LOCK:
         value = _RECURSION_MEMO.get(key)
     if value is not None:
         return value
-    value = float(log_normaliser_recursion(n, math.log(alpha), r))
+    value = tuple(float(v) for v in normaliser_recursion(n, math.log(alpha), r, True))
     with _RECURSION_LOCK:
         if len(_RECURSION_MEMO) >= _RECURSION_MEMO_SIZE:
             _RECURSION_MEMO.pop(next(iter(_RECURSION_MEMO)))
@@ -288,7 +296,7 @@ def log_normaliser(n: int, alpha: float, r: float, method: str = "row") -> float
     """
     n, alpha, r = check_prior_args(n, alpha, r)
     if method == "recursion":
-        return _log_normaliser_recursion(n, alpha, r)
+        return _recursion_values(n, alpha, r)[0]
     if method != "row":
         raise ValueError(f"method must be one of {NORMALISER_METHODS}, got {method!r}")
     return _stirling_row(n, r).log_z(math.log(alpha))
@@ -315,6 +323,33 @@ def prior_k_moments(n: int, alpha: float, r: float) -> tuple[float, float]:
     n, alpha, r = check_prior_args(n, alpha, r)
     _, mean, variance = _stirling_row(n, r).summary(math.log(alpha))
     return mean, variance
+
+
+def prior_statistic_means(n: int, alpha: float, r: float) -> tuple[float, float]:
+    """Prior means of ``K`` and ``T = sum_k log Gamma(n_k)``: the derivatives of ``log Z_n``.
+
+    Given the labels, the pCRP's log probability is ``K log(alpha) + r T - log Z_n``,
+    so ``d log Z_n / d log(alpha) = E[K]`` and ``d log Z_n / d r = E[T]``, both
+    under the prior. Computed by the ``O(n**2)`` recursion (no per-``r`` table),
+    the route for a power that changes at every call.
+
+    Parameters
+    ----------
+    n : int
+        Number of items, ``n >= 0``.
+    alpha : float
+        Concentration, ``alpha > 0``.
+    r : float
+        Power of the pCRP.
+
+    Returns
+    -------
+    mean_k, mean_t : float
+        ``E[K]`` and ``E[sum_k log Gamma(n_k)]`` under the pCRP prior.
+    """
+    n, alpha, r = check_prior_args(n, alpha, r)
+    _, mean_k, mean_t = _recursion_values(n, alpha, r)
+    return mean_k, mean_t
 
 
 def is_fixed(var: Variable) -> bool:
@@ -395,6 +430,8 @@ class PCRPExpectedClusters(_ScalarOfAlphaPower):
     """
 
     def _value(self, alpha: float, power: float) -> float:
+        if self.method == "recursion":
+            return prior_statistic_means(self.n, alpha, power)[0]
         return prior_k_moments(self.n, alpha, power)[0]
 
     def grad(self, inputs, output_grads):
@@ -405,11 +442,35 @@ class PCRPExpectedClusters(_ScalarOfAlphaPower):
         ]
 
 
+class PCRPExpectedLogGammaSizes(_ScalarOfAlphaPower):
+    """``E[sum_k log Gamma(n_k) | n, alpha, power]`` as a PyTensor Op: ``d log Z / d power``.
+
+    Always computed by the ``O(n**2)`` recursion (:func:`prior_statistic_means`),
+    whatever ``method``.
+
+    Parameters
+    ----------
+    n : int
+        Number of items.
+    """
+
+    def _value(self, alpha: float, power: float) -> float:
+        return prior_statistic_means(self.n, alpha, power)[1]
+
+    def grad(self, inputs, output_grads):
+        """Not implemented: only first derivatives of ``log Z`` are provided."""
+        return [
+            grad_not_implemented(self, 0, inputs[0], "second derivative of log Z"),
+            grad_not_implemented(self, 1, inputs[1], "second derivative of log Z in power"),
+        ]
+
+
 class PCRPLogNormaliser(_ScalarOfAlphaPower):
     """``log Z_n(alpha, power)`` of the pCRP prior as a PyTensor Op.
 
-    The gradient in ``alpha`` is ``E[K] / alpha`` (:class:`PCRPExpectedClusters`);
-    the gradient in ``power`` is not implemented.
+    The gradient in ``alpha`` is ``E[K] / alpha`` (:class:`PCRPExpectedClusters`),
+    the gradient in ``power`` is ``E[sum_k log Gamma(n_k)]``
+    (:class:`PCRPExpectedLogGammaSizes`), both prior means.
 
     Parameters
     ----------
@@ -429,11 +490,9 @@ class PCRPLogNormaliser(_ScalarOfAlphaPower):
         return log_normaliser(self.n, alpha, power, self.method)
 
     def grad(self, inputs, output_grads):
-        """``d log Z / d alpha = E[K] / alpha``; the power derivative is not implemented."""
+        """``d log Z / d alpha = E[K] / alpha`` and ``d log Z / d power = E[T]``."""
         alpha, power = inputs
         (g,) = output_grads
         mean_k = PCRPExpectedClusters(self.n, self.method)(alpha, power)
-        return [
-            g * mean_k / alpha,
-            grad_not_implemented(self, 1, power, "derivative of log Z in power"),
-        ]
+        mean_t = PCRPExpectedLogGammaSizes(self.n, self.method)(alpha, power)
+        return [g * mean_k / alpha, g * mean_t]

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytensor.tensor as pt
 import pytest
 import scipy.special
@@ -19,6 +20,8 @@ from pymc_pcrp.distributions.normaliser import (
     PCRPLogNormaliser,
     certify_row,
     log_normaliser,
+    prior_k_moments,
+    prior_statistic_means,
     stirling_row_arrays,
 )
 
@@ -50,6 +53,67 @@ def test_recursion_equals_stirling_row(n, alpha, r):
     if r == 1.0:
         closed = math.lgamma(alpha + n) - math.lgamma(alpha)
         assert log_normaliser(n, alpha, r, "recursion") == pytest.approx(closed, rel=1e-12)
+
+
+def _brute_means(n, alpha, r):
+    """Prior means of K and T = sum_k log Gamma(n_k), summed over every set partition."""
+    log_w, k, t = [], [], []
+    for z in set_partitions(n):
+        sizes = np.bincount(z)
+        k.append(sizes.size)
+        t.append(scipy.special.gammaln(sizes).sum())
+        log_w.append(k[-1] * math.log(alpha) + r * t[-1])
+    w = np.exp(np.array(log_w) - scipy.special.logsumexp(log_w))
+    return float(w @ np.array(k)), float(w @ np.array(t))
+
+
+@pytest.mark.parametrize(("n", "alpha", "r"), [(1, 0.3, 2.0), (6, 1.0, 1.5), (8, 0.2, 0.6)])
+def test_prior_means_of_k_and_t_equal_brute_force(n, alpha, r):
+    mean_k, mean_t = _brute_means(n, alpha, r)
+    got_k, got_t = prior_statistic_means(n, alpha, r)
+    assert got_k == pytest.approx(mean_k, rel=1e-12)
+    assert got_t == pytest.approx(mean_t, rel=1e-12, abs=1e-12)
+
+
+@pytest.mark.parametrize(("n", "alpha", "r"), [(300, 2.5, 1.0), (2000, 1.0, 1.3)])
+def test_prior_mean_of_k_by_recursion_equals_the_stirling_row(n, alpha, r):
+    assert prior_statistic_means(n, alpha, r)[0] == pytest.approx(
+        prior_k_moments(n, alpha, r)[0], rel=1e-11
+    )
+
+
+@pytest.mark.parametrize("method", ["row", "recursion"])
+@pytest.mark.parametrize(("n", "alpha", "r"), [(7, 0.4, 1.7), (200, 1.5, 1.1)])
+def test_log_normaliser_gradient_equals_finite_differences(method, n, alpha, r):
+    a, p = pt.dscalar("a"), pt.dscalar("p")
+    log_z = PCRPLogNormaliser(n, method)(a, p)
+    grad_a, grad_p = (g.eval({a: alpha, p: r}) for g in pytensor.grad(log_z, [a, p]))
+    h = 1e-6
+    fd_a = (log_normaliser(n, alpha + h, r) - log_normaliser(n, alpha - h, r)) / (2 * h)
+    fd_p = (log_normaliser(n, alpha, r + h) - log_normaliser(n, alpha, r - h)) / (2 * h)
+    assert grad_a == pytest.approx(fd_a, rel=1e-6)
+    assert grad_p == pytest.approx(fd_p, rel=1e-6)
+    # and exactly the prior means that the derivatives are
+    mean_k, mean_t = prior_statistic_means(n, alpha, r)
+    assert grad_a == pytest.approx(mean_k / alpha, rel=1e-11)
+    assert grad_p == pytest.approx(mean_t, rel=1e-12)
+
+
+def test_model_gradient_in_a_random_power():
+    # d logp / d u for r = 0.8 + 1.2 sigmoid(u): (T(z) - E[T]) dr/du + Jacobian term
+    n, labels = 6, np.array([0, 0, 0, 1, 1, 2], dtype="int16")
+    with pm.Model() as model:
+        r = pm.Uniform("r", 0.8, 2.0)
+        pcrp.PowerCRP("z", alpha=0.7, power=r, n=n)
+    dlogp = model.compile_dlogp(vars=[r])
+    logp = model.compile_logp()
+    for u in (-1.0, 0.3, 1.5):
+        point = {"z": labels, "r_interval__": u}
+        h = 1e-6
+        fd = (logp({**point, "r_interval__": u + h}) - logp({**point, "r_interval__": u - h})) / (
+            2 * h
+        )
+        assert float(dlogp(point)[0]) == pytest.approx(fd, rel=1e-6)
 
 
 def test_unknown_method_is_refused():
