@@ -243,6 +243,7 @@ def certify_row(n: int, r: float, log_alpha: float) -> None:
     _stirling_row(int(n), float(r)).log_z(float(log_alpha))
 
 
+#: The methods of :func:`log_normaliser`: a cached Stirling row, or the direct recursion.
 NORMALISER_METHODS = ("row", "recursion")
 
 # (n, alpha, r) -> (log Z, E[K], E[T]) of the last calls of the recursion
