@@ -5,13 +5,11 @@ from __future__ import annotations
 import math
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
-from pymc_pcrp.cli.reproduce.data import (
-    _SEED_OFFSETS,
-)
+from pymc_pcrp.cli.reproduce.data import _SEED_OFFSETS
 from pymc_pcrp.cli.reproduce.moves import (
     ALGORITHM_1_LABEL,
     DEFAULT_MOVES,
@@ -33,10 +31,6 @@ from pymc_pcrp.cli.reproduce.protocol import (
     ReproductionResult,
     RunResult,
 )
-
-if TYPE_CHECKING:
-    pass
-
 
 # --------------------------------------------------------------------------- tables
 
