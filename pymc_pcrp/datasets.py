@@ -162,18 +162,14 @@ def sim2(n: int, seed: int | np.random.Generator | None = 0) -> tuple[np.ndarray
 
     Parameters
     ----------
-    n : int
-        Number of points (the paper uses 300 and 2000).
-    seed : int, numpy.random.Generator or None, default=0
-        Passed to :func:`numpy.random.default_rng`.
+    n, seed
+        As in :func:`sim1`.
 
     Returns
     -------
-    X : numpy.ndarray
-        ``float64`` array of shape ``(n, 1)``.
-    labels : numpy.ndarray
-        ``int64`` array of shape ``(n,)``: ``0`` for the component at ``-3``,
-        ``1`` for the one at ``3``.
+    X, labels : numpy.ndarray
+        As in :func:`sim1`: shapes ``(n, 1)`` and ``(n,)``; a label is ``0`` for
+        the component at ``-3``, ``1`` for the one at ``3``.
 
     Examples
     --------

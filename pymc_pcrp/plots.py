@@ -542,10 +542,9 @@ def plot_prior_num_clusters(
 
     Parameters
     ----------
-    n : int
-        Number of items, ``n >= 1``.
-    alpha : float
-        Concentration, ``alpha > 0``.
+    n, alpha : int, float
+        Number of items and concentration, as in
+        :func:`~pymc_pcrp.prior.prior_num_clusters`.
     powers : float or iterable of float
         One line is drawn per power ``r``.
     ax : matplotlib.axes.Axes, optional

@@ -136,14 +136,7 @@ def prior_num_clusters(n: int, alpha: float, power: float, k_max: int | None = N
 def prior_mean_num_clusters(n: int, alpha: float, power: float) -> float:
     """Exact prior mean of the number of clusters, ``E[K | n, alpha, r]``.
 
-    Parameters
-    ----------
-    n : int
-        Number of items, ``n >= 1``.
-    alpha : float
-        Concentration, ``alpha > 0``.
-    power : float
-        Power ``r > 0``.
+    Parameters as in :func:`prior_num_clusters` (``n >= 1``, ``alpha > 0``, ``power > 0``).
 
     Returns
     -------
@@ -158,14 +151,7 @@ def prior_mean_num_clusters(n: int, alpha: float, power: float) -> float:
 def prior_mode_num_clusters(n: int, alpha: float, power: float) -> int:
     """Most probable number of clusters under the pCRP prior.
 
-    Parameters
-    ----------
-    n : int
-        Number of items, ``n >= 1``.
-    alpha : float
-        Concentration, ``alpha > 0``.
-    power : float
-        Power ``r > 0``.
+    Parameters as in :func:`prior_num_clusters` (``n >= 1``, ``alpha > 0``, ``power > 0``).
 
     Returns
     -------

@@ -112,14 +112,5 @@ def _run_other(args: argparse.Namespace, argv: Sequence[str] | None) -> None:
             n_jobs=args.n_jobs,
             command="python -m pymc_pcrp " + " ".join(words),
         )
-    elif args.command == "demo":
-        run_demo(
-            alpha=args.alpha,
-            power=args.power,
-            draws=args.draws,
-            tune=args.tune,
-            chains=args.chains,
-            cores=args.cores,
-            sweeps_per_draw=args.sweeps_per_draw,
-            seed=args.seed,
-        )
+    elif args.command == "demo":  # the demo's options are run_demo's arguments, one for one
+        run_demo(**{name: value for name, value in vars(args).items() if name != "command"})

@@ -37,6 +37,7 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.partitions import canonical_labels
 
 __all__ = [
     "accumulate_coclustering",
@@ -62,8 +63,9 @@ _TOL = 1e-9
 def dense_labels(draws):
     """Renumber every row of ``draws`` ``0, 1, ...`` by order of first appearance.
 
-    Labels in ``0 .. 4 N`` (the usual case) are renumbered through a lookup table
-    in ``O(N)`` per row; other values go through a stable sort of the row.
+    Labels in ``0 .. 4 N`` (the usual case) are renumbered by
+    :func:`~pymc_pcrp._kernels.partitions.canonical_labels` in ``O(N)`` per row;
+    other values go through a stable sort of the row.
 
     Parameters
     ----------
@@ -82,19 +84,9 @@ def dense_labels(draws):
         return dense, n_blocks
     small = draws.min() >= 0 and draws.max() <= 4 * n
     if small:
-        table = np.full(4 * n + 1, -1, dtype=np.int64)
         for s in range(n_draws):
-            row = draws[s]
-            k = 0
-            for i in range(n):
-                v = row[i]
-                if table[v] < 0:
-                    table[v] = k
-                    k += 1
-                dense[s, i] = table[v]
-            for i in range(n):
-                table[row[i]] = -1
-            n_blocks[s] = k
+            dense[s] = canonical_labels(draws[s])
+            n_blocks[s] = dense[s].max() + 1
         return dense, n_blocks
     rank = np.empty(n, dtype=np.int64)
     first = np.empty(n, dtype=np.int64)

@@ -1,17 +1,20 @@
 """What :class:`~pymc_pcrp.PCRPGibbs` hands the kernels of the diagonal-covariance family.
 
 The step dispatches on the family of its :class:`~pymc_pcrp.NIWMixture`
-(``NIWPrior(covariance="diag")``); for the diagonal family the inputs are built
-here, the state by :func:`~pymc_pcrp._kernels.diag_state.init_diag_state`, and
-the draw is made by :func:`~pymc_pcrp._kernels.diag_chain.advance_diag` (or its
-owned-``alpha`` variant). The scale always lives on a grid, a fixed scale
-being a one-point grid, so the same kernel serves both.
+(``NIWPrior(covariance="diag")``, :func:`diag_family`); for the diagonal family
+the inputs are built here, the state by
+:func:`~pymc_pcrp._kernels.diag_state.init_diag_state`, and the draw is made by
+:func:`~pymc_pcrp._kernels.diag_chain.advance_diag` (or its owned-``alpha``
+variant). The scale always lives on a grid, a fixed scale being a one-point
+grid, so the same kernel serves both. :func:`init_family_state` and
+:func:`advance_kernel` pick the state builder and the kernel of either family.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from pymc_pcrp._kernels.chain import advance, advance_alpha
 from pymc_pcrp._kernels.diag_chain import advance_diag, advance_diag_alpha
 from pymc_pcrp._kernels.diag_state import (
     DiagGrid,
@@ -20,9 +23,28 @@ from pymc_pcrp._kernels.diag_state import (
     make_diag_grid,
     make_diag_params,
 )
+from pymc_pcrp._kernels.hyper import advance_scaled, advance_scaled_alpha
+from pymc_pcrp._kernels.state import NIWParams, SweepState, init_state
 from pymc_pcrp.step_methods._step_inputs import SweepInputs
 
-__all__ = ["build_diag_inputs", "diag_kernel", "init_diag_state"]
+__all__ = ["advance_kernel", "build_diag_inputs", "diag_family", "init_family_state"]
+
+
+def diag_family(niw, latent: str | None) -> bool:
+    """Whether the labels' NIWMixture ``niw`` (``None``: none) has ``covariance="diag"``.
+
+    Raises ``NotImplementedError`` for a diagonal NIWMixture with latent values
+    (``latent`` is their name, ``None`` when observed), which the diagonal
+    kernels do not handle yet.
+    """
+    op = getattr(getattr(niw, "owner", None), "op", None)
+    diag = op is not None and getattr(op, "covariance", "full") == "diag"
+    if diag and latent is not None:
+        raise NotImplementedError(
+            f"The NIWMixture '{niw.name}' has latent values and covariance='diag'; "
+            "PCRPGibbs supports latent values with the full-covariance family only so far."
+        )
+    return diag
 
 
 def build_diag_inputs(
@@ -62,6 +84,22 @@ def build_diag_inputs(
     return SweepInputs(xc, params, diag_tables(xc, params), scale)
 
 
-def diag_kernel(owned_alpha: bool):
-    """Return the diagonal family's advance kernel, with an owned ``alpha`` or without."""
-    return advance_diag_alpha if owned_alpha else advance_diag
+def init_family_state(
+    diag: bool, xc: np.ndarray, labels: np.ndarray, params: NIWParams
+) -> SweepState:
+    """Build the sweep state of the diagonal family (``diag``) or the full one from labels."""
+    return (init_diag_state if diag else init_state)(xc, labels, params)
+
+
+def advance_kernel(diag: bool, scaled: bool, owned_alpha: bool):
+    """Return the advance kernel of a family, with or without a scale grid and an owned alpha.
+
+    The diagonal family always has a grid (``scaled`` is ignored); the full one
+    runs :func:`~pymc_pcrp._kernels.hyper.advance_scaled` with a learned scale,
+    :func:`~pymc_pcrp._kernels.chain.advance` without.
+    """
+    if diag:
+        return advance_diag_alpha if owned_alpha else advance_diag
+    if scaled:
+        return advance_scaled_alpha if owned_alpha else advance_scaled
+    return advance_alpha if owned_alpha else advance

@@ -3,7 +3,8 @@
 ``sweeps_per_draw=None`` and ``split_merge=None`` are resolved from the data's
 size by :func:`auto_sweeps_per_draw` and :func:`auto_split_merge`;
 ``init="random"`` draws at most :func:`random_init_max_k` initial clusters
-(docs/mixing.md explains each rule and the measurements behind its constants).
+(docs/mixing.md explains each rule and the measurements behind its constants);
+:func:`initial_labels` draws a chain's start for each ``init``.
 """
 
 from __future__ import annotations
@@ -12,12 +13,16 @@ import math
 
 import numpy as np
 
+from pymc_pcrp._kernels.partitions import canonical_labels
+from pymc_pcrp._kernels.prior_draws import sample_partitions
+
 __all__ = [
     "INIT_STRATEGIES",
     "SPLIT_MERGE_SCANS",
     "auto_split_merge",
     "auto_sweeps_per_draw",
     "check_options",
+    "initial_labels",
     "random_init_max_k",
 ]
 
@@ -109,3 +114,28 @@ def auto_split_merge(n: int, d: int = 1) -> float:
 def random_init_max_k(n: int) -> int:
     """Largest ``K0`` of ``init="random"``: ``min(ceil(sqrt(n)), RANDOM_INIT_MAX_K)``."""
     return max(1, min(math.ceil(math.sqrt(n)), RANDOM_INIT_MAX_K))
+
+
+def initial_labels(
+    init: str,
+    rng: np.random.Generator,
+    n: int,
+    current: np.ndarray,
+    alpha: float,
+    power: float,
+) -> np.ndarray:
+    """Draw the start labels of a chain for ``PCRPGibbs(init=...)`` (see its docstring).
+
+    ``current`` holds the labels of the start point (used by ``init="point"``);
+    ``alpha`` and ``power`` are the prior's (used by ``init="prior"``).
+    """
+    if init == "random":
+        k0 = int(rng.integers(1, random_init_max_k(n) + 1))
+        return canonical_labels(rng.integers(0, k0, size=n))
+    if init == "prior":
+        return sample_partitions(rng, n, alpha, power, 1)[0]
+    if init == "one":
+        return np.zeros(n, dtype=np.int64)
+    if init == "singletons":
+        return np.arange(n, dtype=np.int64)
+    return canonical_labels(np.asarray(current, dtype=np.int64))

@@ -8,10 +8,24 @@ group per ``PowerCRP`` (with the ``alpha`` it owns) and the alphas left to
 
 from __future__ import annotations
 
+import pymc as pm
+
+from pymc.util import get_value_vars_from_user_vars
+
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 from pymc_pcrp.step_methods._alpha_update import claimed_alpha
 
-__all__ = ["group_vars", "is_labels", "split_vars"]
+__all__ = ["group_vars", "is_labels", "model_value_vars", "split_vars"]
+
+
+def model_value_vars(vars, model=None) -> tuple[pm.Model, list]:
+    """Return the model from the context (or ``model``) and the value variables of ``vars``.
+
+    ``vars`` may be random or value variables; ``None`` stands for all the
+    model's value variables.
+    """
+    model = pm.modelcontext(model)
+    return model, get_value_vars_from_user_vars(model.value_vars if vars is None else vars, model)
 
 
 def is_labels(model, var) -> bool:

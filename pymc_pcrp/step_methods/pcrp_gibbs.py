@@ -13,30 +13,23 @@ from collections.abc import Sequence
 from dataclasses import field
 from typing import ClassVar
 
-import numba
 import numpy as np
 import pymc as pm
 
 from pymc.step_methods.compound import BlockedStep, Competence, CompoundStep, StepMethodState
 from pymc.step_methods.state import dataclass_state
-from pymc.util import get_random_generator, get_value_vars_from_user_vars
+from pymc.util import get_random_generator
 
-from pymc_pcrp._kernels.chain import advance, advance_alpha, labels_match
-from pymc_pcrp._kernels.hyper import (
-    FRESH_CHAIN,
-    REBUILT,
-    advance_scaled,
-    advance_scaled_alpha,
-)
+from pymc_pcrp._kernels.chain import labels_match
+from pymc_pcrp._kernels.hyper import FRESH_CHAIN, REBUILT
 from pymc_pcrp._kernels.partitions import canonical_labels
-from pymc_pcrp._kernels.prior_draws import sample_partitions
-from pymc_pcrp._kernels.state import NIWParams, init_state
+from pymc_pcrp._kernels.state import NIWParams, SweepState
 from pymc_pcrp._validation import check_data, check_prior_scale
 from pymc_pcrp.distributions.normaliser import log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 from pymc_pcrp.step_methods._alpha_update import AlphaUpdate
 from pymc_pcrp.step_methods._compile_notice import announce_compilation
-from pymc_pcrp.step_methods._diag_inputs import diag_kernel, init_diag_state
+from pymc_pcrp.step_methods._diag_inputs import advance_kernel, diag_family, init_family_state
 from pymc_pcrp.step_methods._input_building import StepInputsMixin
 from pymc_pcrp.step_methods._options import (
     INIT_STRATEGIES,
@@ -44,7 +37,7 @@ from pymc_pcrp.step_methods._options import (
     auto_split_merge,
     auto_sweeps_per_draw,
     check_options,
-    random_init_max_k,
+    initial_labels,
 )
 from pymc_pcrp.step_methods._step_inputs import (
     REFRESH_EVERY,
@@ -52,10 +45,11 @@ from pymc_pcrp.step_methods._step_inputs import (
     InputCache,
     KeptState,
     SweepInputs,
+    call_compiled,
     same_argument_types,
 )
 from pymc_pcrp.step_methods._tempering import make_replicas
-from pymc_pcrp.step_methods._variables import group_vars, split_vars
+from pymc_pcrp.step_methods._variables import group_vars, model_value_vars, split_vars
 from pymc_pcrp.step_methods.pcrp_hyper import PCRPHyper
 
 __all__ = [
@@ -282,10 +276,7 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
             vars, rest = args[0], args[1:]
         else:
             vars, rest = None, args
-        model = pm.modelcontext(kwargs.get("model"))
-        value_vars = get_value_vars_from_user_vars(
-            model.value_vars if vars is None else vars, model
-        )
+        model, value_vars = model_value_vars(vars, kwargs.get("model"))
         groups, hyper = group_vars(model, value_vars)
         if len(groups) == 1 and not hyper:
             kwargs["blocked"] = True
@@ -319,10 +310,10 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         compile_kwargs=None,
         blocked: bool = False,
     ):
-        model = pm.modelcontext(model)
+        model, value_vars = model_value_vars(vars, model)
         if vars is None:  # the model's one PowerCRP (with its alpha): see __new__
-            (vars,), _ = group_vars(model, model.value_vars)
-        vars = get_value_vars_from_user_vars(vars, model)
+            (value_vars,), _ = group_vars(model, value_vars)
+        vars = value_vars
         labels_var, alpha_var = split_vars(model, vars)
         check_options(sweeps_per_draw, split_merge, split_merge_scans, init, alpha_w)
         self.vars = vars
@@ -345,16 +336,9 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         self._power_is_random = power_random
         self._latest: np.ndarray | None = None  # latent values from the last point
         self._data_readers, self._niw = self._find_likelihood(model, rv)
-        # the cluster covariance family of the NIWMixture: "diag" runs the diagonal kernels
-        self._diag = getattr(getattr(self._niw, "owner", None), "op", None) is not None and (
-            getattr(self._niw.owner.op, "covariance", "full") == "diag"
-        )
         self._latent = None if self._niw is None else self._latent_name(model, self._niw)
-        if self._diag and self._latent is not None:
-            raise NotImplementedError(
-                f"The NIWMixture '{self._niw.name}' has latent values and covariance='diag'; "
-                "PCRPGibbs supports latent values with the full-covariance family only so far."
-            )
+        # the cluster covariance family of the NIWMixture: "diag" runs the diagonal kernels
+        self._diag = diag_family(self._niw, self._latent)
         if self._data_readers is not None and self._latent is None:
             # Before any sampling: a prior the cluster statistics would swamp.
             data, mu0, _, _, psi0, grid, _ = (read() for read in self._data_readers)
@@ -450,93 +434,61 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         self._kept = None
 
     def _initial_labels(self, current: np.ndarray, params: NIWParams) -> np.ndarray:
-        n = self._n
-        if self.init == "random":
-            k0 = int(self.rng.integers(1, random_init_max_k(n) + 1))
-            return canonical_labels(self.rng.integers(0, k0, size=n))
-        if self.init == "prior":
-            alpha, power = math.exp(params.log_alpha), params.power
-            return sample_partitions(self.rng, n, alpha, power, 1)[0]
-        if self.init == "one":
-            return np.zeros(n, dtype=np.int64)
-        if self.init == "singletons":
-            return np.arange(n, dtype=np.int64)
-        return canonical_labels(np.asarray(current, dtype=np.int64))
+        """Draw a new chain's start labels from the step's generator (:func:`initial_labels`)."""
+        alpha, power = math.exp(params.log_alpha), params.power
+        return initial_labels(self.init, self.rng, self._n, current, alpha, power)
 
     # -- the step ---------------------------------------------------------
 
-    def _call_advance(self, inputs: SweepInputs, args: tuple, kernel=advance) -> float:
-        """Call :func:`~pymc_pcrp._kernels.chain.advance` without retyping its arguments.
+    def _call_advance(self, inputs: SweepInputs, args: tuple, kernel) -> float:
+        """Call an advance kernel, through the compiled function while the types hold.
 
-        ``pm.sample`` calls the step thousands of times with arguments of the
-        same types. numba's dispatcher types every argument in Python on every
-        call; the ``numpy.random.Generator`` and the named tuples of arrays cost
-        several microseconds, a visible share of a one-sweep draw at
-        ``N = 2,000``. So the first call goes through the dispatcher (which
-        compiles or loads ``advance``), and numba's public
-        ``Dispatcher.compile(signature)``, which returns the compiled function
-        of that signature, gives the function later calls use directly while
-        the arguments that fix the types are the same objects (data,
-        parameters, tables) with the same label dtypes. If that lookup fails,
-        the dispatcher serves every call: it is an optimisation only.
+        See :func:`~pymc_pcrp.step_methods._step_inputs.call_compiled`.
         """
-        label_dtypes = (args[2].labels.dtype, self._dtype)  # the state's, the returned labels'
-        compiled = self._compiled
-        if (
-            compiled is not None
-            and compiled.kernel is kernel
-            and same_argument_types(compiled.inputs, inputs)
-            and compiled.label_dtypes == label_dtypes
-        ):
-            return compiled.call(*args)
-        result = kernel(*args)
-        try:
-            call = kernel.compile(tuple(numba.typeof(a) for a in args))
-        except Exception:
-            call = None
-        self._compiled = (
-            CompiledAdvance(inputs, label_dtypes, call, kernel) if callable(call) else None
-        )
+        result, self._compiled = call_compiled(self._compiled, inputs, args, kernel, self._dtype)
         return result
 
-    def step(self, point):
-        """Run ``sweeps_per_draw`` sweeps and return the new point and stats."""
-        inputs = self._arrays(point)
-        xc, params = inputs.xc, inputs.params
+    def _sweep_state(self, point, inputs: SweepInputs, params: NIWParams) -> tuple[SweepState, int]:
+        """Return the state the draw starts from, and its age (draws since built from labels).
+
+        A new chain draws its initial labels. When the point still holds the
+        labels this step returned last time, the draw carries on from the kept
+        cluster statistics instead of rebuilding them (but rebuilds them now and
+        then, so that rank-one updates cannot drift). Other labels are rebuilt
+        from scratch.
+        """
+        xc, scale = inputs.xc, inputs.scale
         current = point[self._name]
-        fresh = self.fresh_chain
         kept = self._kept
-        scale = inputs.scale
-        age = 0
         if self.fresh_chain:
-            current = np.asarray(current, dtype=np.int64)
-            if self._alpha is not None:  # the alpha the tables hold (see _sync_owned_alpha)
-                params = params._replace(log_alpha=float(self._alpha.log_alpha[0]))
-            init = init_diag_state if self._diag else init_state
-            state = init(xc, self._initial_labels(current, params), params)
+            labels = self._initial_labels(np.asarray(current, dtype=np.int64), params)
             self.fresh_chain = False
             if scale is not None:
                 scale.current[1] = FRESH_CHAIN  # draw s given the initial partition
-        elif (
+            return init_family_state(self._diag, xc, labels, params), 0
+        if (
             kept is not None
             and kept.xc is xc
             and kept.age < _REFRESH_EVERY
             and (current is kept.labels or labels_match(np.asarray(current), kept.labels))
         ):
-            # The point still holds the labels this step returned last time: carry
-            # on from the kept cluster statistics instead of rebuilding them (but
-            # rebuild now and then, so that rank-one updates cannot drift).
-            state = kept.state
-            age = kept.age + 1
-        else:
-            current = np.asarray(current, dtype=np.int64)
-            if current.min() < 0:
-                raise ValueError(f"Labels of '{self._name}' must be non-negative.")
-            init = init_diag_state if self._diag else init_state
-            state = init(xc, canonical_labels(current), params)
-            if scale is not None:
-                # built with Psi_0 = P: the kernel refreshes it for the current s
-                scale.current[1] = max(scale.current[1], REBUILT)
+            return kept.state, kept.age + 1
+        current = np.asarray(current, dtype=np.int64)
+        if current.min() < 0:
+            raise ValueError(f"Labels of '{self._name}' must be non-negative.")
+        if scale is not None:
+            # built with Psi_0 = P: the kernel refreshes it for the current s
+            scale.current[1] = max(scale.current[1], REBUILT)
+        return init_family_state(self._diag, xc, canonical_labels(current), params), 0
+
+    def step(self, point):
+        """Run ``sweeps_per_draw`` sweeps and return the new point and stats."""
+        inputs = self._arrays(point)
+        xc, params, scale = inputs.xc, inputs.params, inputs.scale
+        fresh = self.fresh_chain
+        if fresh and self._alpha is not None:  # the alpha the tables hold (_sync_owned_alpha)
+            params = params._replace(log_alpha=float(self._alpha.log_alpha[0]))
+        state, age = self._sweep_state(point, inputs, params)
         counts = np.empty(4, dtype=np.int64)
         new_labels = np.empty(self._n, dtype=self._dtype)
         args = (
@@ -555,8 +507,8 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         if alpha is not None:  # the same call sweeps at the tables' alpha, proposes the next
             log_alpha = float(alpha.log_alpha[0])
             args = (*args, alpha.kernel_args(params.power))
+        kernel = advance_kernel(self._diag, scale is not None, alpha is not None)
         if scale is None:
-            kernel = advance if alpha is None else advance_alpha
             log_density = self._call_advance(inputs, args, kernel) + inputs.fixed_scale[1]
             niw_scale = inputs.fixed_scale[0]
         else:
@@ -573,10 +525,6 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
                     self._prior_shifts = 0
                 self._scale_inputs = inputs
             args = (*args[:5], scale, *args[5:])
-            if self._diag:
-                kernel = diag_kernel(alpha is not None)
-            else:
-                kernel = advance_scaled if alpha is None else advance_scaled_alpha
             log_density = self._call_advance(inputs, args, kernel)
             niw_scale = math.exp(scale.log_s[scale.current[0]])
         swaps = (0, 0)
@@ -588,7 +536,7 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
                 new_labels,
                 log_density,
                 fresh,
-                lambda: self._initial_labels(current, params),
+                lambda: self._initial_labels(point[self._name], params),
             )
             state, log_density, niw_scale = drawn.state, drawn.log_density, drawn.niw_scale
             swaps = (self._replicas.proposed, drawn.swap_accepted)

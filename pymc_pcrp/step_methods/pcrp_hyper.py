@@ -451,6 +451,21 @@ def _uses(outputs, rv, stop: set) -> bool:
     return False
 
 
+def _step_out(logp, y: float, edge: float, step: float, budget: int) -> tuple[float, int]:
+    """Move a slice edge by ``step`` while ``logp`` there is above ``y``, ``budget`` times at most.
+
+    Returns the new edge and the number of evaluations of ``logp``.
+    """
+    evals = 0
+    while budget > 0:
+        evals += 1
+        if not y < logp(edge):
+            break
+        edge += step
+        budget -= 1
+    return edge, evals
+
+
 def _slice_update(logp, x0: float, w: float, rng: np.random.Generator):
     """One univariate slice-sampling update (Neal 2003: stepping out, then shrinkage).
 
@@ -467,20 +482,9 @@ def _slice_update(logp, x0: float, w: float, rng: np.random.Generator):
     left = x0 - w * rng.random()
     right = left + w
     j = int(MAX_STEPS_OUT * rng.random())
-    k = MAX_STEPS_OUT - 1 - j
-    evals = 1
-    while j > 0:
-        evals += 1
-        if not y < logp(left):
-            break
-        left -= w
-        j -= 1
-    while k > 0:
-        evals += 1
-        if not y < logp(right):
-            break
-        right += w
-        k -= 1
+    left, evals_left = _step_out(logp, y, left, -w, j)
+    right, evals_right = _step_out(logp, y, right, w, MAX_STEPS_OUT - 1 - j)
+    evals = 1 + evals_left + evals_right
     for _ in range(MAX_SHRINKS):
         x1 = left + (right - left) * rng.random()
         evals += 1

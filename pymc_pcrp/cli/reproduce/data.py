@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -17,10 +16,6 @@ from pymc_pcrp.cli.reproduce.protocol import (
 )
 from pymc_pcrp.datasets import load_digits_1to4, load_old_faithful
 from pymc_pcrp.model_selection import split_train_test
-
-if TYPE_CHECKING:
-    pass
-
 
 # --------------------------------------------------------------------------- data
 

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
-
-if TYPE_CHECKING:
-    pass
-
+from typing import NamedTuple
 
 METHODS = ("CRP-Oracle", "CRP", "pCRP")
 """The three methods of the paper, in the order of its tables."""

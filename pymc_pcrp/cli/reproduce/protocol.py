@@ -4,16 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pymc_pcrp.metrics import ClusteringSummary
 from pymc_pcrp.model_selection import CVResult
-
-if TYPE_CHECKING:
-    pass
-
 
 # --------------------------------------------------------------------------- protocol
 

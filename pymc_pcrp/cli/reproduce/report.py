@@ -5,13 +5,11 @@ from __future__ import annotations
 import math
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
-from pymc_pcrp.cli.reproduce.data import (
-    _SEED_OFFSETS,
-)
+from pymc_pcrp.cli.reproduce.data import _SEED_OFFSETS
 from pymc_pcrp.cli.reproduce.moves import (
     ALGORITHM_1_LABEL,
     DEFAULT_MOVES,
@@ -33,10 +31,6 @@ from pymc_pcrp.cli.reproduce.protocol import (
     ReproductionResult,
     RunResult,
 )
-
-if TYPE_CHECKING:
-    pass
-
 
 # --------------------------------------------------------------------------- tables
 
@@ -262,26 +256,18 @@ def _faithful_checks(result: ReproductionResult) -> list[_Check]:
         point = {m: len(r.point_sizes) for m, r in runs.items()}
         mode = {m: int(np.bincount(r.k_draws.ravel()).argmax()) for m, r in runs.items()}
         involved = (runs["CRP"], runs["pCRP"])
-        checks.append(
-            _Check(
+        # the same rule on two counts of clusters: the point estimate's and the mode of K
+        for claim, what, count in (
+            (
                 "6. Old Faithful: two clusters for pCRP, more for CRP (point estimate)",
-                "Old Faithful",
-                str(n),
-                "clusters: " + ", ".join(f"{m} {k}" for m, k in point.items()),
-                point["pCRP"] == 2 and point["CRP"] > 2,
-                involved,
-            )
-        )
-        checks.append(
-            _Check(
-                "6'. Old Faithful: the same with the posterior mode of K",
-                "Old Faithful",
-                str(n),
-                "mode of K: " + ", ".join(f"{m} {k}" for m, k in mode.items()),
-                mode["pCRP"] == 2 and mode["CRP"] > 2,
-                involved,
-            )
-        )
+                "clusters",
+                point,
+            ),
+            ("6'. Old Faithful: the same with the posterior mode of K", "mode of K", mode),
+        ):
+            found = f"{what}: " + ", ".join(f"{m} {k}" for m, k in count.items())
+            holds = count["pCRP"] == 2 and count["CRP"] > 2
+            checks.append(_Check(claim, "Old Faithful", str(n), found, holds, involved))
     return checks
 
 
