@@ -25,14 +25,13 @@ from pymc_pcrp._kernels.allocation import _choose
 from pymc_pcrp._kernels.diag_state import (
     DiagParams,
     DiagState,
-    free_slot,
     grow_if_full,
-    open_slot,
     refresh_at,
     shift_at,
 )
 from pymc_pcrp._kernels.diag_sweep import loo_log_ratio, seat_log_weight
 from pymc_pcrp._kernels.draws import shuffle_pair_prefix
+from pymc_pcrp._kernels.slots import free_slot, open_slot
 from pymc_pcrp._kernels.splitmerge import _draw_pair, _gather_members, _relist
 
 __all__ = ["diag_log_marginal", "diag_split_merge_moves"]

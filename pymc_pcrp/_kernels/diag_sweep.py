@@ -26,14 +26,13 @@ from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.diag_state import (
     DiagParams,
     DiagState,
-    free_slot,
     grow_if_full,
-    open_slot,
     refresh_slot,
     shift_at,
 )
 from pymc_pcrp._kernels.draws import shuffle_in_place
 from pymc_pcrp._kernels.scores import SKIP_NATS
+from pymc_pcrp._kernels.slots import free_slot, open_slot
 
 __all__ = ["diag_sweeps", "loo_log_ratio", "seat_log_weight"]
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.niw import cholesky_lower, log_det_chol, log_marginal_from_logdet
+from pymc_pcrp._kernels.slots import clear_occupied
 from pymc_pcrp._kernels.state import NIWParams, SweepState, refresh_slot, shift_stats
 
 __all__ = [
@@ -159,11 +160,7 @@ def drifted(running: float, fresh: float) -> bool:
 def resync_state(xc: np.ndarray, state: SweepState, params: NIWParams) -> None:
     """Rebuild the occupied slots' statistics and factors from ``state.labels`` in place."""
     d = xc.shape[1]
-    for p in range(state.k[0]):
-        slot = state.order[p]
-        state.counts[slot] = 0
-        state.sums[slot, :] = 0.0
-        state.sumsq[slot, :, :] = 0.0
+    clear_occupied(state)
     for i in range(xc.shape[0]):
         slot = state.labels[i]
         state.counts[slot] += 1

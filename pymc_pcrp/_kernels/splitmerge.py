@@ -102,13 +102,12 @@ import numpy as np
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.allocation import _launch, _seat_constants
 from pymc_pcrp._kernels.niw import log_marginal_from_logdet
+from pymc_pcrp._kernels.slots import free_slot, open_slot
 from pymc_pcrp._kernels.state import (
     NIWParams,
     SweepState,
     factorise,
-    free_slot,
     grow_if_full,
-    open_slot,
 )
 
 __all__ = ["split_merge_moves"]

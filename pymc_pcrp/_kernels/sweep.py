@@ -39,15 +39,14 @@ from pymc_pcrp._kernels.scores import (
     loo_lower_bound,
     sweep_tables,
 )
+from pymc_pcrp._kernels.slots import free_slot, open_slot
 from pymc_pcrp._kernels.state import (
     NIWParams,
     SweepState,
     add_point,
-    free_slot,
     grow_if_full,
     init_state,
     make_params,
-    open_slot,
     remove_point,
 )
 
