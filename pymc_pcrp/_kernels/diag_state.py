@@ -41,16 +41,8 @@ import numpy as np
 
 from numba.experimental import structref
 
+from pymc_pcrp._kernels import slots
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.slots import (
-    SlotStateProxy,
-    SlotStateType,
-    clear_occupied,
-    grow_slots,
-    grown,
-    initial_capacity,
-    open_slot,
-)
 
 __all__ = [
     "DiagGrid",
@@ -86,12 +78,18 @@ _FIELDS = (
 )
 
 
+@numba.njit(**NJIT_KWARGS)
+def _caches(state):
+    """``(bn, logb, mean, hinv)`` of a state, for Python."""
+    return state.bn, state.logb, state.mean, state.hinv
+
+
 @structref.register
-class DiagStateType(SlotStateType):
+class DiagStateType(slots.SlotStateType):
     """numba type of :class:`DiagState`."""
 
 
-class DiagState(SlotStateProxy, structref.StructRefProxy):
+class DiagState(slots.SlotStateProxy, structref.StructRefProxy):
     """Mutable sweep state of the diagonal family; see the module docstring for the fields."""
 
     _fields = _FIELDS
@@ -101,41 +99,10 @@ class DiagState(SlotStateProxy, structref.StructRefProxy):
             cls, labels, counts, sums, sumsq, bn, logb, mean, hinv, order, where, k
         )
 
-    @property
-    def bn(self) -> np.ndarray:
-        return _get_bn(self)
-
-    @property
-    def logb(self) -> np.ndarray:
-        return _get_logb(self)
-
-    @property
-    def mean(self) -> np.ndarray:
-        return _get_mean(self)
-
-    @property
-    def hinv(self) -> np.ndarray:
-        return _get_hinv(self)
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_bn(state):
-    return state.bn
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_logb(state):
-    return state.logb
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_mean(state):
-    return state.mean
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_hinv(state):
-    return state.hinv
+    bn = slots.field_reader(_caches, 0)
+    logb = slots.field_reader(_caches, 1)
+    mean = slots.field_reader(_caches, 2)
+    hinv = slots.field_reader(_caches, 3)
 
 
 structref.define_proxy(DiagState, DiagStateType, list(_FIELDS))
@@ -359,33 +326,32 @@ def init_diag_state(
     Capacity as in :func:`~pymc_pcrp._kernels.state.init_state`.
     """
     n, d = xc.shape
-    state = _empty_state(labels.copy(), initial_capacity(labels, capacity), d)
+    state = _empty_state(labels.copy(), slots.initial_capacity(labels, capacity), d)
     for i in range(n):
         shift_at(state.counts, state.sums, state.sumsq, labels[i], xc, i, 1)
-    for slot in range(state.counts.shape[0]):
-        if state.counts[slot] > 0:
-            open_slot(state, slot)
-            refresh_slot(state, slot, params)
+    slots.open_occupied(state)
+    for p in range(state.k[0]):
+        refresh_slot(state, state.order[p], params)
     return state
 
 
 @numba.njit(**NJIT_KWARGS)
 def grow_if_full(state: DiagState) -> bool:
     """Double the capacity when every slot is occupied (see ``state.grow_if_full``)."""
-    new_cap = grow_slots(state)
+    new_cap = slots.grow_slots(state)
     if new_cap == 0:
         return False
-    state.bn = grown(state.bn, new_cap, 1.0)
-    state.logb = grown(state.logb, new_cap, 0.0)
-    state.mean = grown(state.mean, new_cap, 0.0)
-    state.hinv = grown(state.hinv, new_cap, 0.0)
+    state.bn = slots.grown(state.bn, new_cap, 1.0)
+    state.logb = slots.grown(state.logb, new_cap, 0.0)
+    state.mean = slots.grown(state.mean, new_cap, 0.0)
+    state.hinv = slots.grown(state.hinv, new_cap, 0.0)
     return True
 
 
 @numba.njit(**NJIT_KWARGS)
 def resync_diag_state(xc: np.ndarray, state: DiagState, params: DiagParams) -> None:
     """Rebuild the occupied slots' sums and caches from ``state.labels`` in place."""
-    clear_occupied(state)
+    slots.clear_occupied(state)
     for i in range(xc.shape[0]):
         shift_at(state.counts, state.sums, state.sumsq, state.labels[i], xc, i, 1)
     for p in range(state.k[0]):

@@ -19,6 +19,8 @@ compiles one specialisation per state type. See the module docstring of
 that :func:`grow_slots` keeps.
 """
 
+import functools
+
 import numba
 import numpy as np
 
@@ -31,11 +33,12 @@ __all__ = [
     "SlotStateType",
     "clear_occupied",
     "close_slot",
+    "field_reader",
     "free_slot",
     "grow_slots",
     "grown",
     "initial_capacity",
-    "member_lists",
+    "open_occupied",
     "open_slot",
 ]
 
@@ -47,6 +50,17 @@ class SlotStateType(types.StructRef):
         return tuple((name, types.unliteral(typ)) for name, typ in fields)
 
 
+@numba.njit(**NJIT_KWARGS)
+def _shared_fields(state):
+    """Return the shared fields of a state, for Python (numba reads them directly)."""
+    return state.labels, state.counts, state.sums, state.sumsq, state.order, state.where, state.k
+
+
+def field_reader(reader, index: int) -> property:
+    """Read-only property ``reader(state)[index]``, for a jitted ``reader`` of fields."""
+    return property(lambda self: reader(self)[index])
+
+
 class SlotStateProxy:
     """Python side of a sweep state: readers of the shared fields and pickling.
 
@@ -56,7 +70,7 @@ class SlotStateProxy:
     read them again rather than keep an old array. ``labels`` and ``k`` keep
     their arrays for the life of the state (growing replaces only the per-slot
     arrays), so Python reads them once: the step reads both at every draw, and
-    a jitted getter costs microseconds. Pickling copies the arrays.
+    a jitted reader costs microseconds. Pickling copies the arrays.
     """
 
     _fields: tuple[str, ...] = ()
@@ -64,77 +78,13 @@ class SlotStateProxy:
     def __reduce__(self):
         return (type(self), tuple(getattr(self, name) for name in self._fields))
 
-    @property
-    def labels(self) -> np.ndarray:
-        try:
-            return self._labels
-        except AttributeError:
-            self._labels = _get_labels(self)
-            return self._labels
-
-    @property
-    def counts(self) -> np.ndarray:
-        return _get_counts(self)
-
-    @property
-    def sums(self) -> np.ndarray:
-        return _get_sums(self)
-
-    @property
-    def sumsq(self) -> np.ndarray:
-        return _get_sumsq(self)
-
-    @property
-    def order(self) -> np.ndarray:
-        return _get_order(self)
-
-    @property
-    def where(self) -> np.ndarray:
-        return _get_where(self)
-
-    @property
-    def k(self) -> np.ndarray:
-        try:
-            return self._k
-        except AttributeError:
-            self._k = _get_k(self)
-            return self._k
-
-
-# One reader per field for Python (numba reads the fields directly).
-@numba.njit(**NJIT_KWARGS)
-def _get_labels(state):
-    return state.labels
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_counts(state):
-    return state.counts
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_sums(state):
-    return state.sums
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_sumsq(state):
-    return state.sumsq
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_order(state):
-    return state.order
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_where(state):
-    return state.where
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_k(state):
-    return state.k
+    labels = functools.cached_property(lambda self: _shared_fields(self)[0])
+    counts = field_reader(_shared_fields, 1)
+    sums = field_reader(_shared_fields, 2)
+    sumsq = field_reader(_shared_fields, 3)
+    order = field_reader(_shared_fields, 4)
+    where = field_reader(_shared_fields, 5)
+    k = functools.cached_property(lambda self: _shared_fields(self)[6])
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -152,15 +102,21 @@ def initial_capacity(labels: np.ndarray, capacity: int) -> int:
 
 
 @numba.njit(**NJIT_KWARGS)
+def _place(state, slot: int, pos: int) -> None:
+    """Swap ``slot`` with the slot at position ``pos`` of ``order``."""
+    other = state.order[pos]
+    old = state.where[slot]
+    state.order[pos] = slot
+    state.order[old] = other
+    state.where[slot] = pos
+    state.where[other] = old
+
+
+@numba.njit(**NJIT_KWARGS)
 def open_slot(state, slot: int) -> None:
     """Move ``slot`` into the occupied prefix of ``order``."""
     k = state.k[0]
-    pos = state.where[slot]
-    other = state.order[k]
-    state.order[k] = slot
-    state.order[pos] = other
-    state.where[slot] = k
-    state.where[other] = pos
+    _place(state, slot, k)
     state.k[0] = k + 1
 
 
@@ -168,13 +124,16 @@ def open_slot(state, slot: int) -> None:
 def close_slot(state, slot: int) -> None:
     """Move an emptied ``slot`` out of the occupied prefix of ``order``."""
     last = state.k[0] - 1
-    pos = state.where[slot]
-    other = state.order[last]
-    state.order[last] = slot
-    state.order[pos] = other
-    state.where[slot] = last
-    state.where[other] = pos
+    _place(state, slot, last)
     state.k[0] = last
+
+
+@numba.njit(**NJIT_KWARGS)
+def open_occupied(state) -> None:
+    """Open every slot that holds points, in slot order (a fresh state's ``order``)."""
+    for slot in range(state.counts.shape[0]):
+        if state.counts[slot] > 0:
+            open_slot(state, slot)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -232,18 +191,3 @@ def grow_slots(state) -> int:
     state.order = _grown_positions(state.order, new_cap)
     state.where = _grown_positions(state.where, new_cap)
     return new_cap
-
-
-@numba.njit(**NJIT_KWARGS)
-def member_lists(labels: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray]:
-    """Linked lists of the members of every slot: ``head[slot] -> nxt[point] -> ... -> -1``.
-
-    Points are listed in increasing index order.
-    """
-    n = labels.shape[0]
-    head = np.full(capacity, -1, dtype=np.int64)
-    nxt = np.full(n, -1, dtype=np.int64)
-    for p in range(n - 1, -1, -1):
-        nxt[p] = head[labels[p]]
-        head[labels[p]] = p
-    return head, nxt

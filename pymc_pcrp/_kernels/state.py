@@ -47,6 +47,7 @@ import numpy as np
 
 from numba.experimental import structref
 
+from pymc_pcrp._kernels import slots
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.niw import (
     chol_rank_one_at,
@@ -54,14 +55,6 @@ from pymc_pcrp._kernels.niw import (
     log_det_at,
     log_det_chol,
     scale_matrix,
-)
-from pymc_pcrp._kernels.slots import (
-    SlotStateProxy,
-    SlotStateType,
-    grow_slots,
-    grown,
-    initial_capacity,
-    open_slot,
 )
 
 __all__ = [
@@ -80,12 +73,18 @@ __all__ = [
 _FIELDS = ("labels", "counts", "sums", "sumsq", "chol", "logdet", "order", "where", "k")
 
 
+@numba.njit(**NJIT_KWARGS)
+def _factors(state):
+    """``(chol, logdet)`` of a state, for Python."""
+    return state.chol, state.logdet
+
+
 @structref.register
-class SweepStateType(SlotStateType):
+class SweepStateType(slots.SlotStateType):
     """numba type of :class:`SweepState`."""
 
 
-class SweepState(SlotStateProxy, structref.StructRefProxy):
+class SweepState(slots.SlotStateProxy, structref.StructRefProxy):
     """Mutable state of the sweep; see the module docstring for the fields.
 
     Built by :func:`init_state`. Its fields read in Python as described in
@@ -100,23 +99,8 @@ class SweepState(SlotStateProxy, structref.StructRefProxy):
             cls, labels, counts, sums, sumsq, chol, logdet, order, where, k
         )
 
-    @property
-    def chol(self) -> np.ndarray:
-        return _get_chol(self)
-
-    @property
-    def logdet(self) -> np.ndarray:
-        return _get_logdet(self)
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_chol(state):
-    return state.chol
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_logdet(state):
-    return state.logdet
+    chol = slots.field_reader(_factors, 0)
+    logdet = slots.field_reader(_factors, 1)
 
 
 structref.define_proxy(SweepState, SweepStateType, list(_FIELDS))
@@ -189,7 +173,7 @@ def init_state(
     but memory: a chain run from either start makes the same moves.
     """
     n, d = xc.shape
-    cap = initial_capacity(labels, capacity)
+    cap = slots.initial_capacity(labels, capacity)
     counts = np.zeros(cap, dtype=np.int64)
     sums = np.zeros((cap, d))
     sumsq = np.zeros((cap, d, d))
@@ -202,12 +186,10 @@ def init_state(
     for i in range(n):
         counts[labels[i]] += 1
         shift_stats(sums, sumsq, labels[i], xc, i, 1.0)
+    slots.open_occupied(state)
     buf = np.empty((d, d))
-    # Occupied slots first in ``order``: swap each into the occupied prefix.
-    for slot in range(cap):
-        if counts[slot] > 0:
-            open_slot(state, slot)
-            refresh_slot(state, slot, params, buf)
+    for p in range(state.k[0]):
+        refresh_slot(state, state.order[p], params, buf)
     return state
 
 
@@ -219,11 +201,11 @@ def grow_if_full(state: SweepState) -> bool:
     (:func:`~pymc_pcrp._kernels.slots.grow_slots`, then the factors and
     log-determinants).
     """
-    new_cap = grow_slots(state)
+    new_cap = slots.grow_slots(state)
     if new_cap == 0:
         return False
-    state.chol = grown(state.chol, new_cap, 0.0)
-    state.logdet = grown(state.logdet, new_cap, 0.0)
+    state.chol = slots.grown(state.chol, new_cap, 0.0)
+    state.logdet = slots.grown(state.logdet, new_cap, 0.0)
     return True
 
 
