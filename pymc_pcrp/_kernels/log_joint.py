@@ -41,6 +41,8 @@ from pymc_pcrp._kernels.state import NIWParams, SweepState, refresh_slot, shift_
 
 __all__ = [
     "DRIFT_TOLERANCE",
+    "add_state_prior_terms",
+    "cluster_means",
     "cluster_scatter",
     "drifted",
     "mean_weight",
@@ -56,12 +58,8 @@ DRIFT_TOLERANCE = 1e-9
 
 
 @numba.njit(**NJIT_KWARGS)
-def cluster_scatter(xc: np.ndarray, labels: np.ndarray, k: int):
-    """Sizes, means and scatter matrices ``W`` of the clusters of canonical labels.
-
-    Returns ``(sizes, means, w)``, ``w`` of shape ``(k, D, D)``; two passes over
-    the points in index order.
-    """
+def cluster_means(xc: np.ndarray, labels: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sizes and means of the clusters of canonical labels, points in index order."""
     n, d = xc.shape
     sizes = np.zeros(k, dtype=np.int64)
     means = np.zeros((k, d))
@@ -73,6 +71,18 @@ def cluster_scatter(xc: np.ndarray, labels: np.ndarray, k: int):
     for c in range(k):
         for a in range(d):
             means[c, a] /= sizes[c]
+    return sizes, means
+
+
+@numba.njit(**NJIT_KWARGS)
+def cluster_scatter(xc: np.ndarray, labels: np.ndarray, k: int):
+    """Sizes, means and scatter matrices ``W`` of the clusters of canonical labels.
+
+    Returns ``(sizes, means, w)``, ``w`` of shape ``(k, D, D)``; two passes over
+    the points in index order.
+    """
+    n, d = xc.shape
+    sizes, means = cluster_means(xc, labels, k)
     w = np.zeros((k, d, d))
     for i in range(n):
         c = labels[i]
@@ -99,6 +109,18 @@ def prior_terms(sizes: np.ndarray, params: NIWParams) -> float:
     acc = 0.0
     for c in range(sizes.shape[0]):
         acc += params.log_alpha + params.power * math.lgamma(sizes[c])
+    return acc
+
+
+@numba.njit(**NJIT_KWARGS)
+def add_state_prior_terms(acc: float, state, log_alpha: float, power: float) -> float:
+    """``acc + K log alpha + r sum_k log Gamma(n_k)`` over a state's occupied slots.
+
+    Terms are added to ``acc`` one by one in the order of ``state.order``; takes
+    either family's state.
+    """
+    for p in range(state.k[0]):
+        acc += log_alpha + power * math.lgamma(state.counts[state.order[p]])
     return acc
 
 
