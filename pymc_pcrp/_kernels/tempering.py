@@ -39,6 +39,7 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.draws import shuffle_in_place
 from pymc_pcrp._kernels.hyper import (
     FRESH_CHAIN,
     IN_SYNC,
@@ -55,7 +56,7 @@ from pymc_pcrp._kernels.log_joint import resync_state
 from pymc_pcrp._kernels.niw import log_marginal_from_logdet
 from pymc_pcrp._kernels.scores import _sample_log_weights
 from pymc_pcrp._kernels.state import NIWParams, SweepState, grow_if_full
-from pymc_pcrp._kernels.sweep import _add_point, _remove_point, shuffle_in_place
+from pymc_pcrp._kernels.sweep import _add_point, _remove_point
 
 __all__ = [
     "advance_hot",
