@@ -196,10 +196,7 @@ def diag_split_merge_moves(
     if n < 2 or n_moves <= 0:
         return 0, 0, 0, 0
     labels = state.labels
-    head, nxt = moves.member_lists(labels, state.counts.shape[0])
-    members = np.empty(n, dtype=np.int64)
-    side = np.empty(n, dtype=np.int64)
-    target = np.empty(n, dtype=np.int64)
+    head, nxt, members, side, target = moves.move_workspace(state)
     groups = (
         np.zeros(2, dtype=np.int64),
         np.zeros((2, d)),

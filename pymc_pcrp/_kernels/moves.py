@@ -34,6 +34,7 @@ __all__ = [
     "merge_into_group",
     "merge_labels",
     "merge_log_ratio",
+    "move_workspace",
     "put_group",
     "relist",
     "split_labels",
@@ -77,6 +78,22 @@ def member_lists(labels: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndar
         nxt[p] = head[labels[p]]
         head[labels[p]] = p
     return head, nxt
+
+
+@numba.njit(**NJIT_KWARGS)
+def move_workspace(state) -> tuple:
+    """``(head, nxt, members, side, target)`` for the moves of one call.
+
+    The member lists of the state's slots (:func:`member_lists`) and three
+    ``int64`` arrays of length ``N`` for a move's ``S``, its groups and the
+    current partition's groups (:func:`gather_members`).
+    """
+    n = state.labels.shape[0]
+    head, nxt = member_lists(state.labels, state.counts.shape[0])
+    members = np.empty(n, dtype=np.int64)
+    side = np.empty(n, dtype=np.int64)
+    target = np.empty(n, dtype=np.int64)
+    return head, nxt, members, side, target
 
 
 @numba.njit(**NJIT_KWARGS)

@@ -246,15 +246,12 @@ def _split_merge_moves(
     if n < 2 or n_moves <= 0:
         return 0, 0, 0, 0
     labels = state.labels
-    head, nxt = moves.member_lists(labels, state.counts.shape[0])
+    head, nxt, members, side, target = moves.move_workspace(state)
 
     # Workspace, allocated once per call. The size-dependent predictive
     # constants are computed on demand up to the largest union of clusters seen
     # so far (doubling), so that a call costs nothing in proportion to N beyond
     # the member lists.
-    members = np.empty(n, dtype=np.int64)
-    side = np.empty(n, dtype=np.int64)
-    target = np.empty(n, dtype=np.int64)
     gcount = np.zeros(2, dtype=np.int64)
     gsum = np.zeros((2, d))
     gsumsq = np.zeros((2, d, d))
