@@ -159,7 +159,8 @@ def _sequential_allocation(
     probability proportional to ``n_g^r`` times its predictive given the points
     seated so far, or, when ``forced`` is true, joins group ``target[t]``;
     ``side`` receives the groups. Returns the log probability of the choices
-    made (the proposal probability of a SAMS move).
+    made (the proposal probability of a SAMS move). ``seats``, ``groups`` and
+    ``work`` are the tuples of :func:`_launch`.
     """
     # Everything per point is written out here rather than called: helper calls
     # that take arrays pay reference counting each time, which was most of the
@@ -237,7 +238,7 @@ def _restricted_scan(
     point is re-seated by a draw from its restricted conditional given all the
     other points, or, when ``forced`` is true, put in group ``target[t]``.
     Returns the log probability, under the restricted conditionals, of the
-    choices made.
+    choices made. ``seats``, ``groups`` and ``work`` are the tuples of :func:`_launch`.
     """
     members, m, side, target = seats
     gcount, gsum, gsumsq, gchol, glogdet = groups

@@ -248,7 +248,7 @@ def _split_merge_moves(
     labels = state.labels
     head, nxt, members, side, target = moves.move_workspace(state)
 
-    # Workspace, allocated once per call. The size-dependent predictive
+    # Group workspace, allocated once per call. The size-dependent predictive
     # constants are computed on demand up to the largest union of clusters seen
     # so far (doubling), so that a call costs nothing in proportion to N beyond
     # the member lists.
