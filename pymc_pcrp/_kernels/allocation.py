@@ -30,7 +30,7 @@ import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.draws import shuffle_pair_prefix
-from pymc_pcrp._kernels.niw import predictive_constants
+from pymc_pcrp._kernels.niw import log_predictive, predictive_constants
 from pymc_pcrp._kernels.state import (
     add_point,
     factorise,
@@ -84,18 +84,6 @@ def _group_norm2(
 
 
 @numba.njit(**NJIT_KWARGS)
-def _log_seat(n: int, u: float, logdet: float, kappa0: float, nu0: float, seat_n: float) -> float:
-    """``r log n + log p(x | group)`` for a group of ``n`` points that does not hold ``x``.
-
-    ``u`` is ``||L^{-1}(x - mu_n)||^2``, ``logdet`` is ``log|Psi_n|`` of the
-    group and ``seat_n`` is ``r log n`` plus the size constant of
-    :func:`~pymc_pcrp._kernels.niw.predictive_constants` (see :func:`_seat_constants`).
-    """
-    kappa_n = kappa0 + n
-    return seat_n - 0.5 * logdet - 0.5 * (nu0 + n + 1.0) * math.log1p(u * kappa_n / (kappa_n + 1.0))
-
-
-@numba.njit(**NJIT_KWARGS)
 def _seat_constants(n_max: int, d: int, power: float, kappa0: float, nu0: float) -> np.ndarray:
     """``r log n + const[n]`` for ``n = 0..n_max`` (``const`` of ``predictive_constants``).
 
@@ -125,7 +113,7 @@ def _log_seat_weight(
     """Restricted-Gibbs log weight of group ``g`` (which does not hold point ``p``)."""
     n = gcount[g]
     u = _group_norm2(g, xc, p, gcount, gsum, gchol, kappa0, y)
-    return _log_seat(n, u, glogdet[g], kappa0, nu0, seat_const[n])
+    return log_predictive(n, u, glogdet[g], kappa0, nu0, seat_const[n])
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -260,7 +248,7 @@ def _restricted_scan(
         c = (kappa0 + n_g) / (kappa0 + n_g - 1.0)
         shrink = 1.0 - c * u
         if shrink > 1e-10:
-            w_own = _log_seat(
+            w_own = log_predictive(
                 n_g - 1,
                 c * c * u / shrink,
                 glogdet[g] + math.log(shrink),
