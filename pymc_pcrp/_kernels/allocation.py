@@ -30,9 +30,8 @@ import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.draws import shuffle_pair_prefix
-from pymc_pcrp._kernels.niw import predictive_constants
+from pymc_pcrp._kernels.niw import log_predictive, predictive_constants
 from pymc_pcrp._kernels.state import (
-    NIWParams,
     add_point,
     factorise,
     remove_point,
@@ -85,18 +84,6 @@ def _group_norm2(
 
 
 @numba.njit(**NJIT_KWARGS)
-def _log_seat(n: int, u: float, logdet: float, kappa0: float, nu0: float, seat_n: float) -> float:
-    """``r log n + log p(x | group)`` for a group of ``n`` points that does not hold ``x``.
-
-    ``u`` is ``||L^{-1}(x - mu_n)||^2``, ``logdet`` is ``log|Psi_n|`` of the
-    group and ``seat_n`` is ``r log n`` plus the size constant of
-    :func:`~pymc_pcrp._kernels.niw.predictive_constants` (see :func:`_seat_constants`).
-    """
-    kappa_n = kappa0 + n
-    return seat_n - 0.5 * logdet - 0.5 * (nu0 + n + 1.0) * math.log1p(u * kappa_n / (kappa_n + 1.0))
-
-
-@numba.njit(**NJIT_KWARGS)
 def _seat_constants(n_max: int, d: int, power: float, kappa0: float, nu0: float) -> np.ndarray:
     """``r log n + const[n]`` for ``n = 0..n_max`` (``const`` of ``predictive_constants``).
 
@@ -126,7 +113,7 @@ def _log_seat_weight(
     """Restricted-Gibbs log weight of group ``g`` (which does not hold point ``p``)."""
     n = gcount[g]
     u = _group_norm2(g, xc, p, gcount, gsum, gchol, kappa0, y)
-    return _log_seat(n, u, glogdet[g], kappa0, nu0, seat_const[n])
+    return log_predictive(n, u, glogdet[g], kappa0, nu0, seat_const[n])
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -152,23 +139,7 @@ def _choose(rng: np.random.Generator, w0: float, w1: float, forced: int) -> tupl
 
 @numba.njit(**NJIT_KWARGS)
 def _sequential_allocation(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    members: np.ndarray,
-    m: int,
-    side: np.ndarray,
-    target: np.ndarray,
-    forced: bool,
-    gcount: np.ndarray,
-    gsum: np.ndarray,
-    gsumsq: np.ndarray,
-    gchol: np.ndarray,
-    glogdet: np.ndarray,
-    params: NIWParams,
-    seat_const: np.ndarray,
-    v: np.ndarray,
-    y: np.ndarray,
-    buf: np.ndarray,
+    rng: np.random.Generator, xc: np.ndarray, seats: tuple, forced: bool, groups: tuple, work: tuple
 ) -> float:
     """Seat ``members[:m]`` one after another in the two groups (the launch's start).
 
@@ -176,11 +147,15 @@ def _sequential_allocation(
     probability proportional to ``n_g^r`` times its predictive given the points
     seated so far, or, when ``forced`` is true, joins group ``target[t]``;
     ``side`` receives the groups. Returns the log probability of the choices
-    made (the proposal probability of a SAMS move).
+    made (the proposal probability of a SAMS move). ``seats``, ``groups`` and
+    ``work`` are the tuples of :func:`_launch`.
     """
     # Everything per point is written out here rather than called: helper calls
     # that take arrays pay reference counting each time, which was most of the
     # cost of a visit (about 200 ns at D = 2, against 36 ns per point in the sweep).
+    members, m, side, target = seats
+    gcount, gsum, gsumsq, gchol, glogdet = groups
+    params, seat_const, v, y, _ = work
     kappa0 = params.kappa0
     nu0 = params.nu0
     d = xc.shape[1]
@@ -243,23 +218,7 @@ def _sequential_allocation(
 
 @numba.njit(**NJIT_KWARGS)
 def _restricted_scan(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    members: np.ndarray,
-    m: int,
-    side: np.ndarray,
-    target: np.ndarray,
-    forced: bool,
-    gcount: np.ndarray,
-    gsum: np.ndarray,
-    gsumsq: np.ndarray,
-    gchol: np.ndarray,
-    glogdet: np.ndarray,
-    params: NIWParams,
-    seat_const: np.ndarray,
-    v: np.ndarray,
-    y: np.ndarray,
-    buf: np.ndarray,
+    rng: np.random.Generator, xc: np.ndarray, seats: tuple, forced: bool, groups: tuple, work: tuple
 ) -> float:
     """One restricted Gibbs scan over ``members[:m]``, in that order.
 
@@ -267,8 +226,11 @@ def _restricted_scan(
     point is re-seated by a draw from its restricted conditional given all the
     other points, or, when ``forced`` is true, put in group ``target[t]``.
     Returns the log probability, under the restricted conditionals, of the
-    choices made.
+    choices made. ``seats``, ``groups`` and ``work`` are the tuples of :func:`_launch`.
     """
+    members, m, side, target = seats
+    gcount, gsum, gsumsq, gchol, glogdet = groups
+    params, seat_const, v, y, buf = work
     log_q = 0.0
     kappa0 = params.kappa0
     nu0 = params.nu0
@@ -286,7 +248,7 @@ def _restricted_scan(
         c = (kappa0 + n_g) / (kappa0 + n_g - 1.0)
         shrink = 1.0 - c * u
         if shrink > 1e-10:
-            w_own = _log_seat(
+            w_own = log_predictive(
                 n_g - 1,
                 c * c * u / shrink,
                 glogdet[g] + math.log(shrink),
@@ -326,37 +288,31 @@ def _launch(
     xc: np.ndarray,
     i: int,
     j: int,
-    members: np.ndarray,
-    m: int,
-    side: np.ndarray,
-    target: np.ndarray,
+    seats: tuple,
     forced: bool,
     n_restricted_scans: int,
-    gcount: np.ndarray,
-    gsum: np.ndarray,
-    gsumsq: np.ndarray,
-    gchol: np.ndarray,
-    glogdet: np.ndarray,
-    params: NIWParams,
-    seat_const: np.ndarray,
-    v: np.ndarray,
-    y: np.ndarray,
-    buf: np.ndarray,
+    groups: tuple,
+    work: tuple,
 ) -> float:
-    """Build one proposal over ``members[:m]`` from the anchors ``i`` (group 0) and ``j`` (group 1).
+    """Build one proposal over ``S`` from the anchors ``i`` (group 0) and ``j`` (group 1).
 
-    The members (and ``target`` with them) are put in a uniformly random order,
-    the groups are reset to their anchors, and ``S`` is seated by sequential
-    allocation. With ``n_restricted_scans < 0`` (SAMS) that allocation is the
-    proposal; otherwise ``n_restricted_scans`` intermediate restricted scans
-    follow, then a final one that is the proposal. The proposal step draws the
-    groups, or, when ``forced`` is true (a merge), puts ``members[t]`` in group
+    ``seats`` is ``(members, m, side, target)``: ``S`` is ``members[:m]``,
+    ``side`` receives the groups and ``target`` holds the current partition's
+    (for a merge). The members (and ``target`` with them) are put in a
+    uniformly random order, the groups ``(gcount, gsum, gsumsq, gchol,
+    glogdet)`` are reset to their anchors, and ``S`` is seated by sequential
+    allocation (``work`` is ``(params, seat_const, v, y, buf)``). With
+    ``n_restricted_scans < 0`` (SAMS) that allocation is the proposal;
+    otherwise ``n_restricted_scans`` intermediate restricted scans follow, then
+    a final one that is the proposal. The proposal step draws the groups, or,
+    when ``forced`` is true (a merge), puts ``members[t]`` in group
     ``target[t]``. Returns the log probability of the proposal step's choices;
     ``side`` and the group arrays hold the proposed groups.
     """
+    members, m, _, target = seats
+    gcount, gsum, gsumsq, gchol, glogdet = groups
+    params, _, _, _, buf = work
     d = xc.shape[1]
-    groups = (gcount, gsum, gsumsq, gchol, glogdet)
-    work = (params, seat_const, v, y, buf)
     shuffle_pair_prefix(rng, members, target, m)
     gcount[:] = 1
     for a in range(d):
@@ -368,8 +324,8 @@ def _launch(
     for g in range(2):
         glogdet[g] = factorise(1, gsum[g], gsumsq[g], params, buf, gchol[g])
     if n_restricted_scans < 0:
-        return _sequential_allocation(rng, xc, members, m, side, target, forced, *groups, *work)
-    _sequential_allocation(rng, xc, members, m, side, target, False, *groups, *work)
+        return _sequential_allocation(rng, xc, seats, forced, groups, work)
+    _sequential_allocation(rng, xc, seats, False, groups, work)
     for _scan in range(n_restricted_scans):
-        _restricted_scan(rng, xc, members, m, side, target, False, *groups, *work)
-    return _restricted_scan(rng, xc, members, m, side, target, forced, *groups, *work)
+        _restricted_scan(rng, xc, seats, False, groups, work)
+    return _restricted_scan(rng, xc, seats, forced, groups, work)

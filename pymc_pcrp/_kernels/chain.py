@@ -13,6 +13,7 @@ import numpy as np
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import drifted, partition_log_joint, resync_state
+from pymc_pcrp._kernels.moves import add_counts, draw_n_moves
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.splitmerge import _split_merge_moves
 from pymc_pcrp._kernels.sweep import NIWParams, SweepState, gibbs_sweeps, log_joint
@@ -37,8 +38,6 @@ def run_moves(
     if n_split_merge == 0:
         gibbs_sweeps(rng, xc, state, params, tables, n_sweeps)
         return
-    whole = int(n_split_merge)
-    frac = n_split_merge - whole
     # r log n + size constant of the predictive, for n = 0..N: the sweep's table
     # (copied to contiguous memory on the first proposal of the draw).
     seat_const = np.empty(0)
@@ -46,20 +45,15 @@ def run_moves(
         # np.int64, not the literal 1: numba would compile a second copy of the sweep
         # for the literal type (tens of seconds on a cold cache).
         gibbs_sweeps(rng, xc, state, params, tables, np.int64(1))
-        n_moves = whole
-        if frac > 0.0 and rng.random() < frac:
-            n_moves += 1
+        n_moves = draw_n_moves(rng, n_split_merge)
         if n_moves == 0:
             continue
         if seat_const.shape[0] == 0:
             seat_const = np.ascontiguousarray(tables[2][:, 0])
-        sp, sa, mp, ma = _split_merge_moves(
+        found = _split_merge_moves(
             rng, xc, state, params, n_moves, n_scans, params.power, 1.0, seat_const
         )
-        counts[0] += sp
-        counts[1] += sa
-        counts[2] += mp
-        counts[3] += ma
+        add_counts(counts, found)
 
 
 @numba.njit(**NJIT_KWARGS)

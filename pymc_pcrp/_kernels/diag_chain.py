@@ -37,9 +37,10 @@ from pymc_pcrp._kernels.diag_state import (
     resync_diag_state,
 )
 from pymc_pcrp._kernels.diag_sweep import diag_sweeps
-from pymc_pcrp._kernels.hyper import _draw_index
+from pymc_pcrp._kernels.hyper import _draw_index, _log_sum_exp
 from pymc_pcrp._kernels.hyperprior import alpha_proposal
-from pymc_pcrp._kernels.log_joint import drifted, n_blocks
+from pymc_pcrp._kernels.log_joint import add_state_prior_terms, cluster_means, drifted, n_blocks
+from pymc_pcrp._kernels.moves import add_counts, draw_n_moves
 
 __all__ = [
     "advance_diag",
@@ -90,7 +91,6 @@ def _grid_log_marginals(
             - 0.5 * n * d * _LOG_2PI
         )
         a_total += a0
-    top = -math.inf
     for g in range(grid.log_s.shape[0]):
         ls = grid.log_s[g]
         s = math.exp(ls)
@@ -106,12 +106,7 @@ def _grid_log_marginals(
             inner += math.log(prod)
             acc -= (a0 + 0.5 * sizes[c]) * inner
         out[g] = acc
-        if acc > top:
-            top = acc
-    total = 0.0
-    for g in range(out.shape[0]):
-        total += math.exp(out[g] - top)
-    return top + math.log(total)
+    return _log_sum_exp(out)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -146,16 +141,7 @@ def diag_partition_log_joint(
     """
     k = n_blocks(labels)
     n, d = xc.shape
-    sizes = np.zeros(k, dtype=np.int64)
-    means = np.zeros((k, d))
-    for i in range(n):
-        c = labels[i]
-        sizes[c] += 1
-        for j in range(d):
-            means[c, j] += xc[i, j]
-    for c in range(k):
-        for j in range(d):
-            means[c, j] /= sizes[c]
+    sizes, means = cluster_means(xc, labels, k)
     w = np.zeros((k, d))
     for i in range(n):
         c = labels[i]
@@ -210,22 +196,13 @@ def diag_moves(
 ) -> None:
     """One sweep, then the split-merge proposals after it (added to ``counts``)."""
     diag_sweeps(rng, xc, state, params, tables, np.int64(1))
-    if n_split_merge == 0:
-        return
-    whole = int(n_split_merge)
-    frac = n_split_merge - whole
-    n_moves = whole
-    if frac > 0.0 and rng.random() < frac:
-        n_moves += 1
+    n_moves = draw_n_moves(rng, n_split_merge)
     if n_moves == 0:
         return
-    sp, sa, mp, ma = diag_split_merge_moves(
+    found = diag_split_merge_moves(
         rng, xc, state, params, n_moves, n_scans, seat, ratio_power, proposal_weight
     )
-    counts[0] += sp
-    counts[1] += sa
-    counts[2] += mp
-    counts[3] += ma
+    add_counts(counts, found)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -285,9 +262,12 @@ def advance_diag(
                 local = set_diag_scale(g, grid, state, local, xc, tables)
     finish_draw(state, labels_out)
     fresh = diag_partition_log_joint(xc, labels_out, local, grid)
-    running = diag_scale_conditional(state, params.kappa0, params.a0, grid, logp)
-    for p in range(state.k[0]):
-        running += local.log_alpha + local.power * math.lgamma(state.counts[state.order[p]])
+    running = add_state_prior_terms(
+        diag_scale_conditional(state, params.kappa0, params.a0, grid, logp),
+        state,
+        local.log_alpha,
+        local.power,
+    )
     if drifted(running, fresh):
         resync_diag_state(xc, state, local)
     return fresh

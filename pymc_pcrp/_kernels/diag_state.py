@@ -24,8 +24,8 @@ no Cholesky factor. The product is flushed into the logarithm whenever it
 leaves ``[1e-150, 1e150]`` (:func:`log_prod_at`), so it cannot overflow.
 
 The state (:class:`DiagState`) keeps the slots of
-:mod:`pymc_pcrp._kernels.state` (``labels``, ``order``, ``where``, ``k``,
-capacity doubling) with per-slot ``counts``, ``sums``, ``sumsq`` (per
+:mod:`pymc_pcrp._kernels.slots` (``labels``, ``order``, ``where``, ``k``,
+capacity doubling), shared with the full family, with per-slot ``counts``, ``sums``, ``sumsq`` (per
 dimension), ``bn``, ``logb = sum_j log b_nj`` and the scoring caches ``mean``
 and ``hinv``. A slot's ``bn``, ``logb`` and caches are recomputed from its
 sums whenever it changes (:func:`refresh_at`, ``O(D)``), so nothing drifts
@@ -39,9 +39,9 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from numba.core import types
 from numba.experimental import structref
 
+from pymc_pcrp._kernels import slots
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 
 __all__ = [
@@ -78,147 +78,31 @@ _FIELDS = (
 )
 
 
+@numba.njit(**NJIT_KWARGS)
+def _caches(state):
+    """``(bn, logb, mean, hinv)`` of a state, for Python."""
+    return state.bn, state.logb, state.mean, state.hinv
+
+
 @structref.register
-class DiagStateType(types.StructRef):
+class DiagStateType(slots.SlotStateType):
     """numba type of :class:`DiagState`."""
 
-    def preprocess_fields(self, fields):
-        return tuple((name, types.unliteral(typ)) for name, typ in fields)
 
-
-class DiagState(structref.StructRefProxy):
+class DiagState(slots.SlotStateProxy, structref.StructRefProxy):
     """Mutable sweep state of the diagonal family; see the module docstring for the fields."""
+
+    _fields = _FIELDS
 
     def __new__(cls, labels, counts, sums, sumsq, bn, logb, mean, hinv, order, where, k):
         return structref.StructRefProxy.__new__(
             cls, labels, counts, sums, sumsq, bn, logb, mean, hinv, order, where, k
         )
 
-    def __reduce__(self):
-        return (DiagState, tuple(_get_field(self, name) for name in _FIELDS))
-
-    @property
-    def labels(self) -> np.ndarray:
-        try:
-            return self._labels
-        except AttributeError:
-            self._labels = _get_labels(self)
-            return self._labels
-
-    @property
-    def counts(self) -> np.ndarray:
-        return _get_counts(self)
-
-    @property
-    def sums(self) -> np.ndarray:
-        return _get_sums(self)
-
-    @property
-    def sumsq(self) -> np.ndarray:
-        return _get_sumsq(self)
-
-    @property
-    def bn(self) -> np.ndarray:
-        return _get_bn(self)
-
-    @property
-    def mean(self) -> np.ndarray:
-        return _get_mean(self)
-
-    @property
-    def hinv(self) -> np.ndarray:
-        return _get_hinv(self)
-
-    @property
-    def order(self) -> np.ndarray:
-        return _get_order(self)
-
-    @property
-    def where(self) -> np.ndarray:
-        return _get_where(self)
-
-    @property
-    def logb(self) -> np.ndarray:
-        return _get_logb(self)
-
-    @property
-    def k(self) -> np.ndarray:
-        try:
-            return self._k
-        except AttributeError:
-            self._k = _get_k(self)
-            return self._k
-
-
-def _get_field(state: DiagState, name: str) -> np.ndarray:
-    return {
-        "labels": _get_labels,
-        "counts": _get_counts,
-        "sums": _get_sums,
-        "sumsq": _get_sumsq,
-        "bn": _get_bn,
-        "logb": _get_logb,
-        "mean": _get_mean,
-        "hinv": _get_hinv,
-        "order": _get_order,
-        "where": _get_where,
-        "k": _get_k,
-    }[name](state)
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_labels(state):
-    return state.labels
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_counts(state):
-    return state.counts
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_sums(state):
-    return state.sums
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_sumsq(state):
-    return state.sumsq
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_bn(state):
-    return state.bn
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_logb(state):
-    return state.logb
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_mean(state):
-    return state.mean
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_hinv(state):
-    return state.hinv
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_order(state):
-    return state.order
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_where(state):
-    return state.where
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_k(state):
-    return state.k
+    bn = slots.field_reader(_caches, 0)
+    logb = slots.field_reader(_caches, 1)
+    mean = slots.field_reader(_caches, 2)
+    hinv = slots.field_reader(_caches, 3)
 
 
 structref.define_proxy(DiagState, DiagStateType, list(_FIELDS))
@@ -417,35 +301,6 @@ def refresh_slot(state: DiagState, slot: int, params: DiagParams) -> None:
 
 
 @numba.njit(**NJIT_KWARGS)
-def open_slot(state: DiagState, slot: int) -> None:
-    """Move ``slot`` into the occupied prefix of ``order``."""
-    k = state.k[0]
-    pos = state.where[slot]
-    other = state.order[k]
-    state.order[k] = slot
-    state.order[pos] = other
-    state.where[slot] = k
-    state.where[other] = pos
-    state.k[0] = k + 1
-
-
-@numba.njit(**NJIT_KWARGS)
-def free_slot(state: DiagState, slot: int) -> None:
-    """Empty ``slot`` and move it out of the occupied prefix of ``order``."""
-    state.counts[slot] = 0
-    state.sums[slot, :] = 0.0
-    state.sumsq[slot, :] = 0.0
-    last = state.k[0] - 1
-    pos = state.where[slot]
-    other = state.order[last]
-    state.order[last] = slot
-    state.order[pos] = other
-    state.where[slot] = last
-    state.where[other] = pos
-    state.k[0] = last
-
-
-@numba.njit(**NJIT_KWARGS)
 def _empty_state(labels: np.ndarray, cap: int, d: int) -> DiagState:
     return DiagState(
         labels,
@@ -471,59 +326,32 @@ def init_diag_state(
     Capacity as in :func:`~pymc_pcrp._kernels.state.init_state`.
     """
     n, d = xc.shape
-    n_labels = 0
-    for i in range(n):
-        n_labels = max(n_labels, labels[i] + 1)
-    cap = capacity if capacity > 0 else min(n + 1, 2 * n_labels + 8)
-    cap = max(cap, n_labels + 1)
-    state = _empty_state(labels.copy(), cap, d)
+    state = _empty_state(labels.copy(), slots.initial_capacity(labels, capacity), d)
     for i in range(n):
         shift_at(state.counts, state.sums, state.sumsq, labels[i], xc, i, 1)
-    for slot in range(cap):
-        if state.counts[slot] > 0:
-            open_slot(state, slot)
-            refresh_slot(state, slot, params)
+    slots.open_occupied(state)
+    for p in range(state.k[0]):
+        refresh_slot(state, state.order[p], params)
     return state
 
 
 @numba.njit(**NJIT_KWARGS)
 def grow_if_full(state: DiagState) -> bool:
     """Double the capacity when every slot is occupied (see ``state.grow_if_full``)."""
-    cap = state.counts.shape[0]
-    if state.k[0] < cap:
+    new_cap = slots.grow_slots(state)
+    if new_cap == 0:
         return False
-    new_cap = min(2 * cap, state.labels.shape[0] + 1)
-    d = state.sums.shape[1]
-    grown = _empty_state(state.labels, new_cap, d)
-    grown.counts[:cap] = state.counts
-    grown.sums[:cap] = state.sums
-    grown.sumsq[:cap] = state.sumsq
-    grown.bn[:cap] = state.bn
-    grown.logb[:cap] = state.logb
-    grown.mean[:cap] = state.mean
-    grown.hinv[:cap] = state.hinv
-    grown.order[:cap] = state.order
-    grown.where[:cap] = state.where
-    state.counts = grown.counts
-    state.sums = grown.sums
-    state.sumsq = grown.sumsq
-    state.bn = grown.bn
-    state.logb = grown.logb
-    state.mean = grown.mean
-    state.hinv = grown.hinv
-    state.order = grown.order
-    state.where = grown.where
+    state.bn = slots.grown(state.bn, new_cap, 1.0)
+    state.logb = slots.grown(state.logb, new_cap, 0.0)
+    state.mean = slots.grown(state.mean, new_cap, 0.0)
+    state.hinv = slots.grown(state.hinv, new_cap, 0.0)
     return True
 
 
 @numba.njit(**NJIT_KWARGS)
 def resync_diag_state(xc: np.ndarray, state: DiagState, params: DiagParams) -> None:
     """Rebuild the occupied slots' sums and caches from ``state.labels`` in place."""
-    for p in range(state.k[0]):
-        slot = state.order[p]
-        state.counts[slot] = 0
-        state.sums[slot, :] = 0.0
-        state.sumsq[slot, :] = 0.0
+    slots.clear_occupied(state)
     for i in range(xc.shape[0]):
         shift_at(state.counts, state.sums, state.sumsq, state.labels[i], xc, i, 1)
     for p in range(state.k[0]):

@@ -26,14 +26,13 @@ from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.diag_state import (
     DiagParams,
     DiagState,
-    free_slot,
     grow_if_full,
-    open_slot,
     refresh_slot,
     shift_at,
 )
-from pymc_pcrp._kernels.draws import shuffle_in_place
+from pymc_pcrp._kernels.draws import next_sweep_order, sweep_order
 from pymc_pcrp._kernels.scores import SKIP_NATS
+from pymc_pcrp._kernels.slots import free_slot, open_slot
 
 __all__ = ["diag_sweeps", "loo_log_ratio", "seat_log_weight"]
 
@@ -178,10 +177,7 @@ def diag_sweeps(
     a0 = params.a0
     b0 = params.b0
     skip_weight = math.exp(1e-9 - skip_nats)  # bound on one skipped weight / reference
-    if visit is None:
-        perm = np.arange(n)
-    else:
-        perm = visit.astype(np.int64)
+    perm = sweep_order(n, visit)
     labels = state.labels
     counts = state.counts
     order = state.order
@@ -192,8 +188,7 @@ def diag_sweeps(
     n_occupied = state.k
     moved = 0
     for _ in range(n_sweeps):
-        if visit is None:
-            shuffle_in_place(rng, perm)
+        next_sweep_order(rng, perm, visit)
         for step in range(perm.shape[0]):
             i = perm[step]
             old = labels[i]
@@ -290,19 +285,7 @@ def diag_sweeps(
                     else:
                         slot = order[p]
                         c = counts[slot]
-                        acc = 0.0
-                        prod = 1.0
-                        for j in range(d):
-                            t = xc[i, j] - mean[slot, j]
-                            prod *= 1.0 + t * t * hinv[slot, j]
-                            if prod > 1e150:
-                                acc += math.log(prod)
-                                prod = 1.0
-                        lw = (
-                            by_size[c, 0]
-                            - 0.5 * logb[slot]
-                            - (a0 + 0.5 * c + 0.5) * (acc + math.log(prod))
-                        )
+                        lw = seat_log_weight(xc, i, slot, c, logb, mean, hinv, by_size[c, 0], a0)
                     wsk[s_] = math.exp(lw - top)
                     big += wsk[s_]
                 g = total / (total + big)

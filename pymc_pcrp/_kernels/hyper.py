@@ -38,6 +38,7 @@ from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.chain import finish_draw, run_moves, with_log_alpha
 from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import (
+    add_state_prior_terms,
     cluster_scatter,
     drifted,
     mean_weight,
@@ -430,9 +431,7 @@ def advance_scaled(
         for j in range(4):
             total[j] += counts[j]
         top = scale_conditional(state, params.kappa0, params.nu0, grid, logp)
-        running = top
-        for p in range(state.k[0]):
-            running += params.log_alpha + params.power * math.lgamma(state.counts[state.order[p]])
+        running = add_state_prior_terms(top, state, params.log_alpha, params.power)
         g = _draw_index(rng, logp, top)
         if g != grid.current[0]:
             local = set_scale(g, grid, state, params, tables)

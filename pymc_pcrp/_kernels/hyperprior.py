@@ -286,26 +286,15 @@ def exact_log_z(
 
 
 @numba.njit(**NJIT_KWARGS)
-def _surrogate(
-    u: float,
-    code: int,
-    lower: float,
-    upper: float,
-    q_lo: float,
-    q_step: float,
-    q_values: np.ndarray,
-    is_power: bool,
-    use_row: bool,
-    other: float,
-    n_blocks: int,
-    log_gamma_sum: float,
-    n: int,
-    row: np.ndarray,
-    bound: np.ndarray,
-    nats: float,
-    missed: np.ndarray,
-    z_table: tuple,
-) -> float:
+def _surrogate(u: float, args: tuple, stats: tuple) -> float:
+    """Return the slice sampler's target at ``u``: pCRP term plus the tabulated prior term.
+
+    ``args`` is ``(code, lower, upper, q_lo, q_step, q_values, is_power,
+    use_row, other)`` and ``stats`` is ``(n_blocks, log_gamma_sum, n, row,
+    bound, nats, missed, z_table)`` (see :func:`_slice`).
+    """
+    code, lower, upper, q_lo, q_step, q_values, is_power, use_row, other = args
+    n_blocks, log_gamma_sum, n, row, bound, nats, missed, z_table = stats
     value = backward(code, u, lower, upper)
     if z_table[0].shape[0] == 0:
         h = pcrp_log_conditional(
@@ -525,7 +514,7 @@ def _slice(
     is_power, n, use_row = ipar[I_IS_POWER] != 0, ipar[I_N], ipar[I_USE_ROW] != 0
     args = (code, lower, upper, q_lo, q_step, q_values, is_power, use_row, other)
     stats = (n_blocks, log_gamma_sum, n, row, bound, nats, missed, z_table)
-    f0 = _surrogate(u0, *args, *stats)
+    f0 = _surrogate(u0, args, stats)
     y = f0 - rng.standard_exponential()
     left = u0 - w * rng.random()
     right = left + w
@@ -534,20 +523,20 @@ def _slice(
     evals = 1
     while j > 0:
         evals += 1
-        if not y < _surrogate(left, *args, *stats):
+        if not y < _surrogate(left, args, stats):
             break
         left -= w
         j -= 1
     while k > 0:
         evals += 1
-        if not y < _surrogate(right, *args, *stats):
+        if not y < _surrogate(right, args, stats):
             break
         right += w
         k -= 1
     for _ in range(max_shrinks):
         u1 = left + (right - left) * rng.random()
         evals += 1
-        if y < _surrogate(u1, *args, *stats):
+        if y < _surrogate(u1, args, stats):
             out[O_U1] = u1
             out[O_Q1] = interpolate(u1, q_lo, q_step, q_values)
             out[O_Q0] = interpolate(u0, q_lo, q_step, q_values)

@@ -36,10 +36,13 @@ import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.niw import cholesky_lower, log_det_chol, log_marginal_from_logdet
+from pymc_pcrp._kernels.slots import clear_occupied
 from pymc_pcrp._kernels.state import NIWParams, SweepState, refresh_slot, shift_stats
 
 __all__ = [
     "DRIFT_TOLERANCE",
+    "add_state_prior_terms",
+    "cluster_means",
     "cluster_scatter",
     "drifted",
     "mean_weight",
@@ -55,12 +58,8 @@ DRIFT_TOLERANCE = 1e-9
 
 
 @numba.njit(**NJIT_KWARGS)
-def cluster_scatter(xc: np.ndarray, labels: np.ndarray, k: int):
-    """Sizes, means and scatter matrices ``W`` of the clusters of canonical labels.
-
-    Returns ``(sizes, means, w)``, ``w`` of shape ``(k, D, D)``; two passes over
-    the points in index order.
-    """
+def cluster_means(xc: np.ndarray, labels: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sizes and means of the clusters of canonical labels, points in index order."""
     n, d = xc.shape
     sizes = np.zeros(k, dtype=np.int64)
     means = np.zeros((k, d))
@@ -72,6 +71,18 @@ def cluster_scatter(xc: np.ndarray, labels: np.ndarray, k: int):
     for c in range(k):
         for a in range(d):
             means[c, a] /= sizes[c]
+    return sizes, means
+
+
+@numba.njit(**NJIT_KWARGS)
+def cluster_scatter(xc: np.ndarray, labels: np.ndarray, k: int):
+    """Sizes, means and scatter matrices ``W`` of the clusters of canonical labels.
+
+    Returns ``(sizes, means, w)``, ``w`` of shape ``(k, D, D)``; two passes over
+    the points in index order.
+    """
+    n, d = xc.shape
+    sizes, means = cluster_means(xc, labels, k)
     w = np.zeros((k, d, d))
     for i in range(n):
         c = labels[i]
@@ -98,6 +109,18 @@ def prior_terms(sizes: np.ndarray, params: NIWParams) -> float:
     acc = 0.0
     for c in range(sizes.shape[0]):
         acc += params.log_alpha + params.power * math.lgamma(sizes[c])
+    return acc
+
+
+@numba.njit(**NJIT_KWARGS)
+def add_state_prior_terms(acc: float, state, log_alpha: float, power: float) -> float:
+    """``acc + K log alpha + r sum_k log Gamma(n_k)`` over a state's occupied slots.
+
+    Terms are added to ``acc`` one by one in the order of ``state.order``; takes
+    either family's state.
+    """
+    for p in range(state.k[0]):
+        acc += log_alpha + power * math.lgamma(state.counts[state.order[p]])
     return acc
 
 
@@ -159,11 +182,7 @@ def drifted(running: float, fresh: float) -> bool:
 def resync_state(xc: np.ndarray, state: SweepState, params: NIWParams) -> None:
     """Rebuild the occupied slots' statistics and factors from ``state.labels`` in place."""
     d = xc.shape[1]
-    for p in range(state.k[0]):
-        slot = state.order[p]
-        state.counts[slot] = 0
-        state.sums[slot, :] = 0.0
-        state.sumsq[slot, :, :] = 0.0
+    clear_occupied(state)
     for i in range(xc.shape[0]):
         slot = state.labels[i]
         state.counts[slot] += 1

@@ -34,6 +34,7 @@ __all__ = [
     "log_det_chol",
     "log_marginal_from_logdet",
     "log_multigamma",
+    "log_predictive",
     "predictive_constants",
     "scale_matrix",
 ]
@@ -178,3 +179,21 @@ def predictive_constants(n_max: int, d: int, kappa0: float, nu0: float) -> np.nd
             - 0.5 * d * math.log((kappa_n + 1.0) / kappa_n)
         )
     return out
+
+
+@numba.njit(**NJIT_KWARGS)
+def log_predictive(
+    n: int, u: float, logdet: float, kappa0: float, nu0: float, const_n: float
+) -> float:
+    """Log posterior predictive of a point given a cluster of ``n`` points, plus a constant.
+
+    ``const_n - 0.5 log|Psi_n| - 0.5 (nu_n + 1) log(1 + u kappa_n / (kappa_n + 1))``
+    with ``u = ||L^{-1}(x - mu_n)||^2`` and ``logdet = log|Psi_n|`` (see
+    :func:`predictive_constants`): ``const_n = const[n]`` gives the predictive
+    itself, and adding ``r log n`` to it the pCRP-weighted seat of the
+    split-merge move.
+    """
+    kappa_n = kappa0 + n
+    return (
+        const_n - 0.5 * logdet - 0.5 * (nu0 + n + 1.0) * math.log1p(u * kappa_n / (kappa_n + 1.0))
+    )

@@ -300,12 +300,8 @@ def check_prior_args(n: int, alpha: float, r: float) -> tuple[int, float, float]
 
     Parameters
     ----------
-    n : int
-        Number of items.
-    alpha : float
-        Concentration parameter.
-    r : float
-        Power of the pCRP.
+    n, alpha, r : int, float, float
+        Number of items, concentration parameter and power of the pCRP.
 
     Returns
     -------
@@ -330,12 +326,8 @@ def table_and_log_weights(
 
     Parameters
     ----------
-    n : int
-        Number of items.
-    alpha : float
-        Concentration parameter.
-    r : float
-        Power of the pCRP.
+    n, alpha, r : int, float, float
+        Number of items, concentration parameter and power of the pCRP.
     k_max : int, default -1
         Number of columns to compute; a negative value selects it adaptively
         with the certified truncation described in the module docstring.

@@ -190,14 +190,8 @@ def sample_partition(rng: np.random.Generator, n: int, alpha: float, r: float) -
 
     Parameters
     ----------
-    rng : numpy.random.Generator
-        Source of randomness; it is advanced by the draw.
-    n : int
-        Number of items, ``n >= 0``.
-    alpha : float
-        Concentration parameter, ``alpha > 0``.
-    r : float
-        Power of the pCRP.
+    rng, n, alpha, r
+        As in :func:`sample_partitions`.
 
     Returns
     -------

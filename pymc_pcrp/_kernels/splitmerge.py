@@ -99,158 +99,31 @@ import math
 import numba
 import numpy as np
 
+from pymc_pcrp._kernels import moves
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.allocation import _launch, _seat_constants
 from pymc_pcrp._kernels.niw import log_marginal_from_logdet
-from pymc_pcrp._kernels.state import (
-    NIWParams,
-    SweepState,
-    factorise,
-    free_slot,
-    grow_if_full,
-    open_slot,
-)
+from pymc_pcrp._kernels.state import NIWParams, SweepState, factorise, grow_if_full
 
 __all__ = ["split_merge_moves"]
 
 
 @numba.njit(**NJIT_KWARGS)
-def _relist(head: np.ndarray, nxt: np.ndarray, slot: int, labels: np.ndarray, points, m: int):
-    """Rebuild the member list of ``slot`` from the first ``m`` entries of ``points``.
-
-    Only the points whose label is ``slot`` are listed.
-    """
-    head[slot] = -1
-    for t in range(m):
-        p = points[t]
-        if labels[p] == slot:
-            nxt[p] = head[slot]
-            head[slot] = p
+def _put_group(state: SweepState, slot: int, groups: tuple, g: int) -> None:
+    """Write group ``g`` (statistics and factor) into ``slot`` of ``state``."""
+    gcount, gsum, gsumsq, gchol, glogdet = groups
+    moves.put_group(state, slot, g, gcount, gsum, gsumsq)
+    state.chol[slot] = gchol[g]
+    state.logdet[slot] = glogdet[g]
 
 
 @numba.njit(**NJIT_KWARGS)
-def _gather_members(
-    head: np.ndarray,
-    nxt: np.ndarray,
-    si: int,
-    sj: int,
-    i: int,
-    j: int,
-    members: np.ndarray,
-    target: np.ndarray,
-) -> int:
-    """Write ``S``, the other members of the clusters ``sj`` and ``si``, into ``members``.
-
-    ``target`` receives the group each belongs to in the current state (1 for
-    ``sj``, 0 for ``si``; used by a merge). ``si == sj`` for a split. Returns ``|S|``.
-    """
-    m = 0
-    p = head[sj]
-    while p >= 0:
-        if p != i and p != j:
-            members[m] = p
-            target[m] = 1
-            m += 1
-        p = nxt[p]
-    if si != sj:
-        p = head[si]
-        while p >= 0:
-            if p != i:
-                members[m] = p
-                target[m] = 0
-                m += 1
-            p = nxt[p]
-    return m
-
-
-@numba.njit(**NJIT_KWARGS)
-def _accept_split(
-    state: SweepState,
-    sj: int,
-    i: int,
-    j: int,
-    members: np.ndarray,
-    m: int,
-    side: np.ndarray,
-    gcount: np.ndarray,
-    gsum: np.ndarray,
-    gsumsq: np.ndarray,
-    gchol: np.ndarray,
-    glogdet: np.ndarray,
-    head: np.ndarray,
-    nxt: np.ndarray,
-) -> None:
-    """Write an accepted split into ``state``: group 0 opens a new slot, group 1 keeps ``sj``."""
-    labels = state.labels
-    new = state.order[state.k[0]]
-    open_slot(state, new)
-    for g in range(2):
-        slot = new if g == 0 else sj
-        state.counts[slot] = gcount[g]
-        state.sums[slot, :] = gsum[g]
-        state.sumsq[slot, :, :] = gsumsq[g]
-        state.chol[slot, :, :] = gchol[g]
-        state.logdet[slot] = glogdet[g]
-    labels[i] = new
-    for t in range(m):
-        if side[t] == 0:
-            labels[members[t]] = new
-    members[m] = i
-    members[m + 1] = j
-    _relist(head, nxt, new, labels, members, m + 2)
-    _relist(head, nxt, sj, labels, members, m + 2)
-
-
-@numba.njit(**NJIT_KWARGS)
-def _accept_merge(
-    state: SweepState,
-    si: int,
-    sj: int,
-    i: int,
-    j: int,
-    members: np.ndarray,
-    m: int,
-    head: np.ndarray,
-    nxt: np.ndarray,
-) -> None:
-    """Relabel an accepted merge into ``sj`` (whose statistics are written) and free ``si``."""
-    labels = state.labels
-    free_slot(state, si)
-    labels[i] = sj
-    for t in range(m):
-        labels[members[t]] = sj
-    members[m] = i
-    members[m + 1] = j
-    _relist(head, nxt, sj, labels, members, m + 2)
-    head[si] = -1
-
-
-@numba.njit(**NJIT_KWARGS)
-def _draw_pair(
-    rng: np.random.Generator,
-    state: SweepState,
-    head: np.ndarray,
-    nxt: np.ndarray,
-    n: int,
-    cluster_first: bool,
-) -> tuple[int, int]:
-    """Draw the ordered pair ``(i, j)`` of distinct points of a move.
-
-    ``i`` is uniform among the ``n`` points, or, with ``cluster_first``, uniform
-    in a cluster drawn uniformly among the occupied ones (walking its member
-    list); ``j`` is uniform among the other ``n - 1`` points.
-    """
-    if cluster_first:
-        slot = state.order[rng.integers(0, state.k[0])]
-        i = head[slot]
-        for _step in range(rng.integers(0, state.counts[slot])):
-            i = nxt[i]
-    else:
-        i = rng.integers(0, n)
-    j = rng.integers(0, n - 1)
-    if j >= i:
-        j += 1
-    return i, j
+def _put_split(state: SweepState, new: int, sj: int, groups: tuple) -> None:
+    """Write an accepted split's groups into ``new`` and ``sj``; grow the state if full."""
+    _put_group(state, new, groups, 0)
+    _put_group(state, sj, groups, 1)
+    # A split that took the last free slot doubles the capacity.
+    grow_if_full(state)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -260,59 +133,35 @@ def _log_split_ratio(
     sj: int,
     k_now: int,
     log_q: float,
-    gcount: np.ndarray,
-    gsum: np.ndarray,
-    gsumsq: np.ndarray,
-    gchol: np.ndarray,
-    glogdet: np.ndarray,
+    groups: tuple,
     buf: np.ndarray,
-    d: int,
-    ratio_power: float,
-    proposal_weight: float,
-    cluster_first: bool,
-    selection_weight: float,
+    tuning: tuple,
 ) -> float:
     """Log acceptance ratio of splitting cluster ``sj`` into the two proposed groups.
 
     The groups' factors are recomputed from their statistics first (an exact
     ratio, no drift from the rank-one updates); an accepted split copies them.
+    ``tuning`` is ``(ratio_power, proposal_weight, cluster_first, selection_weight)``.
     """
+    gcount, gsum, gsumsq, gchol, glogdet = groups
+    ratio_power, proposal_weight, cluster_first, selection_weight = tuning
     kappa0, nu0, logdet0 = params.kappa0, params.nu0, params.logdet0
+    d = gsum.shape[1]
     n0 = gcount[0]
     n1 = gcount[1]
     for g in range(2):
         glogdet[g] = factorise(gcount[g], gsum[g], gsumsq[g], params, buf, gchol[g])
-    log_a = (
-        params.log_alpha
-        + ratio_power * (math.lgamma(n0) + math.lgamma(n1) - math.lgamma(n0 + n1))
-        + log_marginal_from_logdet(n0, glogdet[0], d, kappa0, nu0, logdet0)
-        + log_marginal_from_logdet(n1, glogdet[1], d, kappa0, nu0, logdet0)
-        - log_marginal_from_logdet(n0 + n1, state.logdet[sj], d, kappa0, nu0, logdet0)
-        - proposal_weight * log_q
+    lm = (
+        log_marginal_from_logdet(n0, glogdet[0], d, kappa0, nu0, logdet0),
+        log_marginal_from_logdet(n1, glogdet[1], d, kappa0, nu0, logdet0),
+        log_marginal_from_logdet(n0 + n1, state.logdet[sj], d, kappa0, nu0, logdet0),
+    )
+    log_a = moves.split_log_ratio(
+        params.log_alpha, ratio_power, n0, n1, lm, proposal_weight * log_q
     )
     if cluster_first:
         log_a += selection_weight * (math.log(k_now * (n0 + n1)) - math.log((k_now + 1) * n0))
     return log_a
-
-
-@numba.njit(**NJIT_KWARGS)
-def _merged_stats(
-    state: SweepState,
-    params: NIWParams,
-    si: int,
-    sj: int,
-    msum: np.ndarray,
-    msumsq: np.ndarray,
-    mchol: np.ndarray,
-    buf: np.ndarray,
-) -> float:
-    """Write the statistics and factor of clusters ``si`` and ``sj`` together; return log|Psi|."""
-    d = msum.shape[0]
-    for a in range(d):
-        msum[a] = state.sums[si, a] + state.sums[sj, a]
-        for b in range(d):
-            msumsq[a, b] = state.sumsq[si, a, b] + state.sumsq[sj, a, b]
-    return factorise(state.counts[si] + state.counts[sj], msum, msumsq, params, buf, mchol)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -323,24 +172,30 @@ def _log_merge_ratio(
     sj: int,
     k_now: int,
     log_q: float,
-    mlogdet: float,
-    d: int,
-    ratio_power: float,
-    proposal_weight: float,
-    cluster_first: bool,
-    selection_weight: float,
+    groups: tuple,
+    buf: np.ndarray,
+    tuning: tuple,
 ) -> float:
-    """Log acceptance ratio of merging cluster ``si`` (holding ``i``) into ``sj``."""
+    """Log acceptance ratio of merging cluster ``si`` (holding ``i``) into ``sj``.
+
+    The merged cluster's statistics and factor are written into group 0 first
+    (the launch is finished); an accepted merge copies them.
+    """
+    gcount, gsum, gsumsq, gchol, glogdet = groups
+    ratio_power, proposal_weight, cluster_first, selection_weight = tuning
     kappa0, nu0, logdet0 = params.kappa0, params.nu0, params.logdet0
+    d = gsum.shape[1]
     ni = state.counts[si]
     nj = state.counts[sj]
-    log_a = (
-        -params.log_alpha
-        + ratio_power * (math.lgamma(ni + nj) - math.lgamma(ni) - math.lgamma(nj))
-        + log_marginal_from_logdet(ni + nj, mlogdet, d, kappa0, nu0, logdet0)
-        - log_marginal_from_logdet(ni, state.logdet[si], d, kappa0, nu0, logdet0)
-        - log_marginal_from_logdet(nj, state.logdet[sj], d, kappa0, nu0, logdet0)
-        + proposal_weight * log_q
+    moves.merge_into_group(state, si, sj, gcount, gsum, gsumsq)
+    glogdet[0] = factorise(gcount[0], gsum[0], gsumsq[0], params, buf, gchol[0])
+    lm = (
+        log_marginal_from_logdet(ni + nj, glogdet[0], d, kappa0, nu0, logdet0),
+        log_marginal_from_logdet(ni, state.logdet[si], d, kappa0, nu0, logdet0),
+        log_marginal_from_logdet(nj, state.logdet[sj], d, kappa0, nu0, logdet0),
+    )
+    log_a = moves.merge_log_ratio(
+        params.log_alpha, ratio_power, ni, nj, lm, proposal_weight * log_q
     )
     if cluster_first:
         log_a += selection_weight * (math.log(k_now * ni) - math.log((k_now - 1) * (ni + nj)))
@@ -391,29 +246,17 @@ def _split_merge_moves(
     if n < 2 or n_moves <= 0:
         return 0, 0, 0, 0
     labels = state.labels
+    head, nxt, members, side, target = moves.move_workspace(state)
 
-    # Member lists of every slot: head[slot] -> nxt[point] -> ... -> -1.
-    head = np.full(state.counts.shape[0], -1, dtype=np.int64)
-    nxt = np.full(n, -1, dtype=np.int64)
-    for p in range(n - 1, -1, -1):
-        nxt[p] = head[labels[p]]
-        head[labels[p]] = p
-
-    # Workspace, allocated once per call. The size-dependent predictive
+    # Group workspace, allocated once per call. The size-dependent predictive
     # constants are computed on demand up to the largest union of clusters seen
     # so far (doubling), so that a call costs nothing in proportion to N beyond
     # the member lists.
-    members = np.empty(n, dtype=np.int64)
-    side = np.empty(n, dtype=np.int64)
-    target = np.empty(n, dtype=np.int64)
     gcount = np.zeros(2, dtype=np.int64)
     gsum = np.zeros((2, d))
     gsumsq = np.zeros((2, d, d))
     gchol = np.zeros((2, d, d))
     glogdet = np.zeros(2)
-    msum = np.zeros(d)
-    msumsq = np.zeros((d, d))
-    mchol = np.zeros((d, d))
     v = np.empty(d)
     y = np.empty(d)
     buf = np.empty((d, d))
@@ -426,12 +269,12 @@ def _split_merge_moves(
     n_merge_acc = 0
     for _ in range(n_moves):
         k_now = state.k[0]
-        i, j = _draw_pair(rng, state, head, nxt, n, cluster_first)
+        i, j = moves.draw_pair(rng, state, head, nxt, n, cluster_first)
         si = labels[i]
         sj = labels[j]
         is_split = si == sj
 
-        m = _gather_members(head, nxt, si, sj, i, j, members, target)
+        m = moves.gather_members(head, nxt, si, sj, i, j, members, target)
         if m + 2 >= seat_const.shape[0]:
             size = min(n, max(m + 2, 2 * seat_const.shape[0]))
             seat_const = _seat_constants(size, d, params.power, params.kappa0, params.nu0)
@@ -439,33 +282,24 @@ def _split_merge_moves(
         # The proposal draws the split, or (merge) scores the current one.
         work = (params, seat_const, v, y, buf)
         merge = not is_split
-        log_q = _launch(
-            rng, xc, i, j, members, m, side, target, merge, n_restricted_scans, *groups, *work
-        )
+        seats = (members, m, side, target)
+        log_q = _launch(rng, xc, i, j, seats, merge, n_restricted_scans, groups, work)
 
         if is_split:
             n_split += 1
-            log_a = _log_split_ratio(state, params, sj, k_now, log_q, *groups, buf, d, *tuning)
-            if log_a >= 0.0 or math.log(rng.random()) < log_a:
+            log_a = _log_split_ratio(state, params, sj, k_now, log_q, groups, buf, tuning)
+            if moves.accepts(rng, log_a):
                 n_split_acc += 1
-                _accept_split(state, sj, i, j, members, m, side, *groups, head, nxt)
-                if grow_if_full(state):
-                    # The split took the last free slot: the state doubled its capacity.
-                    grown = np.full(state.counts.shape[0], -1, dtype=np.int64)
-                    grown[: head.shape[0]] = head
-                    head = grown
+                new = moves.split_labels(state, sj, i, j, members, m, side, head, nxt)
+                _put_split(state, new, sj, groups)
+                head = moves.cover_slots(head, state)
         else:
             n_merge += 1
-            mlogdet = _merged_stats(state, params, si, sj, msum, msumsq, mchol, buf)
-            log_a = _log_merge_ratio(state, params, si, sj, k_now, log_q, mlogdet, d, *tuning)
-            if log_a >= 0.0 or math.log(rng.random()) < log_a:
+            log_a = _log_merge_ratio(state, params, si, sj, k_now, log_q, groups, buf, tuning)
+            if moves.accepts(rng, log_a):
                 n_merge_acc += 1
-                state.counts[sj] = state.counts[si] + state.counts[sj]
-                state.sums[sj, :] = msum
-                state.sumsq[sj, :, :] = msumsq
-                state.chol[sj, :, :] = mchol
-                state.logdet[sj] = mlogdet
-                _accept_merge(state, si, sj, i, j, members, m, head, nxt)
+                _put_group(state, sj, groups, 0)
+                moves.merge_labels(state, si, sj, i, j, members, m, head, nxt)
     return n_split, n_split_acc, n_merge, n_merge_acc
 
 

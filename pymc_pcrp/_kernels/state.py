@@ -32,6 +32,10 @@ number of clusters the chain has held, instead of ``O(N D^2)``.
 :class:`SweepState` is a mutable numba structure (a ``StructRef``), not a
 tuple, so that growing replaces its arrays in place: a caller that holds the
 state sees the grown arrays, and no kernel has to return a new state.
+
+The bookkeeping of ``labels``, ``order``, ``where``, ``k`` and the capacity is
+shared with the diagonal family's state and lives in
+:mod:`pymc_pcrp._kernels.slots`.
 """
 
 import math
@@ -41,9 +45,9 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from numba.core import types
 from numba.experimental import structref
 
+from pymc_pcrp._kernels import slots
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.niw import (
     chol_rank_one_at,
@@ -57,13 +61,10 @@ __all__ = [
     "NIWParams",
     "SweepState",
     "add_point",
-    "close_slot",
     "factorise",
-    "free_slot",
     "grow_if_full",
     "init_state",
     "make_params",
-    "open_slot",
     "refresh_slot",
     "remove_point",
 ]
@@ -72,123 +73,34 @@ __all__ = [
 _FIELDS = ("labels", "counts", "sums", "sumsq", "chol", "logdet", "order", "where", "k")
 
 
+@numba.njit(**NJIT_KWARGS)
+def _factors(state):
+    """``(chol, logdet)`` of a state, for Python."""
+    return state.chol, state.logdet
+
+
 @structref.register
-class SweepStateType(types.StructRef):
+class SweepStateType(slots.SlotStateType):
     """numba type of :class:`SweepState`."""
 
-    def preprocess_fields(self, fields):
-        return tuple((name, types.unliteral(typ)) for name, typ in fields)
 
-
-class SweepState(structref.StructRefProxy):
+class SweepState(slots.SlotStateProxy, structref.StructRefProxy):
     """Mutable state of the sweep; see the module docstring for the fields.
 
-    Built by :func:`init_state`. In Python its fields read as NumPy arrays that
-    share memory with the state (``state.counts[slot]``, ``state.k[0]``); after
-    a kernel grew the capacity, read them again rather than keep an old array.
-    Pickling copies the arrays.
+    Built by :func:`init_state`. Its fields read in Python as described in
+    :class:`~pymc_pcrp._kernels.slots.SlotStateProxy` (``state.counts[slot]``,
+    ``state.k[0]``).
     """
+
+    _fields = _FIELDS
 
     def __new__(cls, labels, counts, sums, sumsq, chol, logdet, order, where, k):
         return structref.StructRefProxy.__new__(
             cls, labels, counts, sums, sumsq, chol, logdet, order, where, k
         )
 
-    def __reduce__(self):
-        return (SweepState, tuple(getattr(self, name) for name in _FIELDS))
-
-    # ``labels`` and ``k`` keep their arrays for the life of the state (growing
-    # replaces only the per-slot arrays), so Python reads them once: the step
-    # reads both at every draw, and a jitted getter costs microseconds.
-    @property
-    def labels(self) -> np.ndarray:
-        try:
-            return self._labels
-        except AttributeError:
-            self._labels = _get_labels(self)
-            return self._labels
-
-    @property
-    def counts(self) -> np.ndarray:
-        return _get_counts(self)
-
-    @property
-    def sums(self) -> np.ndarray:
-        return _get_sums(self)
-
-    @property
-    def sumsq(self) -> np.ndarray:
-        return _get_sumsq(self)
-
-    @property
-    def chol(self) -> np.ndarray:
-        return _get_chol(self)
-
-    @property
-    def logdet(self) -> np.ndarray:
-        return _get_logdet(self)
-
-    @property
-    def order(self) -> np.ndarray:
-        return _get_order(self)
-
-    @property
-    def where(self) -> np.ndarray:
-        return _get_where(self)
-
-    @property
-    def k(self) -> np.ndarray:
-        try:
-            return self._k
-        except AttributeError:
-            self._k = _get_k(self)
-            return self._k
-
-
-# One reader per field for Python (numba reads the fields directly).
-@numba.njit(**NJIT_KWARGS)
-def _get_labels(state):
-    return state.labels
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_counts(state):
-    return state.counts
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_sums(state):
-    return state.sums
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_sumsq(state):
-    return state.sumsq
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_chol(state):
-    return state.chol
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_logdet(state):
-    return state.logdet
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_order(state):
-    return state.order
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_where(state):
-    return state.where
-
-
-@numba.njit(**NJIT_KWARGS)
-def _get_k(state):
-    return state.k
+    chol = slots.field_reader(_factors, 0)
+    logdet = slots.field_reader(_factors, 1)
 
 
 structref.define_proxy(SweepState, SweepStateType, list(_FIELDS))
@@ -261,11 +173,7 @@ def init_state(
     but memory: a chain run from either start makes the same moves.
     """
     n, d = xc.shape
-    n_labels = 0
-    for i in range(n):
-        n_labels = max(n_labels, labels[i] + 1)
-    cap = capacity if capacity > 0 else min(n + 1, 2 * n_labels + 8)
-    cap = max(cap, n_labels + 1)
+    cap = slots.initial_capacity(labels, capacity)
     counts = np.zeros(cap, dtype=np.int64)
     sums = np.zeros((cap, d))
     sumsq = np.zeros((cap, d, d))
@@ -278,12 +186,10 @@ def init_state(
     for i in range(n):
         counts[labels[i]] += 1
         shift_stats(sums, sumsq, labels[i], xc, i, 1.0)
+    slots.open_occupied(state)
     buf = np.empty((d, d))
-    # Occupied slots first in ``order``: swap each into the occupied prefix.
-    for slot in range(cap):
-        if counts[slot] > 0:
-            open_slot(state, slot)
-            refresh_slot(state, slot, params, buf)
+    for p in range(state.k[0]):
+        refresh_slot(state, state.order[p], params, buf)
     return state
 
 
@@ -291,73 +197,16 @@ def init_state(
 def grow_if_full(state: SweepState) -> bool:
     """Double the capacity when every slot is occupied; return whether it grew.
 
-    Called after each opening of a cluster, it keeps ``k[0] < capacity``. The
-    new slots are free (zero counts and sums) and come after the old ones in
-    ``order``; occupied slots keep their numbers, so labels stay valid. The
-    capacity never exceeds ``N + 1``, which ``N`` points can never fill.
+    Called after each opening of a cluster, it keeps ``k[0] < capacity``
+    (:func:`~pymc_pcrp._kernels.slots.grow_slots`, then the factors and
+    log-determinants).
     """
-    cap = state.counts.shape[0]
-    if state.k[0] < cap:
+    new_cap = slots.grow_slots(state)
+    if new_cap == 0:
         return False
-    new_cap = min(2 * cap, state.labels.shape[0] + 1)
-    d = state.sums.shape[1]
-    counts = np.zeros(new_cap, dtype=np.int64)
-    sums = np.zeros((new_cap, d))
-    sumsq = np.zeros((new_cap, d, d))
-    chol = np.zeros((new_cap, d, d))
-    logdet = np.zeros(new_cap)
-    order = np.arange(new_cap)
-    where = np.arange(new_cap)
-    counts[:cap] = state.counts
-    sums[:cap] = state.sums
-    sumsq[:cap] = state.sumsq
-    chol[:cap] = state.chol
-    logdet[:cap] = state.logdet
-    order[:cap] = state.order
-    where[:cap] = state.where
-    state.counts = counts
-    state.sums = sums
-    state.sumsq = sumsq
-    state.chol = chol
-    state.logdet = logdet
-    state.order = order
-    state.where = where
+    state.chol = slots.grown(state.chol, new_cap, 0.0)
+    state.logdet = slots.grown(state.logdet, new_cap, 0.0)
     return True
-
-
-@numba.njit(**NJIT_KWARGS)
-def open_slot(state: SweepState, slot: int) -> None:
-    """Move ``slot`` into the occupied prefix of ``order``."""
-    k = state.k[0]
-    pos = state.where[slot]
-    other = state.order[k]
-    state.order[k] = slot
-    state.order[pos] = other
-    state.where[slot] = k
-    state.where[other] = pos
-    state.k[0] = k + 1
-
-
-@numba.njit(**NJIT_KWARGS)
-def close_slot(state: SweepState, slot: int) -> None:
-    """Move an emptied ``slot`` out of the occupied prefix of ``order``."""
-    last = state.k[0] - 1
-    pos = state.where[slot]
-    other = state.order[last]
-    state.order[last] = slot
-    state.order[pos] = other
-    state.where[slot] = last
-    state.where[other] = pos
-    state.k[0] = last
-
-
-@numba.njit(**NJIT_KWARGS)
-def free_slot(state: SweepState, slot: int) -> None:
-    """Empty ``slot`` and move it out of the occupied prefix of ``order``."""
-    state.counts[slot] = 0
-    state.sums[slot, :] = 0.0
-    state.sumsq[slot, :, :] = 0.0
-    close_slot(state, slot)
 
 
 @numba.njit(**NJIT_KWARGS)

@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.draws import shuffle_in_place
+from pymc_pcrp._kernels.draws import next_sweep_order, shuffle_in_place, sweep_order
 from pymc_pcrp._kernels.niw import log_marginal_from_logdet
 from pymc_pcrp._kernels.scores import (
     SKIP_NATS,
@@ -39,15 +39,14 @@ from pymc_pcrp._kernels.scores import (
     loo_lower_bound,
     sweep_tables,
 )
+from pymc_pcrp._kernels.slots import free_slot, open_slot
 from pymc_pcrp._kernels.state import (
     NIWParams,
     SweepState,
     add_point,
-    free_slot,
     grow_if_full,
     init_state,
     make_params,
-    open_slot,
     remove_point,
 )
 
@@ -58,6 +57,7 @@ __all__ = [
     "init_state",
     "log_joint",
     "make_params",
+    "shuffle_in_place",
     "sweep_tables",
 ]
 
@@ -299,14 +299,10 @@ def gibbs_sweeps(
     n_occupied = state.k
     kappa0 = params.kappa0
     skip_weight = math.exp(1e-9 - skip_nats)  # bound on one skipped weight / top
-    if visit is None:
-        perm = np.arange(n)
-    else:
-        perm = visit.astype(np.int64)
+    perm = sweep_order(n, visit)
     moved = 0
     for _ in range(n_sweeps):
-        if visit is None:
-            shuffle_in_place(rng, perm)
+        next_sweep_order(rng, perm, visit)
         for step in range(perm.shape[0]):
             i = perm[step]
             old = labels[i]

@@ -39,6 +39,7 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.draws import shuffle_in_place
 from pymc_pcrp._kernels.hyper import (
     FRESH_CHAIN,
     IN_SYNC,
@@ -52,10 +53,10 @@ from pymc_pcrp._kernels.hyper import (
     set_scale,
 )
 from pymc_pcrp._kernels.log_joint import resync_state
-from pymc_pcrp._kernels.niw import log_marginal_from_logdet
+from pymc_pcrp._kernels.niw import log_marginal_from_logdet, log_predictive
 from pymc_pcrp._kernels.scores import _sample_log_weights
 from pymc_pcrp._kernels.state import NIWParams, SweepState, grow_if_full
-from pymc_pcrp._kernels.sweep import _add_point, _remove_point, shuffle_in_place
+from pymc_pcrp._kernels.sweep import _add_point, _remove_point
 
 __all__ = [
     "advance_hot",
@@ -120,11 +121,7 @@ def tempered_sweeps(
                     acc /= state.chol[slot, a, a]
                     y[a] = acc
                     u += acc * acc
-                log_pred = (
-                    pred_const[m]
-                    - 0.5 * state.logdet[slot]
-                    - 0.5 * (nu0 + m + 1.0) * math.log1p(u * kappa_m / (kappa_m + 1.0))
-                )
+                log_pred = log_predictive(m, u, state.logdet[slot], kappa0, nu0, pred_const[m])
                 logw[p] = power * math.log(m) + beta * log_pred
             logw[k] = log_alpha + beta * (log_new[i] - log_alpha)
             choice = _sample_log_weights(rng, logw, k + 1)

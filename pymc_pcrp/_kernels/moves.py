@@ -1,0 +1,295 @@
+"""Family-agnostic parts of the split-merge move, in numba.
+
+The split-merge moves of the full family (:mod:`pymc_pcrp._kernels.splitmerge`)
+and of the diagonal family (:mod:`pymc_pcrp._kernels.diag_splitmerge`) differ
+only in their group statistics and weights. What does not depend on the family
+is here: how many proposals follow a sweep, the member lists of the clusters,
+the pair of points and the set ``S`` of a move, the pCRP prior ratio and the
+Metropolis-Hastings test, and the relabelling that writes an accepted split or
+merge into a sweep state. The functions take either state
+(:mod:`pymc_pcrp._kernels.slots`); numba compiles one specialisation per type.
+
+A move works on two *groups* held in two-slot arrays laid out like a state's
+slots (``gcount``, ``gsum``, ``gsumsq``, then the family's own caches);
+:func:`put_group` and :func:`merge_into_group` move the shared statistics
+between a state and the groups.
+"""
+
+import math
+
+import numba
+import numpy as np
+
+from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.slots import free_slot, grown, open_slot
+
+__all__ = [
+    "accepts",
+    "add_counts",
+    "cover_slots",
+    "draw_n_moves",
+    "draw_pair",
+    "gather_members",
+    "member_lists",
+    "merge_into_group",
+    "merge_labels",
+    "merge_log_ratio",
+    "move_workspace",
+    "put_group",
+    "relist",
+    "split_labels",
+    "split_log_ratio",
+]
+
+
+@numba.njit(**NJIT_KWARGS)
+def draw_n_moves(rng: np.random.Generator, n_split_merge: float) -> int:
+    """Draw how many proposals follow a sweep: ``n_split_merge`` on average.
+
+    Its integer part always, and one more with probability its fractional part
+    (a draw from ``rng`` that does not look at the state, so each sweep applies
+    a fixed mixture of invariant kernels); an integer value draws nothing.
+    """
+    whole = int(n_split_merge)
+    frac = n_split_merge - whole
+    n_moves = whole
+    if frac > 0.0 and rng.random() < frac:
+        n_moves += 1
+    return n_moves
+
+
+@numba.njit(**NJIT_KWARGS)
+def add_counts(counts: np.ndarray, found: tuple[int, int, int, int]) -> None:
+    """Add a call's ``(split proposed, split accepted, merge proposed, merge accepted)``."""
+    for c in range(4):
+        counts[c] += found[c]
+
+
+@numba.njit(**NJIT_KWARGS)
+def member_lists(labels: np.ndarray, capacity: int) -> tuple[np.ndarray, np.ndarray]:
+    """Linked lists of the members of every slot: ``head[slot] -> nxt[point] -> ... -> -1``.
+
+    Points are listed in increasing index order.
+    """
+    n = labels.shape[0]
+    head = np.full(capacity, -1, dtype=np.int64)
+    nxt = np.full(n, -1, dtype=np.int64)
+    for p in range(n - 1, -1, -1):
+        nxt[p] = head[labels[p]]
+        head[labels[p]] = p
+    return head, nxt
+
+
+@numba.njit(**NJIT_KWARGS)
+def move_workspace(state) -> tuple:
+    """``(head, nxt, members, side, target)`` for the moves of one call.
+
+    The member lists of the state's slots (:func:`member_lists`) and three
+    ``int64`` arrays of length ``N`` for a move's ``S``, its groups and the
+    current partition's groups (:func:`gather_members`).
+    """
+    n = state.labels.shape[0]
+    head, nxt = member_lists(state.labels, state.counts.shape[0])
+    members = np.empty(n, dtype=np.int64)
+    side = np.empty(n, dtype=np.int64)
+    target = np.empty(n, dtype=np.int64)
+    return head, nxt, members, side, target
+
+
+@numba.njit(**NJIT_KWARGS)
+def relist(head: np.ndarray, nxt: np.ndarray, slot: int, labels: np.ndarray, points, m: int):
+    """Rebuild the member list of ``slot`` from the first ``m`` entries of ``points``.
+
+    Only the points whose label is ``slot`` are listed.
+    """
+    head[slot] = -1
+    for t in range(m):
+        p = points[t]
+        if labels[p] == slot:
+            nxt[p] = head[slot]
+            head[slot] = p
+
+
+@numba.njit(**NJIT_KWARGS)
+def gather_members(
+    head: np.ndarray,
+    nxt: np.ndarray,
+    si: int,
+    sj: int,
+    i: int,
+    j: int,
+    members: np.ndarray,
+    target: np.ndarray,
+) -> int:
+    """Write ``S``, the other members of the clusters ``sj`` and ``si``, into ``members``.
+
+    ``target`` receives the group each belongs to in the current state (1 for
+    ``sj``, 0 for ``si``; used by a merge). ``si == sj`` for a split. Returns ``|S|``.
+    """
+    m = 0
+    p = head[sj]
+    while p >= 0:
+        if p != i and p != j:
+            members[m] = p
+            target[m] = 1
+            m += 1
+        p = nxt[p]
+    if si != sj:
+        p = head[si]
+        while p >= 0:
+            if p != i:
+                members[m] = p
+                target[m] = 0
+                m += 1
+            p = nxt[p]
+    return m
+
+
+@numba.njit(**NJIT_KWARGS)
+def draw_pair(
+    rng: np.random.Generator,
+    state,
+    head: np.ndarray,
+    nxt: np.ndarray,
+    n: int,
+    cluster_first: bool,
+) -> tuple[int, int]:
+    """Draw the ordered pair ``(i, j)`` of distinct points of a move.
+
+    ``i`` is uniform among the ``n`` points, or, with ``cluster_first``, uniform
+    in a cluster drawn uniformly among the occupied ones (walking its member
+    list); ``j`` is uniform among the other ``n - 1`` points.
+    """
+    if cluster_first:
+        slot = state.order[rng.integers(0, state.k[0])]
+        i = head[slot]
+        for _step in range(rng.integers(0, state.counts[slot])):
+            i = nxt[i]
+    else:
+        i = rng.integers(0, n)
+    j = rng.integers(0, n - 1)
+    if j >= i:
+        j += 1
+    return i, j
+
+
+@numba.njit(**NJIT_KWARGS)
+def split_log_ratio(
+    log_alpha: float, power: float, n0: int, n1: int, lm: tuple, q_term: float
+) -> float:
+    """Log acceptance ratio of a split into groups of ``n0`` and ``n1`` points.
+
+    ``log alpha + r [log Gamma(n0) + log Gamma(n1) - log Gamma(n0 + n1)]
+    + log m_0 + log m_1 - log m_01 - q_term`` with ``lm = (log m_0, log m_1,
+    log m_01)``, the log marginal likelihoods of the two groups and of the
+    cluster split, and ``q_term`` the weighted log proposal probability.
+    """
+    prior = log_alpha + power * (math.lgamma(n0) + math.lgamma(n1) - math.lgamma(n0 + n1))
+    return prior + lm[0] + lm[1] - lm[2] - q_term
+
+
+@numba.njit(**NJIT_KWARGS)
+def merge_log_ratio(
+    log_alpha: float, power: float, ni: int, nj: int, lm: tuple, q_term: float
+) -> float:
+    """Log acceptance ratio of a merge of clusters of ``ni`` and ``nj`` points.
+
+    ``-log alpha + r [log Gamma(ni + nj) - log Gamma(ni) - log Gamma(nj)]
+    + log m_ij - log m_i - log m_j + q_term`` with ``lm = (log m_ij, log m_i,
+    log m_j)`` and ``q_term`` the weighted log probability of the reverse split.
+    """
+    prior = -log_alpha + power * (math.lgamma(ni + nj) - math.lgamma(ni) - math.lgamma(nj))
+    return prior + lm[0] - lm[1] - lm[2] + q_term
+
+
+@numba.njit(**NJIT_KWARGS)
+def accepts(rng: np.random.Generator, log_a: float) -> bool:
+    """Metropolis-Hastings test: accept with probability ``min(1, exp(log_a))``.
+
+    Draws a uniform only when ``log_a < 0``.
+    """
+    return log_a >= 0.0 or math.log(rng.random()) < log_a
+
+
+@numba.njit(**NJIT_KWARGS)
+def put_group(
+    state, slot: int, g: int, gcount: np.ndarray, gsum: np.ndarray, gsumsq: np.ndarray
+) -> None:
+    """Copy the size and sums of group ``g`` into ``slot`` of ``state``."""
+    state.counts[slot] = gcount[g]
+    state.sums[slot] = gsum[g]
+    state.sumsq[slot] = gsumsq[g]
+
+
+@numba.njit(**NJIT_KWARGS)
+def merge_into_group(
+    state, si: int, sj: int, gcount: np.ndarray, gsum: np.ndarray, gsumsq: np.ndarray
+) -> None:
+    """Write the size and sums of clusters ``si`` and ``sj`` together into group 0."""
+    gcount[0] = state.counts[si] + state.counts[sj]
+    gsum[0] = state.sums[si] + state.sums[sj]
+    gsumsq[0] = state.sumsq[si] + state.sumsq[sj]
+
+
+@numba.njit(**NJIT_KWARGS)
+def split_labels(
+    state,
+    sj: int,
+    i: int,
+    j: int,
+    members: np.ndarray,
+    m: int,
+    side: np.ndarray,
+    head: np.ndarray,
+    nxt: np.ndarray,
+) -> int:
+    """Relabel an accepted split of ``sj``: group 0 (``i`` and ``side == 0``) opens a new slot.
+
+    Returns the new slot; the caller writes both groups' statistics (group 1
+    keeps ``sj``), grows the state if it is full and then the member lists
+    (:func:`cover_slots`).
+    """
+    labels = state.labels
+    new = state.order[state.k[0]]
+    open_slot(state, new)
+    labels[i] = new
+    for t in range(m):
+        if side[t] == 0:
+            labels[members[t]] = new
+    members[m] = i
+    members[m + 1] = j
+    relist(head, nxt, new, labels, members, m + 2)
+    relist(head, nxt, sj, labels, members, m + 2)
+    return new
+
+
+@numba.njit(**NJIT_KWARGS)
+def merge_labels(
+    state,
+    si: int,
+    sj: int,
+    i: int,
+    j: int,
+    members: np.ndarray,
+    m: int,
+    head: np.ndarray,
+    nxt: np.ndarray,
+) -> None:
+    """Relabel an accepted merge into ``sj`` (whose statistics are written) and free ``si``."""
+    labels = state.labels
+    free_slot(state, si)
+    labels[i] = sj
+    for t in range(m):
+        labels[members[t]] = sj
+    members[m] = i
+    members[m + 1] = j
+    relist(head, nxt, sj, labels, members, m + 2)
+    head[si] = -1
+
+
+@numba.njit(**NJIT_KWARGS)
+def cover_slots(head: np.ndarray, state) -> np.ndarray:
+    """``head`` extended (with empty lists) to the state's capacity, after a growth."""
+    if head.shape[0] < state.counts.shape[0]:
+        return grown(head, state.counts.shape[0], -1)
+    return head
