@@ -47,6 +47,8 @@ import arviz as az
 import numpy as np
 import pymc as pm
 
+from scipy.special import gammaln
+
 import pymc_pcrp as pcrp
 
 from pymc_pcrp.cli.reproduce.data import _digits, _old_faithful, _simulation
@@ -54,6 +56,7 @@ from pymc_pcrp.cli.reproduce.moves import ALGORITHM_1, paper_prior
 from pymc_pcrp.cli.reproduce.paper_values import K_TRUE, PAPER_SETTINGS
 from pymc_pcrp.cli.reproduce.protocol import FULL_PROTOCOL
 from pymc_pcrp.datasets import SIM1_PARAMS, SIM2_PARAMS, sim1, sim2
+from pymc_pcrp.distributions.normaliser import log_normaliser
 from pymc_pcrp.model_selection import cross_validate_power
 
 BASE_SEED = 2018
@@ -76,8 +79,43 @@ def load(key: str, mnist: str | None):
     else:
         data, _ = _old_faithful(protocol, seed)
     power = PAPER_SETTINGS[data.name]["power"]
-    x = data.samples[0].X  # the smaller clustered size: 300, 1000 or 172
-    return data.name, x, data.cv_train, data.cv_test, power, data.note
+    sample = data.samples[0]  # the smaller clustered size: 300, 1000 or 172
+    return data.name, sample.X, sample.labels, data.cv_train, data.cv_test, power, data.note
+
+
+def r_given_partition(labels: np.ndarray, powers=()) -> dict:
+    """Exact posterior of ``r ~ Uniform(0.8, 2)`` given a partition (here the true one).
+
+    Given the labels the data drop out: ``log p(r | z) = r T(z) - log Z_N(1, r) + c``
+    with ``T = sum_k log Gamma(n_k)``, evaluated on a grid of 1,201 values of ``r``
+    with the normaliser's recursion. Also returned: ``log p(z | r) - log p(z | 1)``
+    at each of ``powers``.
+    """
+    sizes = np.unique(labels, return_counts=True)[1]
+    n, t = int(sizes.sum()), float(np.sum(gammaln(sizes)))
+    grid = np.linspace(0.8, 2.0, 1201)
+    log_z = np.array([log_normaliser(n, 1.0, float(r), method="recursion") for r in grid])
+    log_p = grid * t - log_z
+    weights = np.exp(log_p - log_p.max())
+    weights /= weights.sum()
+    cdf = np.cumsum(weights)
+    mean = float(np.sum(grid * weights))
+    ratio = {
+        float(p): float(p * t - log_normaliser(n, 1.0, float(p), method="recursion"))
+        - float(t - log_normaliser(n, 1.0, 1.0, method="recursion"))
+        for p in powers
+    }
+    return {
+        "sizes": sorted((int(m) for m in sizes), reverse=True),
+        "T": t,
+        "mean": mean,
+        "sd": float(np.sqrt(np.sum((grid - mean) ** 2 * weights))),
+        "q05": float(grid[np.searchsorted(cdf, 0.05)]),
+        "q50": float(grid[np.searchsorted(cdf, 0.5)]),
+        "q95": float(grid[np.searchsorted(cdf, 0.95)]),
+        "p_above_1": float(weights[grid > 1.0].sum()),
+        "log_ratio_to_1": ratio,
+    }
 
 
 def model_fit(x, power, prior, args, seed: int, log_lik: bool = False):
@@ -329,12 +367,22 @@ def main() -> None:
     logging.getLogger("pymc").setLevel(logging.ERROR)
     results = {"run": header(args), "datasets": {}}
     for key in args.datasets:
-        name, x, train, test, paper_r, note = load(key, args.mnist)
+        name, x, labels, train, test, paper_r, note = load(key, args.mnist)
         prior = paper_prior(x) if args.prior == "paper" else pcrp.NIWPrior.from_data(x)
         print(f"== {name} (N = {len(x)}; paper's CV r: {paper_r or 'figure only'})", flush=True)
         print(f"  {note}", flush=True)
         entry = {"n": len(x), "paper_r": paper_r}
         seed = args.seed + 100 * DATASETS.index(key)
+        exact = r_given_partition(labels, (1.05, 1.1, 1.2, 1.5))
+        entry["r_given_true_partition"] = exact
+        print(
+            f"  r given the true partition (sizes {exact['sizes']}), exact: mean "
+            f"{exact['mean']:.3f}, sd {exact['sd']:.3f}, 5%/50%/95% {exact['q05']:.3f}/"
+            f"{exact['q50']:.3f}/{exact['q95']:.3f}, P(r > 1) = {exact['p_above_1']:.3f}; "
+            "log p(z | r) - log p(z | 1): "
+            + ", ".join(f"r = {p:g}: {v:.1f}" for p, v in exact["log_ratio_to_1"].items()),
+            flush=True,
+        )
         if not args.no_random:
             entry["random_r"] = random_r(x, prior, args, seed)
         extra = [paper_r] if paper_r else []
