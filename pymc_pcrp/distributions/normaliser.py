@@ -198,14 +198,7 @@ def _stirling_row(n: int, r: float) -> _LogStirlingRow:
 def log_prior_weights(n: int, alpha: float, r: float) -> np.ndarray:
     """Unnormalised log prior on the number of blocks, from the cached Stirling row.
 
-    Parameters
-    ----------
-    n : int
-        Number of items, ``n >= 0``.
-    alpha : float
-        Concentration, ``alpha > 0``.
-    r : float
-        Power of the pCRP.
+    Parameters as in :func:`log_normaliser` (``n >= 0``, ``alpha > 0``, power ``r``).
 
     Returns
     -------
@@ -306,14 +299,7 @@ def log_normaliser(n: int, alpha: float, r: float, method: str = "row") -> float
 def prior_k_moments(n: int, alpha: float, r: float) -> tuple[float, float]:
     """Mean and variance of the number of blocks ``K`` under the pCRP prior.
 
-    Parameters
-    ----------
-    n : int
-        Number of items, ``n >= 0``.
-    alpha : float
-        Concentration, ``alpha > 0``.
-    r : float
-        Power of the pCRP.
+    Parameters as in :func:`log_normaliser` (``n >= 0``, ``alpha > 0``, power ``r``).
 
     Returns
     -------
@@ -334,14 +320,7 @@ def prior_statistic_means(n: int, alpha: float, r: float) -> tuple[float, float]
     under the prior. Computed by the ``O(n**2)`` recursion (no per-``r`` table),
     the route for a power that changes at every call.
 
-    Parameters
-    ----------
-    n : int
-        Number of items, ``n >= 0``.
-    alpha : float
-        Concentration, ``alpha > 0``.
-    r : float
-        Power of the pCRP.
+    Parameters as in :func:`log_normaliser` (``n >= 0``, ``alpha > 0``, power ``r``).
 
     Returns
     -------
@@ -420,14 +399,18 @@ class _ScalarOfAlphaPower(Op):
         value = self._value(alpha, power) if valid else math.nan
         output_storage[0][0] = np.asarray(value, dtype="float64")
 
+    def grad(self, inputs, output_grads):
+        """Not implemented for the prior means: only first derivatives of ``log Z`` exist."""
+        return [
+            grad_not_implemented(self, i, x, "second derivative of log Z")
+            for i, x in enumerate(inputs)
+        ]
+
 
 class PCRPExpectedClusters(_ScalarOfAlphaPower):
     """``E[K | n, alpha, power]``, the prior mean number of clusters, as a PyTensor Op.
 
-    Parameters
-    ----------
-    n : int
-        Number of items.
+    Parameters as in :class:`PCRPLogNormaliser`.
     """
 
     def _value(self, alpha: float, power: float) -> float:
@@ -435,35 +418,16 @@ class PCRPExpectedClusters(_ScalarOfAlphaPower):
             return prior_statistic_means(self.n, alpha, power)[0]
         return prior_k_moments(self.n, alpha, power)[0]
 
-    def grad(self, inputs, output_grads):
-        """Not implemented: only first derivatives of ``log Z`` are provided."""
-        return [
-            grad_not_implemented(self, 0, inputs[0], "second derivative of log Z in alpha"),
-            grad_not_implemented(self, 1, inputs[1], "derivative in power"),
-        ]
-
 
 class PCRPExpectedLogGammaSizes(_ScalarOfAlphaPower):
     """``E[sum_k log Gamma(n_k) | n, alpha, power]`` as a PyTensor Op: ``d log Z / d power``.
 
     Always computed by the ``O(n**2)`` recursion (:func:`prior_statistic_means`),
-    whatever ``method``.
-
-    Parameters
-    ----------
-    n : int
-        Number of items.
+    whatever ``method``. Parameters as in :class:`PCRPLogNormaliser`.
     """
 
     def _value(self, alpha: float, power: float) -> float:
         return prior_statistic_means(self.n, alpha, power)[1]
-
-    def grad(self, inputs, output_grads):
-        """Not implemented: only first derivatives of ``log Z`` are provided."""
-        return [
-            grad_not_implemented(self, 0, inputs[0], "second derivative of log Z"),
-            grad_not_implemented(self, 1, inputs[1], "second derivative of log Z in power"),
-        ]
 
 
 class PCRPLogNormaliser(_ScalarOfAlphaPower):
@@ -477,6 +441,9 @@ class PCRPLogNormaliser(_ScalarOfAlphaPower):
     ----------
     n : int
         Number of items.
+    method : {"row", "recursion"}, default="row"
+        How :func:`log_normaliser` computes the value: ``"row"`` for a fixed power,
+        ``"recursion"`` for a random one.
 
     Examples
     --------
