@@ -134,21 +134,9 @@ def normaliser_recursion(n: int, log_alpha: float, r: float, moments: bool) -> t
 
 @numba.njit(**NJIT_KWARGS)
 def log_normaliser_recursion(n: int, log_alpha: float, r: float) -> float:
-    """``log Z_n(alpha, r)`` by the recursion of the module docstring.
+    """``log Z_n(alpha, r)`` alone: :func:`normaliser_recursion` without the moments.
 
-    Parameters
-    ----------
-    n : int
-        Number of items, ``n >= 0``.
-    log_alpha : float
-        Finite log concentration.
-    r : float
-        Finite power.
-
-    Returns
-    -------
-    float
-        The log normalising constant.
+    Parameters as in :func:`normaliser_recursion`; returns the log normalising constant.
     """
     return normaliser_recursion(n, log_alpha, r, False)[0]
 
