@@ -23,7 +23,7 @@ computed at once.
 A Stirling row costs ``O(n**2 k_max)`` for each new ``r``, which is wasted when
 ``r`` changes at every call (a random power, updated by a slice sampler). For
 that case :func:`log_normaliser` also offers ``method="recursion"``: the
-recursion of :mod:`pymc_pcrp._kernels.hyperprior` on ``Z_m`` itself, ``O(n**2)``
+recursion of :mod:`pymc_pcrp._kernels.normaliser` on ``Z_m`` itself, ``O(n**2)``
 for one ``(alpha, r)``, no truncation, no per-``r`` state; its last few values
 are memoised, so that the step that reports ``log_joint`` and the step that
 drew ``(alpha, r)`` do not compute the same value twice.
@@ -53,7 +53,7 @@ from pytensor.graph.basic import Apply, Constant, Variable
 from pytensor.graph.op import Op
 from pytensor.graph.traversal import graph_inputs
 
-from pymc_pcrp._kernels.hyperprior import normaliser_recursion, row_log_normaliser
+from pymc_pcrp._kernels.normaliser import normaliser_recursion, row_log_normaliser
 from pymc_pcrp._kernels.partitions import (
     TRUNCATION_NATS,
     _log_stirling_next_column,
@@ -246,7 +246,7 @@ _RECURSION_LOCK = threading.Lock()
 
 
 def _recursion_values(n: int, alpha: float, r: float) -> tuple[float, float, float]:
-    """Memoised :func:`~pymc_pcrp._kernels.hyperprior.normaliser_recursion` with moments.
+    """Memoised :func:`~pymc_pcrp._kernels.normaliser.normaliser_recursion` with moments.
 
     ``log Z``, ``E[K]`` and ``E[T]`` come from one pass, so that NUTS, which asks
     for the log density and its gradient at the same point, pays for one.

@@ -16,6 +16,7 @@ from pymc.sampling.mcmc import assign_step_methods
 import pymc_pcrp as pcrp
 
 from pymc_pcrp._kernels import hyperprior as hp
+from pymc_pcrp._kernels import normaliser as kn
 from pymc_pcrp.distributions.normaliser import (
     PCRPLogNormaliser,
     certify_row,
@@ -127,15 +128,15 @@ def test_row_kernel_certifies_only_with_enough_columns():
     n, r = 400, 1.2
     certify_row(n, r, math.log(0.5))
     row, bound = stirling_row_arrays(n, r)
-    value, ok = hp.row_log_normaliser(row, bound, math.log(0.5), 50.0)
+    value, ok = kn.row_log_normaliser(row, bound, math.log(0.5), 50.0)
     assert ok
     assert value == pytest.approx(log_normaliser(n, 0.5, r, "recursion"), rel=1e-12)
     # a huge alpha needs columns the row does not have yet
-    _, ok = hp.row_log_normaliser(row, bound, math.log(1e6), 50.0)
+    _, ok = kn.row_log_normaliser(row, bound, math.log(1e6), 50.0)
     assert not ok
     certify_row(n, r, math.log(1e6))
     row, bound = stirling_row_arrays(n, r)
-    value, ok = hp.row_log_normaliser(row, bound, math.log(1e6), 50.0)
+    value, ok = kn.row_log_normaliser(row, bound, math.log(1e6), 50.0)
     assert ok
     assert value == pytest.approx(log_normaliser(n, 1e6, r, "recursion"), rel=1e-12)
 
