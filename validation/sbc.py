@@ -55,6 +55,8 @@ import numpy as np
 import pymc as pm
 import scipy.stats
 
+from _sbc_common import rank_with_ties
+
 import pymc_pcrp as pcrp
 
 matplotlib.use("Agg")
@@ -67,18 +69,6 @@ DIM = 2
 #: The NIW prior of the SBC test: cluster means spread sqrt(1/0.2) ~ 2.2 times
 #: the cluster scale around the origin, so that clusters overlap to a varying degree.
 PRIOR = {"mu0": np.zeros(DIM), "kappa0": 0.2, "nu0": 4.0, "psi0": np.eye(DIM)}
-
-
-def rank_with_ties(rng: np.random.Generator, true_value: float, draws: np.ndarray) -> int:
-    """Rank of ``true_value`` among ``draws``, ties broken uniformly at random.
-
-    The same rule as ``tests/statistical/test_sbc.py``: values within 1e-9
-    (relative or absolute) count as ties, because the log joint of the truth
-    (PyTensor) and of the draws (numba) agree to about 1e-12, not bitwise.
-    """
-    tie = np.isclose(draws, true_value, rtol=1e-9, atol=1e-9)
-    below = np.sum((draws < true_value) & ~tie)
-    return int(below + rng.integers(0, tie.sum() + 1))
 
 
 class Replicator:

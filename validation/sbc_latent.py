@@ -21,26 +21,17 @@ and the command, date and machine; ``docs/calibration.md`` records the runs.
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import platform
 import sys
 import time
 
 import numpy as np
 import pymc as pm
-import scipy.stats
+
+from _sbc_common import print_header, print_rank_table, rank_with_ties
 
 import pymc_pcrp as pcrp
 
 PRIOR = {"mu0": np.zeros(1), "kappa0": 0.1, "nu0": 3.0, "psi0": np.eye(1)}
-
-
-def rank_with_ties(rng: np.random.Generator, true_value: float, draws: np.ndarray) -> int:
-    """Rank of ``true_value`` among ``draws``; ties (within 1e-9) broken uniformly."""
-    tie = np.isclose(draws, true_value, rtol=1e-9, atol=1e-9)
-    below = np.sum((draws < true_value) & ~tie)
-    return int(below + rng.integers(0, tie.sum() + 1))
 
 
 def statistics(z: np.ndarray, theta: np.ndarray) -> np.ndarray:
@@ -80,11 +71,7 @@ def main(argv=None) -> int:
     ranks = np.empty((args.replicates, len(NAMES)), dtype=int)
     start = time.time()
     given = sys.argv[1:] if argv is None else argv
-    print(f"command: python validation/sbc_latent.py {' '.join(given)}")
-    print(
-        f"date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC; machine: "
-        f"{os.cpu_count()} CPUs, {platform.machine()}, load {os.getloadavg()[0]:.1f}"
-    )
+    print_header("sbc_latent.py", given)
     for rep in range(args.replicates):
         z_true, theta_true, y_true = forward()
         y_data.set_value(y_true)
@@ -105,18 +92,12 @@ def main(argv=None) -> int:
         ranks[rep] = [rank_with_ties(rng, truth[s], draws[:, s]) for s in range(len(NAMES))]
         if (rep + 1) % 20 == 0:
             print(f"  {rep + 1} replicates, {time.time() - start:.0f} s", flush=True)
-    bins = 10
     print(
         f"\n{args.replicates} replicates, L = {kept} kept draws each, J = {j}, "
         f"{n_obs} observations per group, alpha = {args.alpha}, r = {args.power}; "
         f"{time.time() - start:.0f} s"
     )
-    print("| statistic | chi-square (9 df) | p-value | counts per tenth of the rank range |")
-    print("|---|---|---|---|")
-    for s, name in enumerate(NAMES):
-        counts = np.bincount(np.minimum(ranks[:, s] * bins // (kept + 1), bins - 1), minlength=bins)
-        chi2, p = scipy.stats.chisquare(counts)
-        print(f"| {name} | {chi2:.1f} | {p:.3f} | {' '.join(map(str, counts))} |")
+    print_rank_table(ranks, NAMES, kept)
     return 0
 
 
