@@ -31,7 +31,6 @@ __all__ = [
     "diag_cluster_stats",
     "diag_log_marginal",
     "diag_log_predictive",
-    "diag_scale_log_posterior",
     "diag_scale_marginal_loglik",
 ]
 
@@ -94,18 +93,13 @@ def diag_cluster_stats(
     return n, means, w
 
 
-def diag_scale_log_posterior(
-    xc: np.ndarray,
-    labels: np.ndarray,
-    kappa0: float,
-    nu0: float,
-    base: np.ndarray,
-    grid: np.ndarray,
-    log_weights: np.ndarray,
-) -> np.ndarray:
-    """``log w_g + sum_k log m(X_k | b0 = s_g base / 2)`` for every grid value.
+def diag_scale_marginal_loglik(xc, labels, kappa0, nu0, base, grid, log_weights) -> float:
+    """``log p(X | z)`` of the diagonal family with the scale integrated out.
 
-    ``base`` is the diagonal of ``psi0`` (``(D,)`` or the matrix itself); ``a0 = nu0 / 2``.
+    The log of ``sum_g w_g prod_k m(X_k | b0 = s_g base / 2)`` over the grid
+    values ``s_g``, with ``log w_g`` in ``log_weights`` and ``a0 = nu0 / 2``;
+    ``xc`` are the data centred at ``mu0`` and ``base`` is the diagonal of
+    ``psi0`` (``(D,)`` or the matrix itself).
     """
     base = np.asarray(base, dtype=np.float64)
     if base.ndim == 2:
@@ -116,14 +110,7 @@ def diag_scale_log_posterior(
         out[g] = log_weights[g] + float(
             np.sum(diag_log_marginal(n, w, means, kappa0, 0.5 * nu0, 0.5 * s * base))
         )
-    return out
-
-
-def diag_scale_marginal_loglik(xc, labels, kappa0, nu0, base, grid, log_weights) -> float:
-    """``log p(X | z)`` of the diagonal family with the scale integrated out."""
-    return float(
-        logsumexp(diag_scale_log_posterior(xc, labels, kappa0, nu0, base, grid, log_weights))
-    )
+    return float(logsumexp(out))
 
 
 def diag_log_predictive(

@@ -164,15 +164,8 @@ class _LogStirlingRow:
     def summary(self, log_alpha: float) -> tuple[float, float, float]:
         """Return ``(log Z_n, E[K], Var[K])`` at ``alpha = exp(log_alpha)``.
 
-        Parameters
-        ----------
-        log_alpha : float
-            Finite log concentration.
-
-        Returns
-        -------
-        tuple of float
-            The log normaliser and the mean and variance of the number of blocks.
+        ``log_alpha`` as in :meth:`log_weights`; the three floats are the log
+        normaliser and the mean and variance of the number of blocks.
         """
         memo = self._memo
         if memo is not None and memo[0] == log_alpha:
