@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -118,6 +118,12 @@ QUICK_PROTOCOL = Protocol(
     density_draws=40,
 )
 """The same pipeline on small data with few sweeps (a smoke test, not a result)."""
+
+
+def select_protocol(quick: bool, n_jobs: int | None = None) -> Protocol:
+    """:data:`QUICK_PROTOCOL` or :data:`FULL_PROTOCOL`, with ``n_jobs`` replaced when given."""
+    protocol = QUICK_PROTOCOL if quick else FULL_PROTOCOL
+    return protocol if n_jobs is None else replace(protocol, n_jobs=int(n_jobs))
 
 
 # --------------------------------------------------------------------------- results

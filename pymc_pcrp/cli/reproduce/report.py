@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from pymc_pcrp.cli.reproduce import paper_values
 from pymc_pcrp.cli.reproduce.data import _SEED_OFFSETS
 from pymc_pcrp.cli.reproduce.moves import (
     ALGORITHM_1_LABEL,
@@ -16,17 +17,7 @@ from pymc_pcrp.cli.reproduce.moves import (
     PRIOR_SCALE,
     moves_section,
 )
-from pymc_pcrp.cli.reproduce.paper_values import (
-    K_TRUE,
-    METHODS,
-    PAPER_K_PROBABILITIES,
-    PAPER_OLD_FAITHFUL,
-    PAPER_SETTINGS,
-    PAPER_TABLE_1,
-    PAPER_TABLE_2,
-    TABLE_TITLES,
-    PaperRow,
-)
+from pymc_pcrp.cli.reproduce.paper_values import K_TRUE, METHODS, TABLE_TITLES, PaperRow
 from pymc_pcrp.cli.reproduce.protocol import (
     ReproductionResult,
     RunResult,
@@ -70,7 +61,7 @@ def _results_table(
             if position >= len(sizes):
                 continue
             n = sizes[position]
-            k_true = PAPER_SETTINGS[name]["k_true"]
+            k_true = paper_values.PAPER_SETTINGS[name]["k_true"]
             n_label = f"{n}" if n == paper_n else f"{n} ({paper_n})"
             lines.append(
                 f"| {n_label} | {name} | Ground truth | 1.0 | 1.000 | 0.0 | 0.000 | "
@@ -374,7 +365,7 @@ def _settings_section(result: ReproductionResult) -> list[str]:
         "| Data | N paper | N ours | K true | oracle alpha paper | oracle alpha ours | "
         "r paper | r ours | CV data paper | CV data ours |",
     )
-    for name, settings in PAPER_SETTINGS.items():
+    for name, settings in paper_values.PAPER_SETTINGS.items():
         sizes = sorted({r.n for r in result.runs if r.dataset == name})
         alphas = [result.run(name, n, "CRP-Oracle").alpha for n in sizes]
         cv = result.cv[name]
@@ -436,9 +427,9 @@ def _cv_section(result: ReproductionResult) -> list[str]:
 def _tables_1_and_2(result: ReproductionResult, digits_text: str) -> list[str]:
     """Return the paper's Tables 1 and 2 with our numbers beside them."""
     lines = ["", "## " + TABLE_TITLES[2], ""]
-    lines += _results_table(result, ("Sim 1", "Sim 2"), PAPER_TABLE_1, (300, 2000))
+    lines += _results_table(result, ("Sim 1", "Sim 2"), paper_values.PAPER_TABLE_1, (300, 2000))
     lines += ["", "## " + TABLE_TITLES[3], ""]
-    lines += _results_table(result, ("Digits 1-4",), PAPER_TABLE_2, (1000, 3000))
+    lines += _results_table(result, ("Digits 1-4",), paper_values.PAPER_TABLE_2, (1000, 3000))
     lines += ["", f"Digits source: {digits_text}."]
     return lines
 
@@ -463,18 +454,18 @@ def _faithful_section(result: ReproductionResult) -> list[str]:
         for r in result.runs
         if (r.dataset, r.n, r.method) == ("Old Faithful", n_faithful, DEFAULT_MOVES)
     ]
+    paper_k = paper_values.PAPER_OLD_FAITHFUL
     for label, run in rows:
         s = run.summary
         lines.append(
-            f"| {label} | {PAPER_OLD_FAITHFUL.get(run.method, '-')} | {len(run.point_sizes)} "
+            f"| {label} | {paper_k.get(run.method, '-')} | {len(run.point_sizes)} "
             f"({', '.join(str(x) for x in run.point_sizes)}) | "
             f"{_our_cell(s.k_mean, s.k_se, s.k_mcse, 2)} | {s.k_max} | "
             f"{run.k_probability(2):.3f} | {_our_cell(s.nmi_mean, s.nmi_se, s.nmi_mcse, 3)} | "
             f"{_our_cell(s.vi_mean, s.vi_se, s.vi_mcse, 3)} |"
         )
     lines.append(
-        f"| Manual (N = {n_faithful}) | {PAPER_OLD_FAITHFUL['Manual']} | 2 | 2 | - | - | "
-        "1.000 | 0.000 |"
+        f"| Manual (N = {n_faithful}) | {paper_k['Manual']} | 2 | 2 | - | - | 1.000 | 0.000 |"
     )
     return lines
 
@@ -485,7 +476,7 @@ def _k_probability_section(result: ReproductionResult) -> list[str]:
         5,
         "| Data | Method | K | N | paper | ours |",
     )
-    for (name, method, k), values in PAPER_K_PROBABILITIES.items():
+    for (name, method, k), values in paper_values.PAPER_K_PROBABILITIES.items():
         sizes = sorted({r.n for r in result.runs if r.dataset == name})
         for n, paper_value, paper_n in zip(sizes, values, (300, 2000), strict=False):
             n_label = f"{n}" if n == paper_n else f"{n} ({paper_n})"

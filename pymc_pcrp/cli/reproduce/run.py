@@ -37,12 +37,11 @@ from pymc_pcrp.cli.reproduce.paper_values import (
     METHODS,
 )
 from pymc_pcrp.cli.reproduce.protocol import (
-    FULL_PROTOCOL,
-    QUICK_PROTOCOL,
     CVRun,
     Protocol,
     ReproductionResult,
     RunResult,
+    select_protocol,
 )
 from pymc_pcrp.cli.reproduce.report import format_tables
 from pymc_pcrp.datasets import SIM1_PARAMS, SIM2_PARAMS
@@ -330,9 +329,7 @@ def run_reproduction(
         Also pickled to ``out / "result.pkl"``.
     """
     stream = sys.stdout if stream is None else stream
-    protocol = QUICK_PROTOCOL if quick else FULL_PROTOCOL
-    if n_jobs is not None:
-        protocol = Protocol(**{**protocol.__dict__, "n_jobs": int(n_jobs)})
+    protocol = select_protocol(quick, n_jobs)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     if command is None:
