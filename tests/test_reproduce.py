@@ -12,6 +12,7 @@ from pymc_pcrp import NIWPrior, PCRPGibbs
 from pymc_pcrp import model_selection as _model_selection
 from pymc_pcrp.cli import reproduce
 from pymc_pcrp.cli.reproduce import moves as _moves
+from pymc_pcrp.cli.reproduce import protocol as _protocol
 from pymc_pcrp.cli.reproduce import run as _run
 from pymc_pcrp.prior import crp_oracle_alpha
 
@@ -190,6 +191,14 @@ def test_default_step_options_follow_the_step_signature(monkeypatch):
     # A change of the step's defaults shows in the label at run time.
     monkeypatch.setitem(PCRPGibbs.__init__.__kwdefaults__, "split_merge", 7)
     assert "split_merge=7" in _moves.describe_options(_moves.default_step_options())
+
+
+def test_select_protocol_replaces_only_n_jobs():
+    assert _protocol.select_protocol(False) is reproduce.FULL_PROTOCOL
+    assert _protocol.select_protocol(True) is reproduce.QUICK_PROTOCOL
+    chosen = _protocol.select_protocol(True, 3)
+    assert chosen.n_jobs == 3 and reproduce.QUICK_PROTOCOL.n_jobs == 1
+    assert chosen == reproduce.Protocol(**{**reproduce.QUICK_PROTOCOL.__dict__, "n_jobs": 3})
 
 
 @pytest.fixture
