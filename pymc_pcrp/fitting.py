@@ -148,9 +148,9 @@ def fit(
         Passed to ``pm.sample``; ``tune`` draws are burn-in (discarded).
     sweeps_per_draw : int, optional
         Gibbs sweeps between stored draws (thinning). By default the step's
-        automatic choice, ``min(10, ceil(15000 / (N D)))``: several sweeps per
-        draw on small data sets, where PyMC's per-draw work would otherwise cost
-        more than the sweep (see :class:`~pymc_pcrp.PCRPGibbs`).
+        automatic choice, ``min(30, ceil(45000 / (N D)))``: several sweeps per
+        draw on small data sets, where a sweep is cheap beside PyMC's per-draw
+        work (see :class:`~pymc_pcrp.PCRPGibbs`).
     init : str, optional
         Initial partition of each chain (see :class:`~pymc_pcrp.PCRPGibbs`);
         the step's default when omitted.

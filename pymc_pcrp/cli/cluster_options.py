@@ -265,7 +265,7 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
         "--sweeps-per-draw",
         1,
         None,
-        "Gibbs sweeps between kept draws (default: automatic, min(10, ceil(15000 / (N D))))",
+        "Gibbs sweeps between kept draws (default: automatic, min(30, ceil(45000 / (N D))))",
     )
     sampling.add_argument(
         "--split-merge",

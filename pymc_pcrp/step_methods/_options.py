@@ -41,8 +41,8 @@ SPLIT_MERGE_SCANS = -1
 RANDOM_INIT_MAX_K = 20
 # sweeps_per_draw=None: enough sweeps that a draw does about AUTO_SWEEP_WORK point-dimension
 # updates (N * D per sweep), at most AUTO_SWEEPS_MAX sweeps; see auto_sweeps_per_draw.
-AUTO_SWEEP_WORK = 15000
-AUTO_SWEEPS_MAX = 10
+AUTO_SWEEP_WORK = 45000
+AUTO_SWEEPS_MAX = 30
 
 
 def check_options(sweeps_per_draw, split_merge, split_merge_scans, init, alpha_w=1.0) -> None:
@@ -91,7 +91,7 @@ def check_options(sweeps_per_draw, split_merge, split_merge_scans, init, alpha_w
 
 
 def auto_sweeps_per_draw(n: int, d: int = 1) -> int:
-    """Sweeps per draw of ``sweeps_per_draw=None``: ``min(10, ceil(15000 / (n d)))``, at least 1.
+    """Sweeps per draw of ``sweeps_per_draw=None``: ``min(30, ceil(45000 / (n d)))``, at least 1.
 
     ``d = 0`` (no likelihood) counts as 1.
     """

@@ -133,15 +133,17 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         The ``PowerCRP`` variable(s); each gets its own step.
     sweeps_per_draw : int or None, default=None
         Sweeps between stored draws (thinning inside the step). ``None`` picks
-        ``min(10, ceil(15000 / (N D)))`` for ``N`` points of dimension ``D``
-        (:func:`auto_sweeps_per_draw`): one sweep from ``N D = 15,000`` up, up to
-        ten below. PyMC's own work per draw (calling the step, recording the
-        point and its stats, about 0.35 ms) costs about as much as sweeping
-        ``N D = 15,000`` point-dimensions (about 25 ns each at ``D = 2``), so
-        the rule keeps the sweeps' share of a draw at about half or more (below
-        ``N D = 1,500`` the cap of ten sweeps leaves it smaller): on small data
-        sets several sweeps per draw buy several times the effective sample
-        size for much less than several times the run time.
+        ``min(30, ceil(45000 / (N D)))`` for ``N`` points of dimension ``D``
+        (:func:`auto_sweeps_per_draw`): one sweep from ``N D = 45,000`` up, up to
+        thirty below. PyMC's own work per draw (calling the step, recording the
+        point and its stats) is about 0.35 ms, as much as sweeping about
+        ``N D = 15,000`` point-dimensions (about 25 ns each at ``D = 2``), so the
+        rule spends about three quarters of a draw's time in sweeps or more:
+        on small data sets several sweeps per draw buy several times the
+        effective sample size. The constant was 15,000 (at most ten sweeps)
+        until the digits embedding of the real-data panel, whose K has an
+        autocorrelation time of 150-200 sweeps, showed that 1,000 draws of ten
+        sweeps were too few (docs/mixing.md, "Several sweeps per draw").
         Give an integer to fix it.
     init : {"random", "prior", "one", "singletons", "point"}, default="random"
         Where each chain starts, drawn from the chain's own random generator:

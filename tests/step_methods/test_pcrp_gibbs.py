@@ -206,9 +206,9 @@ def test_bad_step_options():
 def test_automatic_sweeps_per_draw_follows_the_number_of_points():
     from pymc_pcrp.step_methods.pcrp_gibbs import auto_sweeps_per_draw
 
-    cases = {(1, 0): 10, (150, 4): 10, (178, 13): 7, (569, 30): 1, (2000, 1): 8, (7500, 2): 1}
+    cases = {(1, 0): 30, (150, 4): 30, (178, 13): 20, (569, 30): 3, (2000, 1): 23, (7500, 2): 3}
     assert {case: auto_sweeps_per_draw(*case) for case in cases} == cases
-    for n, expected in ((10, 10), (1500, 5)):  # D = 2
+    for n, expected in ((10, 30), (1500, 15)):  # D = 2
         with _model(_data(n)) as model:
             value = model.rvs_to_values[model["z"]]
             assert pcrp.PCRPGibbs([value]).sweeps_per_draw == expected
