@@ -210,6 +210,13 @@ def _is_constant(values: np.ndarray) -> np.ndarray:
     return np.ptp(values, axis=1) <= 1e-9 * scale
 
 
+def _chain_means(values: np.ndarray, shown: int = 8) -> str:
+    """Format the mean of each chain (four significant digits), the first ``shown`` of them."""
+    means = values.mean(axis=1)
+    text = ", ".join(f"{m:.4g}" for m in means[:shown])
+    return text + (f", ... ({means.size} chains)" if means.size > shown else "")
+
+
 def _diagnose(
     name: str, values: np.ndarray, rhat_max: float, ess_min: float
 ) -> QuantityDiagnostics:
@@ -231,7 +238,10 @@ def _diagnose(
         ess = float(az.ess(values, method="bulk"))
         r_hat = float(az.rhat(values)) if n_chains >= 2 else math.nan
     if n_chains >= 2 and not r_hat <= rhat_max:
-        problems.append(f"{name} has R-hat {r_hat:.3f} > {rhat_max:g}: the chains disagree.")
+        problems.append(
+            f"{name} has R-hat {r_hat:.3f} > {rhat_max:g}: the chains disagree "
+            f"(chain means {_chain_means(values)})."
+        )
     if not ess >= ess_min:
         problems.append(
             f"{name} has bulk ESS {ess:.0f} < {ess_min:g} ({ESS_PER_CHAIN_MIN} per chain x "

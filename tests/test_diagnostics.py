@@ -50,7 +50,20 @@ def test_chains_that_disagree_fail_on_r_hat():
     assert (
         problem.startswith("log_joint has R-hat") and f"{report['log_joint'].r_hat:.3f}" in problem
     )
+    # the message shows how the chains disagree: each chain's mean, the shifted one first
+    shown = ", ".join(f"{m:.4g}" for m in lj.mean(axis=1))
+    assert f"(chain means {shown})" in problem
+    assert lj[0].mean() > lj[1:].mean(axis=1).max() + 4.0
     assert "NOT CONVERGED" in report.summary() and "more draws, more chains" in report.summary()
+
+
+def test_disagreement_message_lists_at_most_eight_chain_means():
+    rng = np.random.default_rng(SEED + 5)
+    k, lj = _iid(rng, 10, 200)
+    lj += 10.0 * np.arange(10)[:, None]  # ten chains at ten levels
+    (problem,) = [p for p in check_convergence(_idata(k, lj)).problems if "R-hat" in p]
+    means = problem.split("(chain means ")[1]
+    assert means.count(",") == 8 and means.endswith("... (10 chains)).")
 
 
 def test_short_or_sticky_chains_fail_on_bulk_ess():
