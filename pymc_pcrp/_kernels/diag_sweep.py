@@ -37,7 +37,7 @@ from pymc_pcrp._kernels.slots import free_slot, open_slot
 __all__ = ["diag_sweeps", "loo_log_ratio", "seat_log_weight"]
 
 
-@numba.njit(inline="always", **NJIT_KWARGS)
+@numba.njit(**NJIT_KWARGS)
 def seat_log_weight(
     xc: np.ndarray,
     i: int,
@@ -49,11 +49,7 @@ def seat_log_weight(
     seat_n: float,
     a0: float,
 ) -> float:
-    """``r log n + log p(x_i | cluster)`` for a cluster (``slot`` of ``n`` points) without ``i``.
-
-    ``seat_n`` is ``r log n + c(n)``. Inlined by numba into its callers
-    (:func:`diag_sweeps` scores every cluster that survives its bound with it).
-    """
+    """``r log n + log p(x_i | cluster)`` for a cluster (``slot`` of ``n`` points) without ``i``."""
     acc = 0.0
     prod = 1.0
     for j in range(xc.shape[1]):
@@ -129,194 +125,6 @@ def move_point(
     state.labels[i] = slot
 
 
-# The helpers of diag_sweeps's per-point loop are inlined into it by numba
-# (``inline="always"``): called, each array argument would cost reference
-# counting at every point (see the performance note in diag_sweeps).
-
-
-@numba.njit(inline="always", **NJIT_KWARGS)
-def _own_log_weight(
-    state: DiagState,
-    xc: np.ndarray,
-    i: int,
-    old: int,
-    m: int,
-    arrays: tuple,
-    by_size: np.ndarray,
-    params: tuple,
-) -> float:
-    """Log weight of point ``i``'s own cluster ``old`` (``m`` points) with ``i`` left out.
-
-    ``-inf`` for a singleton. ``arrays`` is ``(logb, mean, hinv)`` of the state,
-    ``params`` ``(kappa0, a0, b0)``; the leave-one-out ratio ``L`` comes from
-    one product of the per-dimension ratios, or from :func:`loo_log_ratio`
-    when one of them is numerically unsafe.
-    """
-    if m <= 1:
-        return -math.inf
-    logb, mean, hinv = arrays
-    kappa0, a0, b0 = params
-    kappa_n = kappa0 + m
-    f = (kappa_n + 1.0) / (kappa_n - 1.0)
-    acc = 0.0
-    prod = 1.0
-    safe = True
-    for j in range(xc.shape[1]):
-        t = xc[i, j] - mean[old, j]
-        r = 1.0 - t * t * hinv[old, j] * f
-        if not r > 1e-8:
-            safe = False
-            break
-        prod *= r
-        if prod < 1e-150:
-            acc += math.log(prod)
-            prod = 1.0
-    if safe:
-        big_l = -(acc + math.log(prod))
-    else:
-        big_l = loo_log_ratio(
-            xc, i, old, m, state.sums, state.sumsq, state.bn, logb, mean, kappa0, b0
-        )
-    return by_size[m - 1, 0] - 0.5 * logb[old] - (a0 + 0.5 * (m - 1)) * big_l
-
-
-@numba.njit(inline="always", **NJIT_KWARGS)
-def _score_others(
-    xc: np.ndarray,
-    i: int,
-    own: tuple,
-    log_new_i: float,
-    floor: float,
-    slots: tuple,
-    arrays: tuple,
-    by_size: np.ndarray,
-    a0: float,
-    out: tuple,
-) -> int:
-    """Write the log weights of every option but the own cluster; return how many were skipped.
-
-    ``own`` is ``(position of the own cluster, its log weight)``, ``slots``
-    ``(order, counts, k)``, ``arrays`` ``(logb, mean, hinv)``, ``out``
-    ``(logw, skipped)``: ``logw[p]`` of the occupied clusters and ``logw[k]``
-    of the new one, ``-inf`` for an option whose upper bound (or, for the new
-    cluster, exact log weight) is below ``floor``, whose position goes to
-    ``skipped``.
-    """
-    own_p, w_own = own
-    order, counts, k = slots
-    logb, mean, hinv = arrays
-    logw, skipped = out
-    n_skip = 0
-    for p in range(k):
-        if p == own_p:
-            logw[p] = w_own
-            continue
-        slot = order[p]
-        c = counts[slot]
-        const = by_size[c, 0] - 0.5 * logb[slot]
-        expo = a0 + 0.5 * c + 0.5
-        big_t = 0.0
-        for j in range(xc.shape[1]):
-            t = xc[i, j] - mean[slot, j]
-            big_t += t * t * hinv[slot, j]
-        if const - expo * big_t / (1.0 + big_t) < floor:
-            skipped[n_skip] = p
-            n_skip += 1
-            logw[p] = -math.inf
-            continue
-        logw[p] = seat_log_weight(xc, i, slot, c, logb, mean, hinv, by_size[c, 0], a0)
-    if log_new_i < floor:
-        skipped[n_skip] = k
-        n_skip += 1
-        logw[k] = -math.inf
-    else:
-        logw[k] = log_new_i
-    return n_skip
-
-
-@numba.njit(inline="always", **NJIT_KWARGS)
-def _relative_weights(logw: np.ndarray, wts: np.ndarray, count: int, ref: float) -> tuple:
-    """Write ``exp(logw - top)`` of the first ``count`` options into ``wts``; return ``top, total``.
-
-    ``top`` is the largest log weight, at least ``ref``; ``-inf`` weighs 0.
-    """
-    top = ref
-    for p in range(count):
-        if logw[p] > top:
-            top = logw[p]
-    total = 0.0
-    for p in range(count):
-        lw = logw[p]
-        if lw == top:
-            wts[p] = 1.0
-        elif lw == -math.inf:
-            wts[p] = 0.0
-        else:
-            wts[p] = math.exp(lw - top)
-        total += wts[p]
-    return top, total
-
-
-@numba.njit(inline="always", **NJIT_KWARGS)
-def _pick(weights: np.ndarray, count: int, target: float) -> int:
-    """Return the first option of positive weight whose running total passes ``target``.
-
-    Else the last option of positive weight; ``-1`` when none of the first
-    ``count`` weights is positive.
-    """
-    choice = -1
-    acc = 0.0
-    for p in range(count):
-        if weights[p] > 0.0:
-            acc += weights[p]
-            choice = p
-            if target < acc:
-                break
-    return choice
-
-
-@numba.njit(**NJIT_KWARGS)
-def _draw_with_skipped(
-    u: float,
-    a: float,
-    scored: tuple,
-    skips: tuple,
-    xc: np.ndarray,
-    i: int,
-    slots: tuple,
-    arrays: tuple,
-    by_size: np.ndarray,
-    a0: float,
-    log_new_i: float,
-) -> int:
-    """Finish the exact draw when ``u >= a``: the skipped options are scored now.
-
-    ``scored`` is ``(wts, k, top, total)``, ``skips`` ``(skipped, n_skip,
-    wsk)`` (``wsk`` scratch space), ``slots`` and ``arrays`` as in
-    :func:`_score_others`. See :func:`diag_sweeps` for why the draw is exact.
-    """
-    wts, k, top, total = scored
-    skipped, n_skip, wsk = skips
-    order, counts, _ = slots
-    logb, mean, hinv = arrays
-    big = 0.0
-    for s_ in range(n_skip):
-        p = skipped[s_]
-        if p == k:
-            lw = log_new_i
-        else:
-            slot = order[p]
-            c = counts[slot]
-            lw = seat_log_weight(xc, i, slot, c, logb, mean, hinv, by_size[c, 0], a0)
-        wsk[s_] = math.exp(lw - top)
-        big += wsk[s_]
-    g = total / (total + big)
-    if u < g:
-        return _pick(wts, k + 1, (u - a) / (g - a) * total if g > a else 0.0)
-    choice = _pick(wsk, n_skip, (u - g) / (1.0 - g) * big)
-    return skipped[choice] if choice >= 0 else skipped[n_skip - 1]
-
-
 @numba.njit(**NJIT_KWARGS)
 def diag_sweeps(
     rng: np.random.Generator,
@@ -359,21 +167,24 @@ def diag_sweeps(
     # reading a structure's field or passing an array to a helper costs numba
     # reference counting at every call; helpers run only when a point moves or
     # a leave-one-out ratio is numerically unsafe.
-    n = xc.shape[0]
+    n, d = xc.shape
     log_new, _, by_size = tables
     logw = np.empty(n + 1)
     wts = np.empty(n + 1)
     skipped = np.empty(n + 1, dtype=np.int64)
     wsk = np.empty(n + 1)
+    kappa0 = params.kappa0
     a0 = params.a0
-    prior = (params.kappa0, a0, params.b0)
+    b0 = params.b0
     skip_weight = math.exp(1e-9 - skip_nats)  # bound on one skipped weight / reference
     perm = sweep_order(n, visit)
     labels = state.labels
     counts = state.counts
     order = state.order
     where = state.where
-    arrays = (state.logb, state.mean, state.hinv)
+    logb = state.logb
+    mean = state.mean
+    hinv = state.hinv
     n_occupied = state.k
     moved = 0
     for _ in range(n_sweeps):
@@ -385,43 +196,122 @@ def diag_sweeps(
             k = n_occupied[0]
             own_p = where[old]
             # 1. The own cluster with the point left out, exactly.
-            w_own = _own_log_weight(state, xc, i, old, m, arrays, by_size, prior)
+            w_own = -math.inf
+            if m > 1:
+                kappa_n = kappa0 + m
+                f = (kappa_n + 1.0) / (kappa_n - 1.0)
+                acc = 0.0
+                prod = 1.0
+                safe = True
+                for j in range(d):
+                    t = xc[i, j] - mean[old, j]
+                    r = 1.0 - t * t * hinv[old, j] * f
+                    if not r > 1e-8:
+                        safe = False
+                        break
+                    prod *= r
+                    if prod < 1e-150:
+                        acc += math.log(prod)
+                        prod = 1.0
+                if safe:
+                    big_l = -(acc + math.log(prod))
+                else:
+                    big_l = loo_log_ratio(
+                        xc, i, old, m, state.sums, state.sumsq, state.bn, logb, mean, kappa0, b0
+                    )
+                w_own = by_size[m - 1, 0] - 0.5 * logb[old] - (a0 + 0.5 * (m - 1)) * big_l
             ref = max(w_own, log_new[i])
+            floor = ref - skip_nats
             # 2. The other clusters: bounded first, scored only when the bound is not low.
-            slots = (order, counts, k)
-            n_skip = _score_others(
-                xc,
-                i,
-                (own_p, w_own),
-                log_new[i],
-                ref - skip_nats,
-                slots,
-                arrays,
-                by_size,
-                a0,
-                (logw, skipped),
-            )
+            n_skip = 0
+            for p in range(k):
+                if p == own_p:
+                    logw[p] = w_own
+                    continue
+                slot = order[p]
+                c = counts[slot]
+                const = by_size[c, 0] - 0.5 * logb[slot]
+                expo = a0 + 0.5 * c + 0.5
+                big_t = 0.0
+                for j in range(d):
+                    t = xc[i, j] - mean[slot, j]
+                    big_t += t * t * hinv[slot, j]
+                if const - expo * big_t / (1.0 + big_t) < floor:
+                    skipped[n_skip] = p
+                    n_skip += 1
+                    logw[p] = -math.inf
+                    continue
+                acc = 0.0
+                prod = 1.0
+                for j in range(d):
+                    t = xc[i, j] - mean[slot, j]
+                    prod *= 1.0 + t * t * hinv[slot, j]
+                    if prod > 1e150:
+                        acc += math.log(prod)
+                        prod = 1.0
+                logw[p] = const - expo * (acc + math.log(prod))
+            if log_new[i] < floor:
+                skipped[n_skip] = k
+                n_skip += 1
+                logw[k] = -math.inf
+            else:
+                logw[k] = log_new[i]
             # 3. The exact draw, with weights relative to the largest scored one (a
             #    skipped weight is below exp(-skip_nats) of it too, as top >= ref).
-            top, total = _relative_weights(logw, wts, k + 1, ref)
+            top = ref
+            for p in range(k + 1):
+                if logw[p] > top:
+                    top = logw[p]
+            total = 0.0
+            for p in range(k + 1):
+                lw = logw[p]
+                if lw == top:
+                    wts[p] = 1.0
+                elif lw == -math.inf:
+                    wts[p] = 0.0
+                else:
+                    wts[p] = math.exp(lw - top)
+                total += wts[p]
             u = rng.random()
             a = total / (total + n_skip * skip_weight)
-            if u < a:
-                choice = _pick(wts, k + 1, u / a * total)
+            in_scored = u < a
+            target = u / a * total if in_scored else 0.0
+            if not in_scored:
+                big = 0.0
+                for s_ in range(n_skip):
+                    p = skipped[s_]
+                    if p == k:
+                        lw = log_new[i]
+                    else:
+                        slot = order[p]
+                        c = counts[slot]
+                        lw = seat_log_weight(xc, i, slot, c, logb, mean, hinv, by_size[c, 0], a0)
+                    wsk[s_] = math.exp(lw - top)
+                    big += wsk[s_]
+                g = total / (total + big)
+                if u < g:
+                    in_scored = True
+                    target = (u - a) / (g - a) * total if g > a else 0.0
+                else:
+                    target = (u - g) / (1.0 - g) * big
+            choice = -1
+            acc = 0.0
+            if in_scored:
+                for p in range(k + 1):
+                    if wts[p] > 0.0:
+                        acc += wts[p]
+                        choice = p
+                        if target < acc:
+                            break
             else:
-                choice = _draw_with_skipped(
-                    u,
-                    a,
-                    (wts, k, top, total),
-                    (skipped, n_skip, wsk),
-                    xc,
-                    i,
-                    slots,
-                    arrays,
-                    by_size,
-                    a0,
-                    log_new[i],
-                )
+                for s_ in range(n_skip):
+                    if wsk[s_] > 0.0:
+                        acc += wsk[s_]
+                        choice = skipped[s_]
+                        if target < acc:
+                            break
+                if choice < 0:
+                    choice = skipped[n_skip - 1]
             if choice == k:
                 if m == 1:
                     continue
@@ -429,9 +319,10 @@ def diag_sweeps(
                 continue
             # Read the target before moving: freeing a slot reorders ``order``
             # (for choice == k the point is not a singleton, so nothing is freed).
-            move_point(state, xc, i, old, order[choice], params)
+            slot = order[choice]
+            move_point(state, xc, i, old, slot, params)
             moved += 1
             if choice == k and grow_if_full(state):
                 counts, order, where = state.counts, state.order, state.where
-                arrays = (state.logb, state.mean, state.hinv)
+                logb, mean, hinv = state.logb, state.mean, state.hinv
     return moved
