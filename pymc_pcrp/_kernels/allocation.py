@@ -41,13 +41,15 @@ from pymc_pcrp._kernels.state import (
 # arrays directly, never through views, and take the prior's scalars rather
 # than ``NIWParams`` (which holds arrays): array views and array-holding
 # arguments cost atomic reference counting at every call. Numba-level inlining
-# (``inline="always"``) was measured slower than leaving the calls to LLVM.
+# (``inline="always"``) of the weight helpers was measured slower than leaving
+# the calls to LLVM; the distance :func:`_group_norm2` alone is inlined (restricted
+# scans measured 15-20% faster per proposal, benchmarks/bench_proposal_cost.py).
 # Points enter and leave a group through the sweep's own slot operations
 # (:func:`~pymc_pcrp._kernels.state.add_point` and
 # :func:`~pymc_pcrp._kernels.state.remove_point`) on the two-slot group arrays.
 
 
-@numba.njit(**NJIT_KWARGS)
+@numba.njit(inline="always", **NJIT_KWARGS)
 def _group_norm2(
     g: int,
     xc: np.ndarray,
@@ -60,7 +62,9 @@ def _group_norm2(
 ) -> float:
     """``||L_g^{-1}(x_p - mu_g)||^2`` for the factor ``L_g`` and mean ``mu_g`` of group ``g``.
 
-    ``y`` is scratch space of length ``D`` (used when ``D > 2``).
+    ``y`` is scratch space of length ``D`` (used when ``D > 2``; ``D = 1`` and
+    ``D = 2`` are written out, with the same operations as the loop). Inlined
+    by numba (``inline="always"``) into the per-point loops below.
     """
     d = xc.shape[1]
     inv_kappa = 1.0 / (kappa0 + gcount[g])
@@ -150,9 +154,10 @@ def _sequential_allocation(
     made (the proposal probability of a SAMS move). ``seats``, ``groups`` and
     ``work`` are the tuples of :func:`_launch`.
     """
-    # Everything per point is written out here rather than called: helper calls
-    # that take arrays pay reference counting each time, which was most of the
-    # cost of a visit (about 200 ns at D = 2, against 36 ns per point in the sweep).
+    # Everything per point is written out here (or inlined by numba) rather than
+    # called: helper calls that take arrays pay reference counting each time, which
+    # was most of the cost of a visit (about 200 ns at D = 2, against 36 ns per point
+    # in the sweep).
     members, m, side, target = seats
     gcount, gsum, gsumsq, gchol, glogdet = groups
     params, seat_const, v, y, _ = work
@@ -167,15 +172,7 @@ def _sequential_allocation(
         for g in range(2):
             n_g = gcount[g]
             kappa_n = kappa0 + n_g
-            inv_kappa = 1.0 / kappa_n
-            u = 0.0
-            for a in range(d):
-                r = xc[p, a] - gsum[g, a] * inv_kappa
-                for b in range(a):
-                    r -= gchol[g, a, b] * y[b]
-                r /= gchol[g, a, a]
-                y[a] = r
-                u += r * r
+            u = _group_norm2(g, xc, p, gcount, gsum, gchol, kappa0, y)
             gain = math.log1p(u * kappa_n / (kappa_n + 1.0))
             lw[g] = gain
             w[g] = seat_const[n_g] - 0.5 * glogdet[g] - 0.5 * (nu0 + n_g + 1.0) * gain

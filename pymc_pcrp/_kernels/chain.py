@@ -18,7 +18,7 @@ from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.splitmerge import _split_merge_moves
 from pymc_pcrp._kernels.sweep import NIWParams, SweepState, gibbs_sweeps, log_joint
 
-__all__ = ["advance", "advance_alpha", "finish_draw", "labels_match", "run_moves", "with_log_alpha"]
+__all__ = ["advance", "finish_draw", "labels_match", "run_moves", "with_log_alpha"]
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -74,6 +74,7 @@ def advance(
     n_scans: int,
     counts: np.ndarray,
     labels_out: np.ndarray,
+    alpha_args: tuple | None = None,
 ) -> float:
     """Run one draw's worth of updates in place and return the log joint of the new state.
 
@@ -100,6 +101,14 @@ def advance(
     labels_out : numpy.ndarray
         Integer array of length ``N``, overwritten with the new partition in
         canonical form (blocks numbered in order of first appearance).
+    alpha_args : tuple or None
+        For a step that owns ``alpha``: the arguments of
+        :func:`~pymc_pcrp._kernels.hyperprior.alpha_proposal`. The draw then runs
+        at ``alpha = exp(alpha_args[-1][0])``, the value the new-cluster weights
+        ``tables[0]`` hold (``params.log_alpha`` is ignored), and ends with a
+        proposal of the next ``alpha``, which may move both; the same call, so
+        that a random ``alpha`` costs no second call from Python. ``None``
+        (numba compiles the branch away) for a fixed ``alpha``.
 
     Returns
     -------
@@ -112,11 +121,15 @@ def advance(
         more than :data:`~pymc_pcrp._kernels.log_joint.DRIFT_TOLERANCE`
         (relative), the state's statistics are rebuilt from its labels.
     """
+    if alpha_args is not None:
+        params = with_log_alpha(params, alpha_args[-1][0])
     run_moves(rng, xc, state, params, tables, n_sweeps, n_split_merge, n_scans, counts)
     finish_draw(state, labels_out)
     fresh = partition_log_joint(xc, labels_out, params)
     if drifted(log_joint(state, params, xc.shape[1]), fresh):
         resync_state(xc, state, params)
+    if alpha_args is not None:
+        alpha_proposal(rng, state, tables[0], alpha_args)
     return fresh
 
 
@@ -129,36 +142,6 @@ def labels_match(a: np.ndarray, b: np.ndarray) -> bool:
         if a[i] != b[i]:
             return False
     return True
-
-
-@numba.njit(**NJIT_KWARGS)
-def advance_alpha(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    state: SweepState,
-    params: NIWParams,
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
-    n_sweeps: int,
-    n_split_merge: float,
-    n_scans: int,
-    counts: np.ndarray,
-    labels_out: np.ndarray,
-    alpha_args: tuple,
-) -> float:
-    """:func:`advance` at the step's own ``alpha``, then a proposal of the next ``alpha``.
-
-    The same call, so that a random ``alpha`` costs no second call from Python
-    (see :func:`~pymc_pcrp._kernels.hyperprior.alpha_proposal`). ``alpha`` is
-    ``exp(alpha_args[-1][0])``, the value the new-cluster weights ``tables[0]``
-    hold (``params.log_alpha`` is ignored), and the proposal may move both.
-    Returns what :func:`advance` returns at that ``alpha``.
-    """
-    local = with_log_alpha(params, alpha_args[-1][0])
-    fresh = advance(
-        rng, xc, state, local, tables, n_sweeps, n_split_merge, n_scans, counts, labels_out
-    )
-    alpha_proposal(rng, state, tables[0], alpha_args)
-    return fresh
 
 
 @numba.njit(**NJIT_KWARGS)

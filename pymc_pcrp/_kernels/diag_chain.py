@@ -44,7 +44,6 @@ from pymc_pcrp._kernels.moves import add_counts, draw_n_moves
 
 __all__ = [
     "advance_diag",
-    "advance_diag_alpha",
     "diag_params_at",
     "diag_partition_log_joint",
     "diag_scale_conditional",
@@ -218,6 +217,7 @@ def advance_diag(
     n_scans: int,
     counts: np.ndarray,
     labels_out: np.ndarray,
+    alpha_args: tuple | None = None,
 ) -> float:
     """Run one draw's worth of updates in place; return the log joint of the new state.
 
@@ -228,8 +228,10 @@ def advance_diag(
     says what changed since the last call, as in
     :func:`~pymc_pcrp._kernels.hyper.advance_scaled`; ``tables[0]`` is
     overwritten when ``s`` changes. ``counts`` receives the four split-merge
-    counts, ``labels_out`` the canonical partition. (No optional arguments:
-    the step looks the compiled function up by its exact signature.)
+    counts, ``labels_out`` the canonical partition, and ``alpha_args`` an owned
+    ``alpha`` as in :func:`~pymc_pcrp._kernels.chain.advance`. (The step passes
+    every argument, ``alpha_args=None`` too: it looks the compiled function up
+    by its exact signature.)
 
     Returns
     -------
@@ -238,6 +240,10 @@ def advance_diag(
         computed afresh from the labels; the state is rebuilt from its labels
         when its running value has drifted from it.
     """
+    if alpha_args is not None:
+        params = DiagParams(
+            alpha_args[-1][0], params.power, params.kappa0, params.a0, params.b0, params.logb0
+        )
     g_count = grid.log_s.shape[0]
     logp = np.empty(g_count)
     status = grid.current[1]
@@ -270,33 +276,6 @@ def advance_diag(
     )
     if drifted(running, fresh):
         resync_diag_state(xc, state, local)
-    return fresh
-
-
-@numba.njit(**NJIT_KWARGS)
-def advance_diag_alpha(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    state: DiagState,
-    params: DiagParams,
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
-    grid: DiagGrid,
-    n_sweeps: int,
-    n_split_merge: float,
-    n_scans: int,
-    counts: np.ndarray,
-    labels_out: np.ndarray,
-    alpha_args: tuple,
-) -> float:
-    """:func:`advance_diag` at the step's own ``alpha``, then a proposal of the next one.
-
-    See :func:`~pymc_pcrp._kernels.chain.advance_alpha`.
-    """
-    local = DiagParams(
-        alpha_args[-1][0], params.power, params.kappa0, params.a0, params.b0, params.logb0
-    )
-    fresh = advance_diag(
-        rng, xc, state, local, tables, grid, n_sweeps, n_split_merge, n_scans, counts, labels_out
-    )
-    alpha_proposal(rng, state, tables[0], alpha_args)
+    if alpha_args is not None:
+        alpha_proposal(rng, state, tables[0], alpha_args)
     return fresh

@@ -52,7 +52,6 @@ from pymc_pcrp._kernels.state import NIWParams, SweepState, refresh_slot
 __all__ = [
     "ScaleGrid",
     "advance_scaled",
-    "advance_scaled_alpha",
     "cluster_eigenvalues",
     "log_marginal_grid",
     "make_scale_grid",
@@ -396,6 +395,7 @@ def advance_scaled(
     n_scans: int,
     counts: np.ndarray,
     labels_out: np.ndarray,
+    alpha_args: tuple | None = None,
 ) -> float:
     """:func:`~pymc_pcrp._kernels.chain.advance` with an exact draw of ``s`` after each sweep.
 
@@ -410,8 +410,11 @@ def advance_scaled(
     ``K log alpha + r sum_k log Gamma(n_k) + log sum_g w_g prod_k m(X_k | s_g P)``,
     computed afresh from the labels (:func:`partition_log_joint_scaled`; the
     state is rebuilt from its labels when its running value has drifted); the
-    drawn ``s`` is ``exp(grid.log_s[grid.current[0]])``.
+    drawn ``s`` is ``exp(grid.log_s[grid.current[0]])``. ``alpha_args``: an owned
+    ``alpha``, as in :func:`~pymc_pcrp._kernels.chain.advance`.
     """
+    if alpha_args is not None:
+        params = with_log_alpha(params, alpha_args[-1][0])
     g_count = grid.log_s.shape[0]
     logp = np.empty(g_count)
     status = grid.current[1]
@@ -440,31 +443,6 @@ def advance_scaled(
     fresh = partition_log_joint_scaled(xc, labels_out, params, grid)
     if drifted(running, fresh):
         resync_state(xc, state, local)
-    return fresh
-
-
-@numba.njit(**NJIT_KWARGS)
-def advance_scaled_alpha(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    state: SweepState,
-    params: NIWParams,
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
-    grid: ScaleGrid,
-    n_sweeps: int,
-    n_split_merge: float,
-    n_scans: int,
-    counts: np.ndarray,
-    labels_out: np.ndarray,
-    alpha_args: tuple,
-) -> float:
-    """:func:`advance_scaled` at the step's own ``alpha``, then a proposal of the next one.
-
-    See :func:`~pymc_pcrp._kernels.chain.advance_alpha`.
-    """
-    local = with_log_alpha(params, alpha_args[-1][0])
-    fresh = advance_scaled(
-        rng, xc, state, local, tables, grid, n_sweeps, n_split_merge, n_scans, counts, labels_out
-    )
-    alpha_proposal(rng, state, tables[0], alpha_args)
+    if alpha_args is not None:
+        alpha_proposal(rng, state, tables[0], alpha_args)
     return fresh

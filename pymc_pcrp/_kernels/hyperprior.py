@@ -105,25 +105,19 @@ def pcrp_log_conditional(
     if not (alpha > 0.0 and r > 0.0 and math.isfinite(alpha) and math.isfinite(r)):
         return -math.inf
     log_alpha = math.log(alpha)
-    log_z = exact_log_z(log_alpha, n, r, use_row, row, bound, nats, missed)
+    log_z = exact_log_z(log_alpha, (n, r, use_row, row, bound, nats, missed))
     return n_blocks * log_alpha + r * log_gamma_sum - log_z
 
 
 @numba.njit(**NJIT_KWARGS)
-def exact_log_z(
-    log_alpha: float,
-    n: int,
-    r: float,
-    use_row: bool,
-    row: np.ndarray,
-    bound: np.ndarray,
-    nats: float,
-    missed: np.ndarray,
-) -> float:
+def exact_log_z(log_alpha: float, exact: tuple) -> float:
     """``log Z_n(alpha, r)``: the Stirling row's when ``use_row`` and it certifies, else recursion.
 
+    ``exact`` is ``(n, r, use_row, row, bound, nats, missed)`` (the row and its
+    bounds as in :func:`~pymc_pcrp._kernels.normaliser.row_log_normaliser`);
     ``missed[0]`` is raised to the largest ``log(alpha)`` the row could not certify.
     """
+    n, r, use_row, row, bound, nats, missed = exact
     if not use_row:
         return log_normaliser_recursion(n, log_alpha, r)
     log_z, ok = row_log_normaliser(row, bound, log_alpha, nats)
@@ -152,33 +146,25 @@ def _surrogate(u: float, args: tuple, stats: tuple) -> float:
     else:  # alpha, with log Z from the table (see alpha_proposal)
         if not (value > 0.0 and math.isfinite(value)):
             return -math.inf
-        grid = (q_lo, q_step, z_table)
-        log_z = table_log_z(
-            u, code, lower, upper, *grid, n, other, use_row, row, bound, nats, missed
-        )
+        exact = (n, other, use_row, row, bound, nats, missed)
+        log_z = table_log_z(u, (code, lower, upper), (q_lo, q_step, z_table), exact)
         h = n_blocks * math.log(value) - log_z
     return h + interpolate(u, q_lo, q_step, q_values)
 
 
 @numba.njit(**NJIT_KWARGS)
-def _node_log_z(
-    j: int,
-    code: int,
-    lower: float,
-    upper: float,
-    lo: float,
-    step: float,
-    z_table: tuple,
-    nats: float,
-) -> float:
-    """Node ``j`` of ``z_table = (values, row, bound)``, computed on first use.
+def _node_log_z(j: int, transform: tuple, grid: tuple, nats: float) -> float:
+    """Node ``j`` of the table ``grid = (lo, step, z_table)``, computed on first use.
 
     The value is the sum over the table's own Stirling row ``row`` (a copy, fixed
     while the table is in use): ``log Z_n`` where that row certifies it, a lower
     bound of it beyond (the nodes far out in the tails, which the slice's
     stepping out visits and which the exact sum would need many more columns
     or the ``O(n^2)`` recursion for); ``inf`` where alpha is not positive.
+    ``transform`` and ``grid`` are as in :func:`table_log_z`.
     """
+    code, lower, upper = transform
+    lo, step, z_table = grid
     values, row, bound = z_table
     if math.isnan(values[j]):
         alpha = backward(code, lo + j * step, lower, upper)
@@ -190,41 +176,30 @@ def _node_log_z(
 
 
 @numba.njit(**NJIT_KWARGS)
-def table_log_z(
-    u: float,
-    code: int,
-    lower: float,
-    upper: float,
-    lo: float,
-    step: float,
-    z_table: tuple,
-    n: int,
-    r: float,
-    use_row: bool,
-    row: np.ndarray,
-    bound: np.ndarray,
-    nats: float,
-    missed: np.ndarray,
-) -> float:
+def table_log_z(u: float, transform: tuple, grid: tuple, exact: tuple) -> float:
     """Approximate ``log Z_n(alpha(u), r)``, linearly in ``u`` between nodes ``lo + step j``.
 
+    ``alpha(u)`` is ``backward(code, u, lower, upper)`` with ``transform =
+    (code, lower, upper)``, and ``grid`` is ``(lo, step, z_table)``.
     ``z_table = (values, row, bound)``: ``values`` holds the nodes, ``nan``
     until first used (:func:`_node_log_z`, from the table's own fixed copy of
     the Stirling row), so that the result is a fixed function of ``u`` however
     the table fills. Off the grid, or next to a node outside the support, it is
-    ``log Z_n`` itself (``row``, ``bound`` and ``missed`` as in
-    :func:`exact_log_z`). ``alpha(u)`` must be positive.
+    ``log Z_n`` itself (``exact`` as in :func:`exact_log_z`). ``alpha(u)`` must
+    be positive.
     """
+    code, lower, upper = transform
+    lo, step, z_table = grid
     pos = (u - lo) / step
     j = math.floor(pos)
     if 0 <= j < z_table[0].shape[0] - 1:
-        args = (code, lower, upper, lo, step, z_table, nats)
-        a = _node_log_z(j, *args)
-        b = _node_log_z(j + 1, *args)
+        nats = exact[5]
+        a = _node_log_z(j, transform, grid, nats)
+        b = _node_log_z(j + 1, transform, grid, nats)
         if math.isfinite(a) and math.isfinite(b):
             return a + (pos - j) * (b - a)
     alpha = backward(code, u, lower, upper)
-    return exact_log_z(math.log(alpha), n, r, use_row, row, bound, nats, missed)
+    return exact_log_z(math.log(alpha), exact)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -442,17 +417,18 @@ def alpha_proposal(rng: np.random.Generator, state, log_new: np.ndarray, alpha_a
     code, n, use_row = ipar[I_CODE], ipar[I_N], ipar[I_USE_ROW] != 0
     lower, upper, lo, step = fpar[F_LOWER], fpar[F_UPPER], fpar[F_Q_LO], fpar[F_Q_STEP]
     r, nats = fpar[F_OTHER], fpar[F_NATS]
-    rest = (code, lower, upper, lo, step, z_table, n, r, use_row, row, bound, nats, missed)
+    exact = (n, r, use_row, row, bound, nats, missed)
+    transform, grid = (code, lower, upper), (lo, step, z_table)
     u0, u1 = fpar[F_U0], out[O_U1]
-    out[O_TABLE0] = table_log_z(u0, *rest)
-    out[O_TABLE1] = table_log_z(u1, *rest)
+    out[O_TABLE0] = table_log_z(u0, transform, grid, exact)
+    out[O_TABLE1] = table_log_z(u1, transform, grid, exact)
     log_z0 = fpar[F_LOG_Z0]
     if math.isnan(log_z0):
-        log_z0 = exact_log_z(math.log(backward(code, u0, lower, upper)), *rest[6:])
+        log_z0 = exact_log_z(math.log(backward(code, u0, lower, upper)), exact)
     out[O_LOG_Z0] = log_z0
     alpha1 = backward(code, u1, lower, upper)
     out[O_ALPHA1] = alpha1
-    out[O_LOG_Z1] = exact_log_z(math.log(alpha1), *rest[6:])
+    out[O_LOG_Z1] = exact_log_z(math.log(alpha1), exact)
     family = ipar[I_FAMILY]
     if family == UNKNOWN:
         return

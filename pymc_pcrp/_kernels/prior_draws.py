@@ -158,12 +158,9 @@ def sample_partitions(
     ----------
     rng : numpy.random.Generator
         Source of randomness; it is advanced by the draws.
-    n : int
-        Number of items, ``n >= 0``.
-    alpha : float
-        Concentration parameter, ``alpha > 0``.
-    r : float
-        Power of the pCRP.
+    n, alpha, r
+        Number of items (``n >= 0``), concentration (``alpha > 0``) and power
+        of the pCRP.
     size : int
         Number of draws, ``size >= 0``.
 

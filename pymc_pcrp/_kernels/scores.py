@@ -232,7 +232,7 @@ def _widen_eigen_bounds(inv_eig: np.ndarray, slot: int, vv: float, sign: float) 
         inv_eig[slot, 1] = 1.0 / low if low > 0.0 else math.inf
 
 
-@numba.njit(**NJIT_KWARGS)
+@numba.njit(inline="always", **NJIT_KWARGS)
 def _forward_norm2(
     chol: np.ndarray,
     slot: int,
@@ -244,11 +244,22 @@ def _forward_norm2(
 ) -> float:
     """``||L^{-1}(x_i - mean)||^2`` for the factor, mean and inverse diagonal of ``slot``.
 
-    ``y`` is scratch space of length ``D``. :func:`gibbs_sweeps` inlines this in
-    its per-point loop (see the note there) and calls it only on its less common paths.
+    ``y`` is scratch space of length ``D`` (used when ``D > 2``; ``D = 1`` and
+    ``D = 2`` are written out, with the same operations as the loop). numba
+    inlines this into its callers (``inline="always"``): :func:`gibbs_sweeps`
+    scores every option with it, and a call that takes arrays would cost
+    reference counting at every point (see the note there).
     """
+    d = xc.shape[1]
+    if d == 1:
+        t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
+        return t0 * t0
+    if d == 2:
+        t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
+        t1 = (xc[i, 1] - mean[slot, 1] - chol[slot, 1, 0] * t0) * inv_diag[slot, 1]
+        return t0 * t0 + t1 * t1
     acc = 0.0
-    for a in range(xc.shape[1]):
+    for a in range(d):
         t = xc[i, a] - mean[slot, a]
         for b in range(a):
             t -= chol[slot, a, b] * y[b]

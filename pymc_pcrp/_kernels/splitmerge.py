@@ -127,45 +127,7 @@ def _put_split(state: SweepState, new: int, sj: int, groups: tuple) -> None:
 
 
 @numba.njit(**NJIT_KWARGS)
-def _log_split_ratio(
-    state: SweepState,
-    params: NIWParams,
-    sj: int,
-    k_now: int,
-    log_q: float,
-    groups: tuple,
-    buf: np.ndarray,
-    tuning: tuple,
-) -> float:
-    """Log acceptance ratio of splitting cluster ``sj`` into the two proposed groups.
-
-    The groups' factors are recomputed from their statistics first (an exact
-    ratio, no drift from the rank-one updates); an accepted split copies them.
-    ``tuning`` is ``(ratio_power, proposal_weight, cluster_first, selection_weight)``.
-    """
-    gcount, gsum, gsumsq, gchol, glogdet = groups
-    ratio_power, proposal_weight, cluster_first, selection_weight = tuning
-    kappa0, nu0, logdet0 = params.kappa0, params.nu0, params.logdet0
-    d = gsum.shape[1]
-    n0 = gcount[0]
-    n1 = gcount[1]
-    for g in range(2):
-        glogdet[g] = factorise(gcount[g], gsum[g], gsumsq[g], params, buf, gchol[g])
-    lm = (
-        log_marginal_from_logdet(n0, glogdet[0], d, kappa0, nu0, logdet0),
-        log_marginal_from_logdet(n1, glogdet[1], d, kappa0, nu0, logdet0),
-        log_marginal_from_logdet(n0 + n1, state.logdet[sj], d, kappa0, nu0, logdet0),
-    )
-    log_a = moves.split_log_ratio(
-        params.log_alpha, ratio_power, n0, n1, lm, proposal_weight * log_q
-    )
-    if cluster_first:
-        log_a += selection_weight * (math.log(k_now * (n0 + n1)) - math.log((k_now + 1) * n0))
-    return log_a
-
-
-@numba.njit(**NJIT_KWARGS)
-def _log_merge_ratio(
+def _log_ratio(
     state: SweepState,
     params: NIWParams,
     si: int,
@@ -176,15 +138,35 @@ def _log_merge_ratio(
     buf: np.ndarray,
     tuning: tuple,
 ) -> float:
-    """Log acceptance ratio of merging cluster ``si`` (holding ``i``) into ``sj``.
+    """Log acceptance ratio of the move: split ``sj`` if ``si == sj``, else merge ``si`` into it.
 
-    The merged cluster's statistics and factor are written into group 0 first
-    (the launch is finished); an accepted merge copies them.
+    A split: the groups' factors are recomputed from their statistics first
+    (an exact ratio, no drift from the rank-one updates); an accepted split
+    copies them. A merge: the merged cluster's statistics and factor are
+    written into group 0 first (the launch is finished); an accepted merge
+    copies them. ``tuning`` is ``(ratio_power, proposal_weight, cluster_first,
+    selection_weight)``.
     """
     gcount, gsum, gsumsq, gchol, glogdet = groups
     ratio_power, proposal_weight, cluster_first, selection_weight = tuning
     kappa0, nu0, logdet0 = params.kappa0, params.nu0, params.logdet0
     d = gsum.shape[1]
+    if si == sj:
+        n0 = gcount[0]
+        n1 = gcount[1]
+        for g in range(2):
+            glogdet[g] = factorise(gcount[g], gsum[g], gsumsq[g], params, buf, gchol[g])
+        lm = (
+            log_marginal_from_logdet(n0, glogdet[0], d, kappa0, nu0, logdet0),
+            log_marginal_from_logdet(n1, glogdet[1], d, kappa0, nu0, logdet0),
+            log_marginal_from_logdet(n0 + n1, state.logdet[sj], d, kappa0, nu0, logdet0),
+        )
+        log_a = moves.split_log_ratio(
+            params.log_alpha, ratio_power, n0, n1, lm, proposal_weight * log_q
+        )
+        if cluster_first:
+            log_a += selection_weight * (math.log(k_now * (n0 + n1)) - math.log((k_now + 1) * n0))
+        return log_a
     ni = state.counts[si]
     nj = state.counts[sj]
     moves.merge_into_group(state, si, sj, gcount, gsum, gsumsq)
@@ -285,9 +267,9 @@ def _split_merge_moves(
         seats = (members, m, side, target)
         log_q = _launch(rng, xc, i, j, seats, merge, n_restricted_scans, groups, work)
 
+        log_a = _log_ratio(state, params, si, sj, k_now, log_q, groups, buf, tuning)
         if is_split:
             n_split += 1
-            log_a = _log_split_ratio(state, params, sj, k_now, log_q, groups, buf, tuning)
             if moves.accepts(rng, log_a):
                 n_split_acc += 1
                 new = moves.split_labels(state, sj, i, j, members, m, side, head, nxt)
@@ -295,7 +277,6 @@ def _split_merge_moves(
                 head = moves.cover_slots(head, state)
         else:
             n_merge += 1
-            log_a = _log_merge_ratio(state, params, si, sj, k_now, log_q, groups, buf, tuning)
             if moves.accepts(rng, log_a):
                 n_merge_acc += 1
                 _put_group(state, sj, groups, 0)

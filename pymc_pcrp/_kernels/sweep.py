@@ -268,10 +268,10 @@ def gibbs_sweeps(
     # Performance note: the common path of this loop touches arrays only by
     # indexing locals. Taking a view (``xc[i]``) or passing arrays to a helper
     # costs numba atomic reference counting on every call, which measured about
-    # three times the arithmetic itself at D = 2; hence the written-out distances
-    # and draw. Helpers that take arrays run only on the less common paths (a
-    # move, a draw that needs the skipped clusters, the own distance at D > 2
-    # when an option survives its bound); the scalar bound functions are free.
+    # three times the arithmetic itself at D = 2; hence the written-out draw, and
+    # the distances from _forward_norm2, which numba inlines. Helpers that take
+    # arrays run only on the less common paths (a move, a draw that needs the
+    # skipped clusters); the scalar bound functions are free.
     n, d = xc.shape
     log_new, _, by_size = tables
     cap = state.counts.shape[0]
@@ -337,23 +337,7 @@ def gibbs_sweeps(
                         low_own = loo_lower_bound(own_a, own_e, own_b, own_c, u_lo, u_hi)
                         exact_own = False
                 if exact_own:
-                    if d == 1:
-                        t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
-                        u = t0 * t0
-                    elif d == 2:
-                        t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
-                        t1 = (xc[i, 1] - mean[slot, 1] - chol[slot, 1, 0] * t0) * inv_diag[slot, 1]
-                        u = t0 * t0 + t1 * t1
-                    else:
-                        # _forward_norm2, inlined (see the performance note above).
-                        u = 0.0
-                        for a in range(d):
-                            ta = xc[i, a] - mean[slot, a]
-                            for b in range(a):
-                                ta -= chol[slot, a, b] * y[b]
-                            ta *= inv_diag[slot, a]
-                            y[a] = ta
-                            u += ta * ta
+                    u = _forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
                     shrink = 1.0 - own_c * u
                     if not shrink > 1e-10:
                         # Leave-one-out numerically unsafe: remove the point instead.
@@ -401,14 +385,7 @@ def gibbs_sweeps(
                 m = counts[slot]
                 e = by_size[m, 1]
                 bm = by_size[m, 2]
-                if d == 1:
-                    t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
-                    u = t0 * t0
-                elif d == 2:
-                    t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
-                    t1 = (xc[i, 1] - mean[slot, 1] - chol[slot, 1, 0] * t0) * inv_diag[slot, 1]
-                    u = t0 * t0 + t1 * t1
-                else:
+                if d > 2:
                     dist2 = 0.0
                     for a in range(d):
                         ta = xc[i, a] - mean[slot, a]
@@ -420,14 +397,7 @@ def gibbs_sweeps(
                         skipped_u[n_skipped] = -1.0  # distance not computed
                         n_skipped += 1
                         continue
-                    u = 0.0
-                    for a in range(d):
-                        ta = xc[i, a] - mean[slot, a]
-                        for b in range(a):
-                            ta -= chol[slot, a, b] * y[b]
-                        ta *= inv_diag[slot, a]
-                        y[a] = ta
-                        u += ta * ta
+                u = _forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
                 tb = u * bm
                 if log_weight_upper_bound(const[slot], e, tb) < cut:
                     logw[p] = -math.inf

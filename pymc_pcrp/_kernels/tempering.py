@@ -97,10 +97,7 @@ def tempered_sweeps(
     y = np.empty(d)
     v = np.empty(d)
     buf = np.empty((d, d))
-    log_alpha = params.log_alpha
-    power = params.power
-    kappa0 = params.kappa0
-    nu0 = params.nu0
+    log_alpha, power, kappa0, nu0 = params.log_alpha, params.power, params.kappa0, params.nu0
     for _ in range(n_sweeps):
         shuffle_in_place(rng, perm)
         for t in range(n):

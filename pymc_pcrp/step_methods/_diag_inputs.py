@@ -4,8 +4,8 @@ The step dispatches on the family of its :class:`~pymc_pcrp.NIWMixture`
 (``NIWPrior(covariance="diag")``, :func:`diag_family`); for the diagonal family
 the inputs are built here, the state by
 :func:`~pymc_pcrp._kernels.diag_state.init_diag_state`, and the draw is made by
-:func:`~pymc_pcrp._kernels.diag_chain.advance_diag` (or its owned-``alpha``
-variant). The scale always lives on a grid, a fixed scale being a one-point
+:func:`~pymc_pcrp._kernels.diag_chain.advance_diag` (which also serves an
+owned ``alpha``). The scale always lives on a grid, a fixed scale being a one-point
 grid, so the same kernel serves both. :func:`init_family_state` and
 :func:`advance_kernel` pick the state builder and the kernel of either family.
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_pcrp._kernels.chain import advance, advance_alpha
-from pymc_pcrp._kernels.diag_chain import advance_diag, advance_diag_alpha
+from pymc_pcrp._kernels.chain import advance
+from pymc_pcrp._kernels.diag_chain import advance_diag
 from pymc_pcrp._kernels.diag_state import (
     DiagGrid,
     diag_tables,
@@ -23,7 +23,7 @@ from pymc_pcrp._kernels.diag_state import (
     make_diag_grid,
     make_diag_params,
 )
-from pymc_pcrp._kernels.hyper import advance_scaled, advance_scaled_alpha
+from pymc_pcrp._kernels.hyper import advance_scaled
 from pymc_pcrp._kernels.state import NIWParams, SweepState, init_state
 from pymc_pcrp.step_methods._step_inputs import SweepInputs
 
@@ -91,15 +91,14 @@ def init_family_state(
     return (init_diag_state if diag else init_state)(xc, labels, params)
 
 
-def advance_kernel(diag: bool, scaled: bool, owned_alpha: bool):
-    """Return the advance kernel of a family, with or without a scale grid and an owned alpha.
+def advance_kernel(diag: bool, scaled: bool):
+    """Return the advance kernel of a family, with or without a scale grid.
 
     The diagonal family always has a grid (``scaled`` is ignored); the full one
     runs :func:`~pymc_pcrp._kernels.hyper.advance_scaled` with a learned scale,
-    :func:`~pymc_pcrp._kernels.chain.advance` without.
+    :func:`~pymc_pcrp._kernels.chain.advance` without. Each takes an owned
+    ``alpha``'s arguments last (``None`` without one).
     """
     if diag:
-        return advance_diag_alpha if owned_alpha else advance_diag
-    if scaled:
-        return advance_scaled_alpha if owned_alpha else advance_scaled
-    return advance_alpha if owned_alpha else advance
+        return advance_diag
+    return advance_scaled if scaled else advance

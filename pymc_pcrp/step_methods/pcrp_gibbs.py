@@ -508,8 +508,9 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         alpha = self._alpha
         if alpha is not None:  # the same call sweeps at the tables' alpha, proposes the next
             log_alpha = float(alpha.log_alpha[0])
-            args = (*args, alpha.kernel_args(params.power))
-        kernel = advance_kernel(self._diag, scale is not None, alpha is not None)
+        # Every argument is passed (None too): call_compiled looks the function up by type.
+        args = (*args, None if alpha is None else alpha.kernel_args(params.power))
+        kernel = advance_kernel(self._diag, scale is not None)
         if scale is None:
             log_density = self._call_advance(inputs, args, kernel) + inputs.fixed_scale[1]
             niw_scale = inputs.fixed_scale[0]
