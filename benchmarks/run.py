@@ -972,7 +972,7 @@ def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
         state = init_state(xc, z, params)
         rng = np.random.default_rng(seed)
         c0 = time.thread_time()
-        advance(rng, xc, state, params, tables, sweeps, sm, sc, counts, out)
+        advance(rng, xc, state, params, tables, sweeps, sm, sc, counts, out, None)
         return (time.thread_time() - c0) / sweeps, counts.copy()
 
     block(0.0, 0, 0)  # warm-up: numba cache load

@@ -74,7 +74,7 @@ def advance(
     n_scans: int,
     counts: np.ndarray,
     labels_out: np.ndarray,
-    alpha_args: tuple | None = None,
+    alpha_args: tuple | None,
 ) -> float:
     """Run one draw's worth of updates in place and return the log joint of the new state.
 
@@ -108,7 +108,10 @@ def advance(
         ``tables[0]`` hold (``params.log_alpha`` is ignored), and ends with a
         proposal of the next ``alpha``, which may move both; the same call, so
         that a random ``alpha`` costs no second call from Python. ``None``
-        (numba compiles the branch away) for a fixed ``alpha``.
+        (numba compiles the branch away) for a fixed ``alpha``. It has no
+        default on purpose: numba types an omitted argument and an explicit
+        ``None`` differently, so callers that omitted it compiled a second copy
+        of the kernel beside the step's.
 
     Returns
     -------

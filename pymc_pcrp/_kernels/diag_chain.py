@@ -217,7 +217,7 @@ def advance_diag(
     n_scans: int,
     counts: np.ndarray,
     labels_out: np.ndarray,
-    alpha_args: tuple | None = None,
+    alpha_args: tuple | None,
 ) -> float:
     """Run one draw's worth of updates in place; return the log joint of the new state.
 

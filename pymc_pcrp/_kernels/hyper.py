@@ -395,7 +395,7 @@ def advance_scaled(
     n_scans: int,
     counts: np.ndarray,
     labels_out: np.ndarray,
-    alpha_args: tuple | None = None,
+    alpha_args: tuple | None,
 ) -> float:
     """:func:`~pymc_pcrp._kernels.chain.advance` with an exact draw of ``s`` after each sweep.
 

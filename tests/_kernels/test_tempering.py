@@ -113,9 +113,9 @@ def tempered_chain_frequencies(x, alpha, r, psi0, draws, seed, scaled, swap_rati
     accepted = 0
     for t in range(draws):
         if scaled:
-            lj = advance_scaled(rng, xc, state, params, tables, grid, 1, 1.0, -1, counts, out)
+            lj = advance_scaled(rng, xc, state, params, tables, grid, 1, 1.0, -1, counts, out, None)
         else:
-            lj = advance(rng, xc, state, params, tables, 1, 1.0, -1, counts, out)
+            lj = advance(rng, xc, state, params, tables, 1, 1.0, -1, counts, out, None)
         drawn = replicas.draw(
             rng, inputs, state, out, lj, t == 0, lambda: np.arange(n, dtype=np.int64)
         )
