@@ -15,7 +15,7 @@ import numpy as np
 import pymc as pm
 import pytest
 
-from enumeration import log_pcrp_prior_unnorm, set_partitions
+from enumeration import ENUMERATION_SWEEPS_PER_DRAW, log_pcrp_prior_unnorm, set_partitions
 from reference import niw_log_marginal
 from scipy.special import logsumexp
 
@@ -70,6 +70,7 @@ def _sample(x, prior, alpha, r, seed):
             random_seed=seed,
             progressbar=False,
             compute_convergence_checks=False,
+            pcrp_gibbs={"sweeps_per_draw": ENUMERATION_SWEEPS_PER_DRAW},
         )
 
 

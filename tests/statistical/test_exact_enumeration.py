@@ -19,7 +19,7 @@ import numpy as np
 import pymc as pm
 import pytest
 
-from enumeration import exact_posterior
+from enumeration import ENUMERATION_SWEEPS_PER_DRAW, exact_posterior
 
 import pymc_pcrp as pcrp
 
@@ -55,7 +55,7 @@ def sampled_frequencies(x, prior, alpha, r, seed, **step_options):
             random_seed=seed,
             progressbar=False,
             compute_convergence_checks=False,
-            pcrp_gibbs=step_options,
+            pcrp_gibbs={"sweeps_per_draw": ENUMERATION_SWEEPS_PER_DRAW, **step_options},
         )
     labels = idata.posterior["z"].values.reshape(-1, len(x))
     keys, counts = np.unique(labels, axis=0, return_counts=True)

@@ -37,7 +37,7 @@ import pytest
 import scipy.special
 import scipy.stats
 
-from enumeration import set_partitions
+from enumeration import ENUMERATION_SWEEPS_PER_DRAW, set_partitions
 from reference import niw_log_marginal
 from step_reference import built_steps
 
@@ -169,6 +169,7 @@ def sample(x, prior, alpha=None, r=None, seed=0, nuts=False, draws=DRAWS):
             random_seed=seed,
             progressbar=False,
             compute_convergence_checks=False,
+            pcrp_gibbs={"sweeps_per_draw": ENUMERATION_SWEEPS_PER_DRAW},
         )
     post = idata.posterior
     labels = post["z"].values.reshape(-1, len(x))

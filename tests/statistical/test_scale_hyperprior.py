@@ -14,7 +14,7 @@ import numpy as np
 import pymc as pm
 import pytest
 
-from enumeration import exact_posterior_scaled
+from enumeration import ENUMERATION_SWEEPS_PER_DRAW, exact_posterior_scaled
 
 import pymc_pcrp as pcrp
 
@@ -54,7 +54,7 @@ def _sample(x, prior, alpha, r, seed, split_merge=0):
             random_seed=seed,
             progressbar=False,
             compute_convergence_checks=False,
-            pcrp_gibbs={"split_merge": split_merge},
+            pcrp_gibbs={"split_merge": split_merge, "sweeps_per_draw": ENUMERATION_SWEEPS_PER_DRAW},
         )
     labels = idata.posterior["z"].values.reshape(-1, len(x))
     scales = idata.sample_stats["niw_scale"].values.reshape(-1)

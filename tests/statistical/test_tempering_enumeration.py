@@ -13,7 +13,7 @@ import numpy as np
 import pymc as pm
 import pytest
 
-from enumeration import exact_posterior, exact_posterior_scaled
+from enumeration import ENUMERATION_SWEEPS_PER_DRAW, exact_posterior, exact_posterior_scaled
 
 import pymc_pcrp as pcrp
 
@@ -51,7 +51,7 @@ def _sample(x, prior, alpha, r, seed):
             random_seed=seed,
             progressbar=False,
             compute_convergence_checks=False,
-            pcrp_gibbs={"temper": BETAS},
+            pcrp_gibbs={"temper": BETAS, "sweeps_per_draw": ENUMERATION_SWEEPS_PER_DRAW},
         )
     stats = idata.sample_stats
     assert int(stats["swap_proposed"].sum()) == CHAINS * DRAWS * (len(BETAS) - 1)
