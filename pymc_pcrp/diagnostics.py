@@ -22,7 +22,10 @@ Two cases ArviZ does not settle on its own are decided here:
 A run cut short (Ctrl-C, or a worker that died) must never pass for a complete
 one: PyMC catches ``KeyboardInterrupt`` and returns the draws it has, so
 :func:`check_complete` compares what came back with what was asked and raises
-:class:`SamplingInterrupted`, which carries the partial InferenceData.
+:class:`SamplingInterrupted`, which carries the partial InferenceData. When the
+chains run one after another, PyMC's catch ends only the chain that was
+running, and the next chain starts from scratch;
+:func:`stop_after_interrupted_chain` makes one Ctrl-C end them all.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from __future__ import annotations
 import math
 import warnings
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import arviz as az
@@ -44,6 +48,7 @@ __all__ = [
     "SamplingInterrupted",
     "check_complete",
     "check_convergence",
+    "stop_after_interrupted_chain",
     "warn_if_not_converged",
 ]
 
@@ -106,6 +111,45 @@ def check_complete(idata: az.InferenceData, chains: int | None, draws: int) -> N
         "'idata' attribute.",
         idata,
     )
+
+
+def stop_after_interrupted_chain(
+    draws_per_chain: int, callback: Callable | None = None
+) -> Callable:
+    """Return a ``pm.sample`` callback that ends a sequential run after an interrupt.
+
+    With ``cores=1`` PyMC samples the chains one after another and catches a
+    ``KeyboardInterrupt`` per chain: Ctrl-C ends the running chain, and the next
+    one starts. The returned callback sees every draw (PyMC's documented
+    callback, which may stop sampling by raising ``KeyboardInterrupt``). When a
+    chain's first draw comes after a chain that stopped short of its last draw,
+    the earlier chain was interrupted, and the callback raises
+    ``KeyboardInterrupt`` again, so each remaining chain stops at its first draw.
+
+    Parameters
+    ----------
+    draws_per_chain : int
+        Tuning plus kept draws of each chain (PyMC's ``draw_idx`` runs from 0
+        to ``draws_per_chain - 1``).
+    callback : callable, optional
+        The caller's own callback, called first with the same arguments.
+
+    Returns
+    -------
+    callable
+        ``callback(trace, draw)``.
+    """
+    last: dict[str, int] = {}
+
+    def stop_if_a_chain_was_cut(trace, draw) -> None:
+        if callback is not None:
+            callback(trace=trace, draw=draw)
+        if last and draw.chain != last["chain"] and last["draw_idx"] < draws_per_chain - 1:
+            last.update(chain=draw.chain, draw_idx=-1)  # this chain is cut too
+            raise KeyboardInterrupt
+        last.update(chain=draw.chain, draw_idx=draw.draw_idx)
+
+    return stop_if_a_chain_was_cut
 
 
 @dataclass(frozen=True)

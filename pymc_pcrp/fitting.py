@@ -24,7 +24,12 @@ from pymc.util import RandomState
 
 from pymc_pcrp._idata import store_model_parameters
 from pymc_pcrp._validation import check_data, check_positive_scalar
-from pymc_pcrp.diagnostics import check_complete, check_convergence, warn_if_not_converged
+from pymc_pcrp.diagnostics import (
+    check_complete,
+    check_convergence,
+    stop_after_interrupted_chain,
+    warn_if_not_converged,
+)
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 from pymc_pcrp.posterior.pointwise import log_likelihood
 
@@ -188,7 +193,9 @@ def fit(
     SamplingInterrupted
         When ``pm.sample`` returned fewer chains or draws than asked (it catches
         Ctrl-C and returns what it has): an interrupted run never looks
-        complete. The partial InferenceData is the exception's ``idata``.
+        complete. The partial InferenceData is the exception's ``idata``. With
+        ``cores=1`` one Ctrl-C stops every chain, not only the running one
+        (:func:`~pymc_pcrp.diagnostics.stop_after_interrupted_chain`).
 
     Warns
     -----
@@ -217,6 +224,10 @@ def fit(
     pointwise = idata_kwargs.pop("log_likelihood", False)
     if idata_kwargs:
         sample_kwargs["idata_kwargs"] = idata_kwargs
+    if cores == 1:  # chains one after another: one Ctrl-C stops them all
+        sample_kwargs["callback"] = stop_after_interrupted_chain(
+            tune + draws, sample_kwargs.get("callback")
+        )
     with model:
         idata = pm.sample(
             draws=draws,

@@ -2,13 +2,15 @@
 
 import math
 
+from types import SimpleNamespace
+
 import arviz as az
 import numpy as np
 import pytest
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp.diagnostics import check_convergence
+from pymc_pcrp.diagnostics import check_convergence, stop_after_interrupted_chain
 
 SEED = sum(ord(c) for c in "test_diagnostics")
 
@@ -138,3 +140,22 @@ def test_fit_does_not_warn_when_checks_are_off(recwarn):
     x = np.random.default_rng(SEED + 5).normal(size=(20, 2))
     pcrp.fit(x, draws=10, tune=5, chains=1, random_seed=SEED, compute_convergence_checks=False)
     assert not [w for w in recwarn if w.category is pcrp.ConvergenceWarning]
+
+
+def test_an_interrupted_chain_stops_the_chains_after_it():
+    """A chain that ends before its last draw makes every later chain stop at its first."""
+    seen = []
+    callback = stop_after_interrupted_chain(4, lambda trace, draw: seen.append(draw.chain))
+
+    def draw(chain, i):
+        return SimpleNamespace(chain=chain, draw_idx=i)
+
+    for i in range(4):  # chain 0 runs to its last draw: chain 1 may start
+        callback(trace=None, draw=draw(0, i))
+    callback(trace=None, draw=draw(1, 0))
+    callback(trace=None, draw=draw(1, 1))  # chain 1 interrupted here (PyMC caught it)
+    with pytest.raises(KeyboardInterrupt):
+        callback(trace=None, draw=draw(2, 0))
+    with pytest.raises(KeyboardInterrupt):  # and so on for every remaining chain
+        callback(trace=None, draw=draw(3, 0))
+    assert seen == [0, 0, 0, 0, 1, 1, 2, 3]  # the caller's callback saw every draw
