@@ -19,8 +19,8 @@ class Protocol:
 
     Attributes
     ----------
-    name : str
-        ``"full"`` or ``"quick"``.
+    name : {"full", "quick"}
+        Which of the two protocols.
     sim_sizes, digit_sizes : tuple of int
         Sample sizes clustered (the paper: 300 and 2000; 1000 and 3000).
     sim_cv : tuple of int
