@@ -327,6 +327,11 @@ def find_jump(powers, loss, jump_tol: float = 0.1) -> tuple[float, int | None]:
     return float(r[index - 1]), index
 
 
+# The fits of the grid run silently: no progress bars (they may run in parallel) and no
+# convergence checks (the spread of the per-draw losses shows in ``loss_se`` instead).
+_QUIET_FIT = {"progressbar": False, "compute_convergence_checks": False}
+
+
 def _score_power(
     x_train: np.ndarray,
     x_test: np.ndarray,
@@ -344,8 +349,7 @@ def _score_power(
             alpha=alpha,
             prior=prior,
             random_seed=seed,
-            progressbar=False,
-            compute_convergence_checks=False,
+            **_QUIET_FIT,
             **fit_kwargs,
         )
     labels = label_draws(idata)

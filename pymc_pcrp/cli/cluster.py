@@ -239,12 +239,7 @@ def _choose_power(
             train,
             test,
             grid,
-            alpha=args.alpha,
-            prior=prior,
-            draws=args.cv_draws,
-            tune=args.cv_tune,
-            chains=args.cv_chains,
-            sweeps_per_draw=args.sweeps_per_draw,
+            **_fit_settings(args, prior, cv=True),
             random_seed=_seed_int(cv_seq),
             n_jobs=args.n_jobs,
             jump_tol=args.cv_jump_tol,
@@ -283,13 +278,8 @@ def _sample(
     return fit(
         x,
         power=power,
-        alpha=args.alpha,
-        prior=prior,
-        draws=args.draws,
-        tune=args.tune,
-        chains=args.chains,
+        **_fit_settings(args, prior, cv=False),
         cores=args.cores,
-        sweeps_per_draw=args.sweeps_per_draw,
         init=args.init,
         random_seed=_seed_int(fit_seq),
         progressbar=progress,
@@ -297,6 +287,27 @@ def _sample(
         compute_convergence_checks=False,
         **_step_options(args),
     )
+
+
+def _fit_settings(args: argparse.Namespace, prior: NIWPrior, *, cv: bool) -> dict:
+    """``alpha``, ``prior``, ``draws``, ``tune``, ``chains`` and ``sweeps_per_draw`` of a fit.
+
+    The cross-validation fits (``cv=True``: ``--cv-draws``, ``--cv-tune``,
+    ``--cv-chains``) and the final fit share the concentration, the prior and
+    the sweeps per draw; they differ in the number and length of the chains.
+    """
+    if cv:
+        draws, tune, chains = args.cv_draws, args.cv_tune, args.cv_chains
+    else:
+        draws, tune, chains = args.draws, args.tune, args.chains
+    return {
+        "alpha": args.alpha,
+        "prior": prior,
+        "draws": draws,
+        "tune": tune,
+        "chains": chains,
+        "sweeps_per_draw": args.sweeps_per_draw,
+    }
 
 
 def _step_options(args: argparse.Namespace) -> dict:

@@ -48,22 +48,22 @@ def run_demo(
         f"after {tune} tuning draws; seed {seed}\n",
         file=out,
     )
+    # Both runs share everything but the power, the seed included.
+    shared = {
+        "alpha": alpha,
+        "prior": prior,
+        "draws": draws,
+        "tune": tune,
+        "chains": chains,
+        "cores": cores,
+        "sweeps_per_draw": sweeps_per_draw,
+        "random_seed": seed,
+    }
     results = {}
     rows = []
     for label, r in (("CRP", 1.0), ("pCRP", power)):
         start = time.perf_counter()
-        idata = fit(
-            x,
-            power=r,
-            alpha=alpha,
-            prior=prior,
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            cores=cores,
-            sweeps_per_draw=sweeps_per_draw,
-            random_seed=seed,
-        )
+        idata = fit(x, power=r, **shared)
         seconds = time.perf_counter() - start
         k = idata.posterior["n_clusters"].values.ravel()
         summary = az.summary(idata, var_names=["n_clusters"], kind="all")

@@ -262,12 +262,8 @@ def log_normaliser(n: int, alpha: float, r: float, method: str = "row") -> float
 
     Parameters
     ----------
-    n : int
-        Number of items, ``n >= 0``.
-    alpha : float
-        Concentration, ``alpha > 0``.
-    r : float
-        Power of the pCRP.
+    n, alpha, r : int, float, float
+        Number of items ``n >= 0``, concentration ``alpha > 0`` and power ``r`` of the pCRP.
     method : {"row", "recursion"}, default="row"
         ``"row"``: from the Stirling row of ``(n, r)``, built once per ``(n, r)``
         in ``O(n**2 k_max)`` and cached, then ``O(k_max)`` per ``alpha`` (for a

@@ -19,8 +19,8 @@ class Protocol:
 
     Attributes
     ----------
-    name : str
-        ``"full"`` or ``"quick"``.
+    name : {"full", "quick"}
+        Which of the two protocols.
     sim_sizes, digit_sizes : tuple of int
         Sample sizes clustered (the paper: 300 and 2000; 1000 and 3000).
     sim_cv : tuple of int
@@ -74,49 +74,32 @@ class Protocol:
         return (self.cv_tune + self.cv_draws) * self.cv_sweeps_per_draw
 
 
-FULL_PROTOCOL = Protocol(
-    name="full",
-    sim_sizes=(300, 2000),
-    digit_sizes=(1000, 3000),
-    sim_cv=(200, 200),
-    digit_cv=1000,
-    faithful_cv=100,
-    tune=2000,
-    draws=2000,
-    sweeps_per_draw=5,
-    chains=2,
-    cores=2,
-    cv_tune=1000,
-    cv_draws=1000,
-    cv_sweeps_per_draw=5,
-    cv_chains=2,
-    powers=tuple(round(1.0 + 0.05 * i, 2) for i in range(11)),
-    n_jobs=2,
-    density_draws=500,
-)
+# Every setting of the two protocols side by side: (full, quick).
+_SETTINGS: dict[str, tuple] = {
+    "sim_sizes": ((300, 2000), (100, 200)),
+    "digit_sizes": ((1000, 3000), (150, 300)),
+    "sim_cv": ((200, 200), (100, 100)),
+    "digit_cv": (1000, 200),
+    "faithful_cv": (100, 100),
+    "tune": (2000, 40),
+    "draws": (2000, 40),
+    "sweeps_per_draw": (5, 2),
+    "chains": (2, 2),
+    "cores": (2, 1),
+    "cv_tune": (1000, 25),
+    "cv_draws": (1000, 25),
+    "cv_sweeps_per_draw": (5, 1),
+    "cv_chains": (2, 1),
+    "powers": (tuple(round(1.0 + 0.05 * i, 2) for i in range(11)), (1.0, 1.2, 1.4)),
+    "n_jobs": (2, 1),
+    "density_draws": (500, 40),
+}
+
+FULL_PROTOCOL = Protocol(name="full", **{key: full for key, (full, _) in _SETTINGS.items()})
 """The paper's protocol (see :mod:`pymc_pcrp.cli.reproduce`): 20,000 sweeps per
 chain, the first 10,000 discarded, every fifth kept; two chains."""
 
-QUICK_PROTOCOL = Protocol(
-    name="quick",
-    sim_sizes=(100, 200),
-    digit_sizes=(150, 300),
-    sim_cv=(100, 100),
-    digit_cv=200,
-    faithful_cv=100,
-    tune=40,
-    draws=40,
-    sweeps_per_draw=2,
-    chains=2,
-    cores=1,
-    cv_tune=25,
-    cv_draws=25,
-    cv_sweeps_per_draw=1,
-    cv_chains=1,
-    powers=(1.0, 1.2, 1.4),
-    n_jobs=1,
-    density_draws=40,
-)
+QUICK_PROTOCOL = Protocol(name="quick", **{key: quick for key, (_, quick) in _SETTINGS.items()})
 """The same pipeline on small data with few sweeps (a smoke test, not a result)."""
 
 
