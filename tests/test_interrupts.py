@@ -56,6 +56,9 @@ def _default_sigint() -> None:
 def _env() -> dict:
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
+    # A crash instead of a clean exit (seen twice in CI runs: status -11 after SIGINT)
+    # then prints the Python stack of every thread into the assertion's message.
+    env["PYTHONFAULTHANDLER"] = "1"
     return env
 
 
