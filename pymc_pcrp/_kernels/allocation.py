@@ -31,11 +31,7 @@ import numpy as np
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.draws import shuffle_pair_prefix
 from pymc_pcrp._kernels.niw import log_predictive, predictive_constants
-from pymc_pcrp._kernels.state import (
-    add_point,
-    factorise,
-    remove_point,
-)
+from pymc_pcrp._kernels.state import factorise, shift_point
 
 # The helpers below run once or more per point and scan. They index the group
 # arrays directly, never through views, and take the prior's scalars rather
@@ -45,8 +41,7 @@ from pymc_pcrp._kernels.state import (
 # the calls to LLVM; the distance :func:`_group_norm2` alone is inlined (restricted
 # scans measured 15-20% faster per proposal, benchmarks/bench_proposal_cost.py).
 # Points enter and leave a group through the sweep's own slot operations
-# (:func:`~pymc_pcrp._kernels.state.add_point` and
-# :func:`~pymc_pcrp._kernels.state.remove_point`) on the two-slot group arrays.
+# (:func:`~pymc_pcrp._kernels.state.shift_point`) on the two-slot group arrays.
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
@@ -105,16 +100,14 @@ def _log_seat_weight(
     g: int,
     xc: np.ndarray,
     p: int,
-    gcount: np.ndarray,
-    gsum: np.ndarray,
-    gchol: np.ndarray,
-    glogdet: np.ndarray,
+    groups: tuple,
     kappa0: float,
     nu0: float,
     seat_const: np.ndarray,
     y: np.ndarray,
 ) -> float:
     """Restricted-Gibbs log weight of group ``g`` (which does not hold point ``p``)."""
+    gcount, gsum, _, gchol, glogdet = groups
     n = gcount[g]
     u = _group_norm2(g, xc, p, gcount, gsum, gchol, kappa0, y)
     return log_predictive(n, u, glogdet[g], kappa0, nu0, seat_const[n])
@@ -226,7 +219,7 @@ def _restricted_scan(
     choices made. ``seats``, ``groups`` and ``work`` are the tuples of :func:`_launch`.
     """
     members, m, side, target = seats
-    gcount, gsum, gsumsq, gchol, glogdet = groups
+    gcount, gsum, _, gchol, glogdet = groups
     params, seat_const, v, y, buf = work
     log_q = 0.0
     kappa0 = params.kappa0
@@ -253,27 +246,21 @@ def _restricted_scan(
                 nu0,
                 seat_const[n_g - 1],
             )
-            w_other = _log_seat_weight(
-                1 - g, xc, p, gcount, gsum, gchol, glogdet, kappa0, nu0, seat_const, y
-            )
+            w_other = _log_seat_weight(1 - g, xc, p, groups, kappa0, nu0, seat_const, y)
             if g == 0:
                 new, log_p = _choose(rng, w_own, w_other, forced_g)
             else:
                 new, log_p = _choose(rng, w_other, w_own, forced_g)
             if new != g:
-                remove_point(gcount, gsum, gsumsq, gchol, glogdet, g, xc, p, params, v, buf)
-                add_point(gcount, gsum, gsumsq, gchol, glogdet, new, xc, p, kappa0, v)
+                shift_point(groups, g, xc, p, -1, params, v, buf)
+                shift_point(groups, new, xc, p, 1, params, v, buf)
         else:
             # The shortcut is numerically unsafe: take the point out explicitly.
-            remove_point(gcount, gsum, gsumsq, gchol, glogdet, g, xc, p, params, v, buf)
-            w0 = _log_seat_weight(
-                0, xc, p, gcount, gsum, gchol, glogdet, kappa0, nu0, seat_const, y
-            )
-            w1 = _log_seat_weight(
-                1, xc, p, gcount, gsum, gchol, glogdet, kappa0, nu0, seat_const, y
-            )
+            shift_point(groups, g, xc, p, -1, params, v, buf)
+            w0 = _log_seat_weight(0, xc, p, groups, kappa0, nu0, seat_const, y)
+            w1 = _log_seat_weight(1, xc, p, groups, kappa0, nu0, seat_const, y)
             new, log_p = _choose(rng, w0, w1, forced_g)
-            add_point(gcount, gsum, gsumsq, gchol, glogdet, new, xc, p, kappa0, v)
+            shift_point(groups, new, xc, p, 1, params, v, buf)
         side[t] = new
         log_q += log_p
     return log_q
