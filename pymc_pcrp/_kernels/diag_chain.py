@@ -194,7 +194,7 @@ def diag_moves(
     proposal_weight: float,
 ) -> None:
     """One sweep, then the split-merge proposals after it (added to ``counts``)."""
-    diag_sweeps(rng, xc, state, params, tables, np.int64(1))
+    diag_sweeps(rng, (xc, state, params, tables), np.int64(1))
     n_moves = draw_n_moves(rng, n_split_merge)
     if n_moves == 0:
         return

@@ -58,6 +58,7 @@ __all__ = [
     "make_params",
     "shuffle_in_place",
     "sweep_tables",
+    "sweeps_with",
 ]
 
 
@@ -187,24 +188,17 @@ def _grow_caches(cap: int, caches: tuple) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 @numba.njit(**NJIT_KWARGS)
-def gibbs_sweeps(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    state: SweepState,
-    params: NIWParams,
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
-    n_sweeps: int,
-    skip_nats: float = SKIP_NATS,
-    visit: np.ndarray | None = None,
-) -> int:
+def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     """Run ``n_sweeps`` sweeps of Algorithm 1 in place; return how many moves changed a cluster.
 
-    Each sweep visits the points in a fresh uniformly random order and draws
-    each point's cluster from its full conditional given the others: weight
-    ``n_k^r`` times the posterior predictive for every occupied cluster ``k``
-    (sizes and statistics *without* the point), ``alpha`` times the prior
-    predictive for a new cluster. ``tables`` is :func:`sweep_tables` of the
-    same ``xc`` and ``params``.
+    ``chain`` is ``(xc, state, params, tables)``: the centred data, the
+    :class:`SweepState` (updated in place), the :class:`NIWParams` and
+    :func:`sweep_tables` of the same ``xc`` and ``params``. Each sweep visits
+    the points in a fresh uniformly random order and draws each point's
+    cluster from its full conditional given the others: weight ``n_k^r`` times
+    the posterior predictive for every occupied cluster ``k`` (sizes and
+    statistics *without* the point), ``alpha`` times the prior predictive for a
+    new cluster.
 
     The point is scored against its own cluster without being taken out of it:
     removing one point changes ``Psi_n`` by a rank-one term, so by the matrix
@@ -236,13 +230,24 @@ def gibbs_sweeps(
     skipped, which for well separated clusters is most updates, the point stays with
     probability ``1 / (1 + bound)`` without a single logarithm or
     exponential. The chosen cluster has exactly the full conditional
-    distribution; ``skip_nats`` only trades work between the branches (tests
-    set it low to exercise the rare one).
+    distribution; ``skip_nats`` (here :data:`~pymc_pcrp._kernels.scores.SKIP_NATS`)
+    only trades work between the branches.
+    """
+    return sweeps_with(rng, chain, n_sweeps, (SKIP_NATS, None))
 
-    ``visit``, for tests, replaces the random order: each "sweep" then updates
-    exactly the points ``visit`` in that order (one point makes one draw from
-    its full conditional, which tests compare with the remove-score-add
-    reference of ``tests/kernel_reference.py``).
+
+@numba.njit(**NJIT_KWARGS)
+def sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hooks: tuple) -> int:
+    """:func:`gibbs_sweeps` with the tests' settings ``hooks = (skip_nats, visit)``.
+
+    ``skip_nats`` is the cut below the reference at which an option is bounded
+    instead of scored; tests set it low to exercise the rare branch that scores
+    the skipped options. ``visit``, ``None`` for the random order, otherwise
+    replaces it: each "sweep" then updates exactly the points ``visit`` in that
+    order (one point makes one draw from its full conditional, which tests
+    compare with the remove-score-add reference of ``tests/kernel_reference.py``).
+    :func:`gibbs_sweeps` calls this with ``(SKIP_NATS, None)``, and a test that
+    passes a float and ``None`` shares that compiled kernel.
     """
     # Performance note: the common path of this loop touches arrays only by
     # indexing locals. Taking a view (``xc[i]``) or passing arrays to a helper
@@ -251,6 +256,8 @@ def gibbs_sweeps(
     # the distances from _forward_norm2, which numba inlines. Helpers that take
     # arrays run only on the less common paths (a move, a draw that needs the
     # skipped clusters); the scalar bound functions are free.
+    xc, state, params, tables = chain
+    skip_nats, visit = hooks
     n, d = xc.shape
     log_new, _, by_size = tables
     cap = state.counts.shape[0]

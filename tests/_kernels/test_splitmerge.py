@@ -319,7 +319,7 @@ def test_incremental_state_equals_recomputation(d):
     tally += split_merge_moves(rng, xc, state, params, 500, 3)
     for _ in range(100):
         tally += split_merge_moves(rng, xc, state, params, 5, 3)
-        gibbs_sweeps(rng, xc, state, params, tables, 1)
+        gibbs_sweeps(rng, (xc, state, params, tables), 1)
     assert tally[1] >= 5 and tally[3] >= 5, tally  # accepted splits and merges
     _check_state(xc, state, params, mu0, x, alpha, r, kappa0, nu0, psi0)
 
@@ -392,7 +392,7 @@ def test_split_merge_escapes_the_one_cluster_start():
     rng = np.random.default_rng(SEED)
     largest = []
     for _ in range(50):
-        gibbs_sweeps(rng, xc, plain, params, tables, 1)
+        gibbs_sweeps(rng, (xc, plain, params, tables), 1)
         largest.append(plain.counts[plain.order[: plain.k[0]]].max())
     assert min(largest) > 0.95 * n
 
@@ -400,7 +400,7 @@ def test_split_merge_escapes_the_one_cluster_start():
     rng = np.random.default_rng(SEED)
     tally = np.zeros(4, dtype=np.int64)
     for _ in range(50):
-        gibbs_sweeps(rng, xc, state, params, tables, 1)
+        gibbs_sweeps(rng, (xc, state, params, tables), 1)
         tally += split_merge_moves(rng, xc, state, params, 3, 3)
     assert tally[1] >= 1, tally
     sizes = state.counts[state.order[: state.k[0]]]

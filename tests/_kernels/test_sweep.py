@@ -84,7 +84,7 @@ def test_incremental_state_equals_recomputation(d):
     xc = x - mu0
     state = init_state(xc, labels, params)
     rng = np.random.default_rng(SEED)
-    moved = gibbs_sweeps(rng, xc, state, params, sweep_tables(xc, params), 300)
+    moved = gibbs_sweeps(rng, (xc, state, params, sweep_tables(xc, params)), 300)
     assert moved > 0
     slots = state.order[: state.k[0]]
     assert np.array_equal(np.sort(slots), np.unique(state.labels))
@@ -117,7 +117,7 @@ def test_same_generator_state_gives_same_sweeps():
     for _ in range(2):
         state = init_state(x - mu0, labels, params)
         xc = x - mu0
-        gibbs_sweeps(np.random.default_rng(5), xc, state, params, sweep_tables(xc, params), 20)
+        gibbs_sweeps(np.random.default_rng(5), (xc, state, params, sweep_tables(xc, params)), 20)
         out.append(canonical_labels(state.labels))
     np.testing.assert_array_equal(out[0], out[1])
 
