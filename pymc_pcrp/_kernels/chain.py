@@ -48,7 +48,11 @@ def run_moves(rng: np.random.Generator, chain: tuple, plan: tuple, counts: np.nd
         if seat_const.shape[0] == 0:
             seat_const = np.ascontiguousarray(tables[2][:, 0])
         found = _split_merge_moves(
-            rng, xc, state, params, n_moves, n_scans, params.power, 1.0, seat_const
+            rng,
+            (xc, state, params),
+            (n_moves, n_scans),
+            seat_const,
+            (params.power, 1.0, False, 1.0),
         )
         add_counts(counts, found)
 
