@@ -241,6 +241,10 @@ def shift_point(
     downdate of the factor, or a fresh factorisation when a downdate loses
     positive definiteness numerically. ``v`` (length ``D``) and ``buf``
     (``D x D``, used only for that refactorisation) are scratch space.
+
+    Callers pass the literal ``1`` or ``-1``: numba compiles one copy per sign
+    (as many as the separate add and remove functions this replaced), with the
+    other sign's branch folded away.
     """
     counts, sums, sumsq, chol, logdet = stats
     n = counts[slot]
