@@ -8,7 +8,7 @@ from reference import niw_log_marginal
 #: Gibbs sweeps per kept draw in the tests that compare ``pm.sample`` with exact
 #: enumeration. They check that the move set leaves the posterior invariant, which
 #: does not depend on the thinning; the automatic rule would thin tiny data by 30
-#: sweeps, three times the cost these tests were sized for at 10 (the rule's value
+#: sweeps, three times the sweeps these tests were sized for at 10 (the rule's value
 #: on tiny data until the digits needed more, 2026-11-26).
 ENUMERATION_SWEEPS_PER_DRAW = 10
 

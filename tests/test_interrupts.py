@@ -56,7 +56,7 @@ def _default_sigint() -> None:
 def _env() -> dict:
     env = dict(os.environ)
     env["PYTHONUNBUFFERED"] = "1"
-    # A crash instead of a clean exit (seen twice in CI runs: status -11 after SIGINT)
+    # A crash instead of a clean exit (seen twice in full-tier runs: status -11 after SIGINT)
     # then prints the Python stack of every thread into the assertion's message.
     env["PYTHONFAULTHANDLER"] = "1"
     return env
