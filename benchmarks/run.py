@@ -309,7 +309,7 @@ def time_kernel(xc, z, params, tables, sweeps: int, seed: int) -> tuple[float, i
     rng = np.random.default_rng(seed)
     c0 = time.thread_time()
     t0 = time.perf_counter()
-    gibbs_sweeps(rng, xc, state, params, tables, sweeps)
+    gibbs_sweeps(rng, (xc, state, params, tables), sweeps)
     return time.perf_counter() - t0, int(state.k[0]), time.thread_time() - c0
 
 
@@ -1033,7 +1033,7 @@ def section_logjoint(cfg: Config, rep: Report, cache: dict) -> None:
         state = init_state(xc, z, params)
         rng = np.random.default_rng(0)
         calls = max(2, cfg.logjoint_calls if n <= 10_000 else cfg.logjoint_calls // 50)
-        sweep = _cpu_per_call(calls, gibbs_sweeps, rng, xc, state, params, tables, 1)
+        sweep = _cpu_per_call(calls, gibbs_sweeps, rng, (xc, state, params, tables), 1)
         fixed = _cpu_per_call(calls, partition_log_joint, xc, z, params)
         scaled = _cpu_per_call(calls, partition_log_joint_scaled, xc, z, params, grid)
         k = int(z.max()) + 1
@@ -1248,7 +1248,7 @@ def section_diag(cfg: Config, rep: Report, cache: dict) -> None:
             state = init_diag_state(dxc, z, dparams)
             rng = np.random.default_rng(seed)
             c0 = time.thread_time()
-            diag_sweeps(rng, dxc, state, dparams, dtables, sweeps)
+            diag_sweeps(rng, (dxc, state, dparams, dtables), sweeps)
             return time.thread_time() - c0, int(state.k[0])
 
         diag_run(0)  # warm-up: numba cache load

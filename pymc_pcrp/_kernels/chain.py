@@ -22,21 +22,18 @@ __all__ = ["advance", "finish_draw", "labels_match", "run_moves", "with_log_alph
 
 
 @numba.njit(**NJIT_KWARGS)
-def run_moves(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    state: SweepState,
-    params: NIWParams,
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
-    n_sweeps: int,
-    n_split_merge: float,
-    n_scans: int,
-    counts: np.ndarray,
-) -> None:
-    """Run the sweeps and split-merge proposals of :func:`advance` in place (see there)."""
+def run_moves(rng: np.random.Generator, chain: tuple, plan: tuple, counts: np.ndarray) -> None:
+    """Run the sweeps and split-merge proposals of :func:`advance` in place.
+
+    ``chain`` is ``(xc, state, params, tables)`` and ``plan`` is
+    ``(n_sweeps, n_split_merge, n_scans)``, both as in :func:`advance`;
+    ``counts`` is overwritten with the split-merge counts.
+    """
+    xc, state, params, tables = chain
+    n_sweeps, n_split_merge, n_scans = plan
     counts[:] = 0
     if n_split_merge == 0:
-        gibbs_sweeps(rng, xc, state, params, tables, n_sweeps)
+        gibbs_sweeps(rng, chain, n_sweeps)
         return
     # r log n + size constant of the predictive, for n = 0..N: the sweep's table
     # (copied to contiguous memory on the first proposal of the draw).
@@ -44,14 +41,18 @@ def run_moves(
     for _ in range(n_sweeps):
         # np.int64, not the literal 1: numba would compile a second copy of the sweep
         # for the literal type (tens of seconds on a cold cache).
-        gibbs_sweeps(rng, xc, state, params, tables, np.int64(1))
+        gibbs_sweeps(rng, chain, np.int64(1))
         n_moves = draw_n_moves(rng, n_split_merge)
         if n_moves == 0:
             continue
         if seat_const.shape[0] == 0:
             seat_const = np.ascontiguousarray(tables[2][:, 0])
         found = _split_merge_moves(
-            rng, xc, state, params, n_moves, n_scans, params.power, 1.0, seat_const
+            rng,
+            (xc, state, params),
+            (n_moves, n_scans),
+            seat_const,
+            (params.power, 1.0, False, 1.0),
         )
         add_counts(counts, found)
 
@@ -126,7 +127,7 @@ def advance(
     """
     if alpha_args is not None:
         params = with_log_alpha(params, alpha_args[-1][0])
-    run_moves(rng, xc, state, params, tables, n_sweeps, n_split_merge, n_scans, counts)
+    run_moves(rng, (xc, state, params, tables), (n_sweeps, n_split_merge, n_scans), counts)
     finish_draw(state, labels_out)
     fresh = partition_log_joint(xc, labels_out, params)
     if drifted(log_joint(state, params, xc.shape[1]), fresh):

@@ -191,21 +191,14 @@ class Replicas:
         if scale is None:
             logliks[0] = log_likelihood(state, params)
             for m, hot in enumerate(self.states, start=1):
-                logliks[m] = advance_hot(
-                    rng, xc, hot, params, inputs.tables, betas[m], self.n_sweeps
-                )
+                chain = (xc, hot, params, inputs.tables)
+                logliks[m] = advance_hot(rng, chain, betas[m], self.n_sweeps)
         else:
             logliks[0] = cold_log_likelihood_scaled(state, params, scale)
             for m, hot in enumerate(self.states, start=1):
+                chain = (xc, hot, params, self.tables[m - 1])
                 logliks[m] = advance_hot_scaled(
-                    rng,
-                    xc,
-                    hot,
-                    params,
-                    self.tables[m - 1],
-                    self.grids[m - 1],
-                    betas[m],
-                    self.n_sweeps,
+                    rng, chain, self.grids[m - 1], betas[m], self.n_sweeps
                 )
         states = [state, *self.states]
         grids = [scale, *self.grids] if scale is not None else None

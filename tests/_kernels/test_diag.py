@@ -229,7 +229,7 @@ def test_sweep_draws_a_point_from_its_exact_conditional(skip_nats):
     # One point re-seated many times from the same state: the frequencies of its
     # destinations against the exact conditional from the NumPy predictive. A tiny
     # skip_nats skips nearly every option and takes the rare branch of the draw often.
-    from pymc_pcrp._kernels.diag_sweep import diag_sweeps
+    from pymc_pcrp._kernels.diag_sweep import diag_sweeps_with
 
     xc, psi, labels = _problem(24, 2, SEED + 9, k=3)
     xc = xc * 0.4  # clusters close enough that every option has a visible weight
@@ -260,7 +260,7 @@ def test_sweep_draws_a_point_from_its_exact_conditional(skip_nats):
         visit = np.array([i])
         for _ in range(draws):
             state = init_diag_state(xc, labels, params)
-            diag_sweeps(rng, xc, state, params, tables, 1, skip_nats, visit)
+            diag_sweeps_with(rng, (xc, state, params, tables), 1, (skip_nats, visit))
             dest = state.labels[i]
             freq[dest if state.counts[dest] > 1 or dest == labels[i] else k] += 1
         if np.sum(labels == labels[i]) == 1:

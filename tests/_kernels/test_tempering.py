@@ -89,9 +89,9 @@ def hot_frequencies(x, alpha, r, beta, psi0, draws, seed, scaled):
     freq = {}
     for _ in range(draws):
         if scaled:
-            advance_hot_scaled(rng, xc, state, params, tables, grid, beta, np.int64(1))
+            advance_hot_scaled(rng, (xc, state, params, tables), grid, beta, np.int64(1))
         else:
-            advance_hot(rng, xc, state, params, tables, beta, np.int64(1))
+            advance_hot(rng, (xc, state, params, tables), beta, np.int64(1))
         _count(freq, state.labels)
     return freq
 
