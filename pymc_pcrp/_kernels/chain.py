@@ -15,8 +15,9 @@ from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import drifted, partition_log_joint, resync_state
 from pymc_pcrp._kernels.moves import add_counts, draw_n_moves
 from pymc_pcrp._kernels.partitions import canonical_labels
+from pymc_pcrp._kernels.scores import SKIP_NATS
 from pymc_pcrp._kernels.splitmerge import _split_merge_moves
-from pymc_pcrp._kernels.sweep import NIWParams, SweepState, gibbs_sweeps, log_joint
+from pymc_pcrp._kernels.sweep import NIWParams, SweepState, log_joint, sweeps_with
 
 __all__ = ["advance", "finish_draw", "labels_match", "run_moves", "with_log_alpha"]
 
@@ -32,8 +33,9 @@ def run_moves(rng: np.random.Generator, chain: tuple, plan: tuple, counts: np.nd
     xc, state, params, tables = chain
     n_sweeps, n_split_merge, n_scans = plan
     counts[:] = 0
+    # sweeps_with(..., (SKIP_NATS, None)) is gibbs_sweeps, which is Python (see there)
     if n_split_merge == 0:
-        gibbs_sweeps(rng, chain, n_sweeps)
+        sweeps_with(rng, chain, n_sweeps, (SKIP_NATS, None))
         return
     # r log n + size constant of the predictive, for n = 0..N: the sweep's table
     # (copied to contiguous memory on the first proposal of the draw).
@@ -41,7 +43,7 @@ def run_moves(rng: np.random.Generator, chain: tuple, plan: tuple, counts: np.nd
     for _ in range(n_sweeps):
         # np.int64, not the literal 1: numba would compile a second copy of the sweep
         # for the literal type (tens of seconds on a cold cache).
-        gibbs_sweeps(rng, chain, np.int64(1))
+        sweeps_with(rng, chain, np.int64(1), (SKIP_NATS, None))
         n_moves = draw_n_moves(rng, n_split_merge)
         if n_moves == 0:
             continue

@@ -36,11 +36,12 @@ from pymc_pcrp._kernels.diag_state import (
     refresh_slot,
     resync_diag_state,
 )
-from pymc_pcrp._kernels.diag_sweep import diag_sweeps
+from pymc_pcrp._kernels.diag_sweep import diag_sweeps_with
 from pymc_pcrp._kernels.hyper import _draw_index, _log_sum_exp
 from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import add_state_prior_terms, cluster_means, drifted, n_blocks
 from pymc_pcrp._kernels.moves import add_counts, draw_n_moves
+from pymc_pcrp._kernels.scores import SKIP_NATS
 
 __all__ = [
     "advance_diag",
@@ -191,7 +192,7 @@ def diag_moves(
     """
     xc, state, params, _ = chain
     n_split_merge, n_scans = plan
-    diag_sweeps(rng, chain, np.int64(1))
+    diag_sweeps_with(rng, chain, np.int64(1), (SKIP_NATS, None))  # diag_sweeps, see there
     n_moves = draw_n_moves(rng, n_split_merge)
     if n_moves == 0:
         return

@@ -125,7 +125,6 @@ def move_point(
     state.labels[i] = slot
 
 
-@numba.njit(**NJIT_KWARGS)
 def diag_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     """Run ``n_sweeps`` sweeps in place; return how many moves changed a cluster.
 
@@ -155,6 +154,10 @@ def diag_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     then has exactly its conditional probability. ``skip_nats`` (here
     :data:`~pymc_pcrp._kernels.scores.SKIP_NATS`) only trades work between the
     branches.
+
+    A Python function, as :func:`~pymc_pcrp._kernels.sweep.gibbs_sweeps` is: it
+    calls the compiled :func:`diag_sweeps_with` with ``(SKIP_NATS, None)``, as the
+    chain kernel does from numba.
     """
     return diag_sweeps_with(rng, chain, n_sweeps, (SKIP_NATS, None))
 

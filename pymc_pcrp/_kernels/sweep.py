@@ -187,7 +187,6 @@ def _grow_caches(cap: int, caches: tuple) -> tuple[np.ndarray, np.ndarray, np.nd
     return new_mean, new_inv_diag, new_const, new_inv_eig
 
 
-@numba.njit(**NJIT_KWARGS)
 def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     """Run ``n_sweeps`` sweeps of Algorithm 1 in place; return how many moves changed a cluster.
 
@@ -232,6 +231,11 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     exponential. The chosen cluster has exactly the full conditional
     distribution; ``skip_nats`` (here :data:`~pymc_pcrp._kernels.scores.SKIP_NATS`)
     only trades work between the branches.
+
+    This is the entry point from Python, not a numba function: it calls the
+    compiled :func:`sweeps_with` with ``(SKIP_NATS, None)``, as the chain kernels
+    do from numba. A compiled wrapper would cost a compilation of its own, in
+    which numba optimises the whole sweep again (about 3 s).
     """
     return sweeps_with(rng, chain, n_sweeps, (SKIP_NATS, None))
 
@@ -246,8 +250,9 @@ def sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hooks: tu
     replaces it: each "sweep" then updates exactly the points ``visit`` in that
     order (one point makes one draw from its full conditional, which tests
     compare with the remove-score-add reference of ``tests/kernel_reference.py``).
-    :func:`gibbs_sweeps` calls this with ``(SKIP_NATS, None)``, and a test that
-    passes a float and ``None`` shares that compiled kernel.
+    :func:`gibbs_sweeps` and the chain kernels call this with
+    ``(SKIP_NATS, None)``, and a test that passes a float and ``None`` shares
+    that compiled kernel.
     """
     # Performance note: the common path of this loop touches arrays only by
     # indexing locals. Taking a view (``xc[i]``) or passing arrays to a helper
