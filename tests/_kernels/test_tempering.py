@@ -15,6 +15,8 @@ checks drive the kernels directly, as the step does:
 ``PYTHONPATH=tests python tests/_kernels/test_tempering.py`` prints the figures.
 """
 
+import pickle
+
 import numpy as np
 import pytest
 import scipy.special
@@ -129,6 +131,54 @@ def tempered_chain_frequencies(x, alpha, r, psi0, draws, seed, scaled, swap_rati
         accepted += drawn.swap_accepted
         _count(freq, out)
     return freq, accepted / (draws * (BETAS.size - 1))
+
+
+@pytest.mark.parametrize("scaled", [False, True])
+def test_replicas_pickled_between_draws_draw_on_alike(scaled):
+    # The replicas keep the compiled hot kernels between draws; those cannot be
+    # pickled, so a pickled copy (a step sent to a worker process) drops them and
+    # looks them up again. The copy and the original then make the same draws.
+    x, alpha, r, psi0 = _case(scaled)
+    xc = np.ascontiguousarray(x)
+    n = len(x)
+    params = make_params(alpha, r, KAPPA0, x.shape[1] + 1.0, psi0)
+    tables = sweep_tables(xc, params)
+    grid = make_scale_grid(xc, psi0, GRID, LOG_W) if scaled else None
+    inputs = SweepInputs(xc, params, tables, grid)
+    state = init_state(xc, np.zeros(n, dtype=np.int64), params)
+    replicas = Replicas(BETAS, 1)
+    counts = np.empty(4, dtype=np.int64)
+
+    def draws(rng, inputs, state, replicas, start, count):
+        out = step_labels_out(n)
+        seen = []
+        for t in range(start, start + count):
+            if inputs.scale is not None:
+                lj = advance_scaled(
+                    rng, inputs.xc, state, inputs.params, inputs.tables, inputs.scale, 1, 1.0,
+                    -1, counts, out, None,
+                )  # fmt: skip
+            else:
+                lj = advance(
+                    rng, inputs.xc, state, inputs.params, inputs.tables, 1, 1.0, -1, counts, out,
+                    None,
+                )  # fmt: skip
+            drawn = replicas.draw(rng, inputs, state, out, lj, t == 0, lambda: np.arange(n))
+            state = drawn.state
+            seen.append((out.copy(), drawn.log_density, drawn.swap_accepted))
+        return state, seen
+
+    rng = np.random.default_rng(SEED + 3)
+    state, _ = draws(rng, inputs, state, replicas, 0, 20)
+    assert replicas._calls  # the compiled hot kernel is kept
+    copy = pickle.loads(pickle.dumps((rng, inputs, state, replicas)))
+    assert not copy[3]._calls
+    _, ours = draws(rng, inputs, state, replicas, 20, 30)
+    _, theirs = draws(*copy, 20, 30)
+    assert sum(a for _, _, a in ours) > 0  # swaps happened
+    for (z_a, lj_a, acc_a), (z_b, lj_b, acc_b) in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(z_a, z_b)
+        assert (lj_a, acc_a) == (lj_b, acc_b)
 
 
 def _dropped_beta_difference(beta_i, beta_j, l_i, l_j):
