@@ -104,23 +104,28 @@ def hot_frequencies(x, alpha, r, beta, psi0, draws, seed, scaled):
     return freq
 
 
-def tempered_chain_frequencies(x, alpha, r, psi0, draws, seed, scaled, swap_ratio=swap_log_ratio):
-    """Replica 0's partition frequencies over a tempered chain, driven as the step drives it."""
-    rng = np.random.default_rng(seed)
+def _chain_inputs(x, alpha, r, psi0, scaled):
+    """The step inputs of a tempered chain on ``x``, and replica 0's one-cluster start."""
     xc = np.ascontiguousarray(x)
-    n = len(x)
     params = make_params(alpha, r, KAPPA0, x.shape[1] + 1.0, psi0)
-    tables = sweep_tables(xc, params)
     grid = make_scale_grid(xc, psi0, GRID, LOG_W) if scaled else None
-    inputs = SweepInputs(xc, params, tables, grid)
-    state = init_state(xc, np.zeros(n, dtype=np.int64), params)
-    replicas = Replicas(BETAS, 1, swap_ratio)
+    inputs = SweepInputs(xc, params, sweep_tables(xc, params), grid)
+    return inputs, init_state(xc, np.zeros(len(x), dtype=np.int64), params)
+
+
+def _tempered_draws(rng, inputs, state, replicas, first, draws):
+    """Yield replica 0's labels and the draw's outcome, for draws ``first, first + 1, ...``.
+
+    Each draw advances replica 0 with the step's kernel, then the hot replicas and
+    the swaps, as the step does; draw 0 starts the replicas. The labels buffer is
+    reused from one draw to the next.
+    """
+    xc, params, tables, grid = inputs[:4]
+    n = xc.shape[0]
     counts = np.empty(4, dtype=np.int64)
     out = step_labels_out(n)
-    freq = {}
-    accepted = 0
-    for t in range(draws):
-        if scaled:
+    for t in range(first, first + draws):
+        if grid is not None:
             lj = advance_scaled(rng, xc, state, params, tables, grid, 1, 1.0, -1, counts, out, None)
         else:
             lj = advance(rng, xc, state, params, tables, 1, 1.0, -1, counts, out, None)
@@ -128,6 +133,17 @@ def tempered_chain_frequencies(x, alpha, r, psi0, draws, seed, scaled, swap_rati
             rng, inputs, state, out, lj, t == 0, lambda: np.arange(n, dtype=np.int64)
         )
         state = drawn.state
+        yield out, drawn
+
+
+def tempered_chain_frequencies(x, alpha, r, psi0, draws, seed, scaled, swap_ratio=swap_log_ratio):
+    """Replica 0's partition frequencies over a tempered chain, driven as the step drives it."""
+    rng = np.random.default_rng(seed)
+    inputs, state = _chain_inputs(x, alpha, r, psi0, scaled)
+    replicas = Replicas(BETAS, 1, swap_ratio)
+    freq = {}
+    accepted = 0
+    for out, drawn in _tempered_draws(rng, inputs, state, replicas, 0, draws):
         accepted += drawn.swap_accepted
         _count(freq, out)
     return freq, accepted / (draws * (BETAS.size - 1))
@@ -139,46 +155,20 @@ def test_replicas_pickled_between_draws_draw_on_alike(scaled):
     # pickled, so a pickled copy (a step sent to a worker process) drops them and
     # looks them up again. The copy and the original then make the same draws.
     x, alpha, r, psi0 = _case(scaled)
-    xc = np.ascontiguousarray(x)
-    n = len(x)
-    params = make_params(alpha, r, KAPPA0, x.shape[1] + 1.0, psi0)
-    tables = sweep_tables(xc, params)
-    grid = make_scale_grid(xc, psi0, GRID, LOG_W) if scaled else None
-    inputs = SweepInputs(xc, params, tables, grid)
-    state = init_state(xc, np.zeros(n, dtype=np.int64), params)
-    replicas = Replicas(BETAS, 1)
-    counts = np.empty(4, dtype=np.int64)
-
-    def draws(rng, inputs, state, replicas, start, count):
-        out = step_labels_out(n)
-        seen = []
-        for t in range(start, start + count):
-            if inputs.scale is not None:
-                lj = advance_scaled(
-                    rng, inputs.xc, state, inputs.params, inputs.tables, inputs.scale, 1, 1.0,
-                    -1, counts, out, None,
-                )  # fmt: skip
-            else:
-                lj = advance(
-                    rng, inputs.xc, state, inputs.params, inputs.tables, 1, 1.0, -1, counts, out,
-                    None,
-                )  # fmt: skip
-            drawn = replicas.draw(rng, inputs, state, out, lj, t == 0, lambda: np.arange(n))
-            state = drawn.state
-            seen.append((out.copy(), drawn.log_density, drawn.swap_accepted))
-        return state, seen
-
     rng = np.random.default_rng(SEED + 3)
-    state, _ = draws(rng, inputs, state, replicas, 0, 20)
+    inputs, state = _chain_inputs(x, alpha, r, psi0, scaled)
+    replicas = Replicas(BETAS, 1)
+    for _, drawn in _tempered_draws(rng, inputs, state, replicas, 0, 20):
+        state = drawn.state
     assert replicas._calls  # the compiled hot kernel is kept
     copy = pickle.loads(pickle.dumps((rng, inputs, state, replicas)))
     assert not copy[3]._calls
-    _, ours = draws(rng, inputs, state, replicas, 20, 30)
-    _, theirs = draws(*copy, 20, 30)
-    assert sum(a for _, _, a in ours) > 0  # swaps happened
-    for (z_a, lj_a, acc_a), (z_b, lj_b, acc_b) in zip(ours, theirs, strict=True):
+    ours = [(z.copy(), d) for z, d in _tempered_draws(rng, inputs, state, replicas, 20, 30)]
+    theirs = [(z.copy(), d) for z, d in _tempered_draws(*copy, 20, 30)]
+    assert sum(d.swap_accepted for _, d in ours) > 0  # swaps happened
+    for (z_a, a), (z_b, b) in zip(ours, theirs, strict=True):
         np.testing.assert_array_equal(z_a, z_b)
-        assert (lj_a, acc_a) == (lj_b, acc_b)
+        assert (a.log_density, a.swap_accepted) == (b.log_density, b.swap_accepted)
 
 
 def _dropped_beta_difference(beta_i, beta_j, l_i, l_j):
