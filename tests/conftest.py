@@ -35,8 +35,8 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     # the split-merge move keeps the exact posterior from exact draws, 9 settings; a chain
     # of moves alone, and the cluster-first pair rule, against enumeration (18-26 s each);
     # test_wrong_acceptance_ratio_is_detected stays fast. Both cluster-first tests are here:
-    # the pair rule is a test hook the step does not use (they share the step's compiled
-    # move since the move's options travel as one tuple, but still sample long)
+    # the pair rule is a test hook the step does not use, and its own compilation of the
+    # move costs 15-20 s on a cold cache
     "test_splitmerge": frozenset(
         {
             "test_one_move_from_exact_draws_keeps_exact_posterior",

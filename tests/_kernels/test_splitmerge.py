@@ -56,10 +56,11 @@ CASES = [(1.0, 1.0), (0.5, 1.5), (2.0, 2.0)]
 # function does not notice changes in the functions it calls, so a cached
 # helper would keep testing an old version of the kernel. _run_moves calls
 # _split_merge_moves with the argument types the sampler's own call has (plain
-# int64 counts, a float-float-bool-float tuning tuple), so that the tests reuse
-# the sampler's compilation of the move, the cluster-first ones too.
-# np.int64(1) is an int64, where a bare 1 would be typed Literal[int](1) and
-# compiled separately.
+# int64 counts, a float-float-bool-float tuning tuple whose bool is the literal
+# False), so that the fast tier reuses the sampler's compilation of the move. The
+# cluster-first tests (full tier) pass the literal True, which numba types as
+# Literal[bool](True): they compile a second copy of the move. np.int64(1) is an
+# int64, where a bare 1 would be typed Literal[int](1) and compiled separately.
 
 
 @numba.njit
