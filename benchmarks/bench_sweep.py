@@ -26,7 +26,7 @@ pm.sample, sweeps_per_draw=10
     Same number of sweeps in S/10 draws: the difference to the row above is
     the per-draw overhead.
 numba kernel
-    ``gibbs_sweeps(rng, xc, state, params, sweep_tables(xc, params), S)`` called directly.
+    ``gibbs_sweeps(rng, (xc, state, params, sweep_tables(xc, params)), S)`` called directly.
 NumPy baseline
     The same collapsed Gibbs sweep in plain NumPy/SciPy
     (``benchmarks/numpy_reference.py``, shared with ``benchmarks/run.py``), with no
@@ -129,7 +129,7 @@ def time_kernel(xc, z0, params, sweeps, seed):
     state = init_state(xc, z0, params)
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
-    gibbs_sweeps(rng, xc, state, params, sweep_tables(xc, params), sweeps)
+    gibbs_sweeps(rng, (xc, state, params, sweep_tables(xc, params)), sweeps)
     return time.perf_counter() - t0, int(state.k[0])
 
 

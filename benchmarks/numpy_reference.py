@@ -283,9 +283,9 @@ def main() -> None:
     tables = sweep_tables(xc, params)
     state = init_state(xc, z, params)
     rng = np.random.default_rng(1)
-    gibbs_sweeps(rng, xc, state, params, tables, 1)
+    gibbs_sweeps(rng, (xc, state, params, tables), 1)
     t0 = time.perf_counter()
-    gibbs_sweeps(rng, xc, state, params, tables, 100)
+    gibbs_sweeps(rng, (xc, state, params, tables), 100)
     t_kern = (time.perf_counter() - t0) / 100
     print(
         f"N=2000 D=2: reference {t_ref:.3f} s/sweep (K={ref.n_clusters}), "

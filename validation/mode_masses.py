@@ -85,16 +85,8 @@ class Chain:
     def tempered(self, beta: float, sweeps: int = 1) -> float:
         """``sweeps`` sweeps at ``beta`` (each followed by a draw of s); returns ``L``."""
         inputs = self.inputs
-        return advance_hot_scaled(
-            self.step.rng,
-            inputs.xc,
-            self.state,
-            inputs.params,
-            inputs.tables,
-            inputs.scale,
-            beta,
-            sweeps,
-        )
+        chain = (inputs.xc, self.state, inputs.params, inputs.tables)
+        return advance_hot_scaled(self.step.rng, chain, inputs.scale, beta, sweeps)
 
     def labels(self) -> np.ndarray:
         return canonical_labels(np.asarray(self.state.labels))

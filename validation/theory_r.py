@@ -591,7 +591,7 @@ def run_chain(xc, prior, labels, r, sweeps, seed):
     second = np.empty(sweeps)
     n = len(xc)
     for s in range(sweeps):
-        gibbs_sweeps(rng, xc, state, params, tables, 1)
+        gibbs_sweeps(rng, (xc, state, params, tables), 1)
         counts = np.sort(state.counts[state.order[: state.k[0]]])[::-1]
         ks[s] = state.k[0]
         second[s] = counts[1] / n if len(counts) > 1 else 0.0

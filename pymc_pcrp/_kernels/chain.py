@@ -15,28 +15,27 @@ from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import drifted, partition_log_joint, resync_state
 from pymc_pcrp._kernels.moves import add_counts, draw_n_moves
 from pymc_pcrp._kernels.partitions import canonical_labels
+from pymc_pcrp._kernels.scores import SKIP_NATS
 from pymc_pcrp._kernels.splitmerge import _split_merge_moves
-from pymc_pcrp._kernels.sweep import NIWParams, SweepState, gibbs_sweeps, log_joint
+from pymc_pcrp._kernels.sweep import NIWParams, SweepState, log_joint, sweeps_with
 
 __all__ = ["advance", "finish_draw", "labels_match", "run_moves", "with_log_alpha"]
 
 
 @numba.njit(**NJIT_KWARGS)
-def run_moves(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    state: SweepState,
-    params: NIWParams,
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
-    n_sweeps: int,
-    n_split_merge: float,
-    n_scans: int,
-    counts: np.ndarray,
-) -> None:
-    """Run the sweeps and split-merge proposals of :func:`advance` in place (see there)."""
+def run_moves(rng: np.random.Generator, chain: tuple, plan: tuple, counts: np.ndarray) -> None:
+    """Run the sweeps and split-merge proposals of :func:`advance` in place.
+
+    ``chain`` is ``(xc, state, params, tables)`` and ``plan`` is
+    ``(n_sweeps, n_split_merge, n_scans)``, both as in :func:`advance`;
+    ``counts`` is overwritten with the split-merge counts.
+    """
+    xc, state, params, tables = chain
+    n_sweeps, n_split_merge, n_scans = plan
     counts[:] = 0
+    # sweeps_with(..., (SKIP_NATS, None)) is gibbs_sweeps, which is Python (see there)
     if n_split_merge == 0:
-        gibbs_sweeps(rng, xc, state, params, tables, n_sweeps)
+        sweeps_with(rng, chain, n_sweeps, (SKIP_NATS, None))
         return
     # r log n + size constant of the predictive, for n = 0..N: the sweep's table
     # (copied to contiguous memory on the first proposal of the draw).
@@ -44,14 +43,18 @@ def run_moves(
     for _ in range(n_sweeps):
         # np.int64, not the literal 1: numba would compile a second copy of the sweep
         # for the literal type (tens of seconds on a cold cache).
-        gibbs_sweeps(rng, xc, state, params, tables, np.int64(1))
+        sweeps_with(rng, chain, np.int64(1), (SKIP_NATS, None))
         n_moves = draw_n_moves(rng, n_split_merge)
         if n_moves == 0:
             continue
         if seat_const.shape[0] == 0:
             seat_const = np.ascontiguousarray(tables[2][:, 0])
         found = _split_merge_moves(
-            rng, xc, state, params, n_moves, n_scans, params.power, 1.0, seat_const
+            rng,
+            (xc, state, params),
+            (n_moves, n_scans),
+            seat_const,
+            (params.power, 1.0, False, 1.0),
         )
         add_counts(counts, found)
 
@@ -126,7 +129,7 @@ def advance(
     """
     if alpha_args is not None:
         params = with_log_alpha(params, alpha_args[-1][0])
-    run_moves(rng, xc, state, params, tables, n_sweeps, n_split_merge, n_scans, counts)
+    run_moves(rng, (xc, state, params, tables), (n_sweeps, n_split_merge, n_scans), counts)
     finish_draw(state, labels_out)
     fresh = partition_log_joint(xc, labels_out, params)
     if drifted(log_joint(state, params, xc.shape[1]), fresh):

@@ -36,11 +36,12 @@ from pymc_pcrp._kernels.diag_state import (
     refresh_slot,
     resync_diag_state,
 )
-from pymc_pcrp._kernels.diag_sweep import diag_sweeps
+from pymc_pcrp._kernels.diag_sweep import diag_sweeps_with
 from pymc_pcrp._kernels.hyper import _draw_index, _log_sum_exp
 from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import add_state_prior_terms, cluster_means, drifted, n_blocks
 from pymc_pcrp._kernels.moves import add_counts, draw_n_moves
+from pymc_pcrp._kernels.scores import SKIP_NATS
 
 __all__ = [
     "advance_diag",
@@ -181,25 +182,22 @@ def set_diag_scale(
 
 @numba.njit(**NJIT_KWARGS)
 def diag_moves(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    state: DiagState,
-    params: DiagParams,
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
-    n_split_merge: float,
-    n_scans: int,
-    seat: np.ndarray,
-    counts: np.ndarray,
-    ratio_power: float,
-    proposal_weight: float,
+    rng: np.random.Generator, chain: tuple, plan: tuple, seat: np.ndarray, counts: np.ndarray
 ) -> None:
-    """One sweep, then the split-merge proposals after it (added to ``counts``)."""
-    diag_sweeps(rng, xc, state, params, tables, np.int64(1))
+    """One sweep, then the split-merge proposals after it (added to ``counts``).
+
+    ``chain`` is ``(xc, state, params, tables)`` and ``plan`` is
+    ``(n_split_merge, n_scans)``, as in :func:`advance_diag`; ``seat`` is the
+    sweep's ``r log n + c(n)`` table (column 0 of ``tables[2]``).
+    """
+    xc, state, params, _ = chain
+    n_split_merge, n_scans = plan
+    diag_sweeps_with(rng, chain, np.int64(1), (SKIP_NATS, None))  # diag_sweeps, see there
     n_moves = draw_n_moves(rng, n_split_merge)
     if n_moves == 0:
         return
     found = diag_split_merge_moves(
-        rng, xc, state, params, n_moves, n_scans, seat, ratio_power, proposal_weight
+        rng, xc, state, params, n_moves, n_scans, seat, params.power, 1.0
     )
     add_counts(counts, found)
 
@@ -258,9 +256,7 @@ def advance_diag(
     seat = np.ascontiguousarray(tables[2][:, 0])
     counts[:] = 0
     for _ in range(n_sweeps):
-        diag_moves(
-            rng, xc, state, local, tables, n_split_merge, n_scans, seat, counts, params.power, 1.0
-        )
+        diag_moves(rng, (xc, state, local, tables), (n_split_merge, n_scans), seat, counts)
         if g_count > 1:
             top = diag_scale_conditional(state, params.kappa0, params.a0, grid, logp)
             g = _draw_index(rng, logp, top)

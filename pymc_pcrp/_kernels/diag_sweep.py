@@ -34,7 +34,7 @@ from pymc_pcrp._kernels.draws import next_sweep_order, sweep_order
 from pymc_pcrp._kernels.scores import SKIP_NATS
 from pymc_pcrp._kernels.slots import free_slot, open_slot
 
-__all__ = ["diag_sweeps", "loo_log_ratio", "seat_log_weight"]
+__all__ = ["diag_sweeps", "diag_sweeps_with", "loo_log_ratio", "seat_log_weight"]
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -125,24 +125,17 @@ def move_point(
     state.labels[i] = slot
 
 
-@numba.njit(**NJIT_KWARGS)
-def diag_sweeps(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    state: DiagState,
-    params: DiagParams,
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
-    n_sweeps: int,
-    skip_nats: float = SKIP_NATS,
-    visit: np.ndarray | None = None,
-) -> int:
+def diag_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     """Run ``n_sweeps`` sweeps in place; return how many moves changed a cluster.
 
-    Each sweep visits the points in a fresh uniformly random order and draws
-    each point's cluster from its full conditional given the others.
-    ``tables`` is :func:`~pymc_pcrp._kernels.diag_state.diag_tables` of the same
-    data and parameters. A singleton's own cluster is not an option (choosing
-    a new cluster leaves it where it is).
+    ``chain`` is ``(xc, state, params, tables)``: the centred data, the
+    :class:`~pymc_pcrp._kernels.diag_state.DiagState` (updated in place), the
+    :class:`~pymc_pcrp._kernels.diag_state.DiagParams` and
+    :func:`~pymc_pcrp._kernels.diag_state.diag_tables` of the same data and
+    parameters. Each sweep visits the points in a fresh uniformly random order
+    and draws each point's cluster from its full conditional given the others.
+    A singleton's own cluster is not an option (choosing a new cluster leaves
+    it where it is).
 
     Far clusters are bounded instead of scored, and the draw stays exact, as in
     :func:`~pymc_pcrp._kernels.sweep.gibbs_sweeps`. The own cluster (left out)
@@ -158,15 +151,33 @@ def diag_sweeps(
     scored options; otherwise the skipped options are scored exactly, with
     total ``B' <= B``, and ``u`` picks among the scored ones when
     ``u < g = S / (S + B')`` and among the skipped ones otherwise. Each option
-    then has exactly its conditional probability. ``skip_nats`` only trades
-    work between the branches. ``visit``, for tests, replaces the random order
-    by exactly the points ``visit`` in that order.
+    then has exactly its conditional probability. ``skip_nats`` (here
+    :data:`~pymc_pcrp._kernels.scores.SKIP_NATS`) only trades work between the
+    branches.
+
+    A Python function, as :func:`~pymc_pcrp._kernels.sweep.gibbs_sweeps` is: it
+    calls the compiled :func:`diag_sweeps_with` with ``(SKIP_NATS, None)``, as the
+    chain kernel does from numba.
+    """
+    return diag_sweeps_with(rng, chain, n_sweeps, (SKIP_NATS, None))
+
+
+@numba.njit(**NJIT_KWARGS)
+def diag_sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hooks: tuple) -> int:
+    """:func:`diag_sweeps` with the tests' settings ``hooks = (skip_nats, visit)``.
+
+    As for :func:`~pymc_pcrp._kernels.sweep.sweeps_with`: tests set ``skip_nats``
+    low to exercise the branch that scores skipped options, and ``visit`` (or
+    ``None`` for the random order) replaces the visiting order by exactly the
+    points ``visit`` in that order.
     """
     # Performance note (as in pymc_pcrp._kernels.sweep): the per-point loop reads
     # the state's arrays through locals and writes the scoring loops out, because
     # reading a structure's field or passing an array to a helper costs numba
     # reference counting at every call; helpers run only when a point moves or
     # a leave-one-out ratio is numerically unsafe.
+    xc, state, params, tables = chain
+    skip_nats, visit = hooks
     n, d = xc.shape
     log_new, _, by_size = tables
     logw = np.empty(n + 1)

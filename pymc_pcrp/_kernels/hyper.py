@@ -430,7 +430,8 @@ def advance_scaled(
     running = 0.0
     for _ in range(n_sweeps):
         # np.int64(1), not the literal 1, so that run_moves is compiled once (see chain.py)
-        run_moves(rng, xc, state, local, tables, np.int64(1), n_split_merge, n_scans, counts)
+        chain = (xc, state, local, tables)
+        run_moves(rng, chain, (np.int64(1), n_split_merge, n_scans), counts)
         for j in range(4):
             total[j] += counts[j]
         top = scale_conditional(state, params.kappa0, params.nu0, grid, logp)

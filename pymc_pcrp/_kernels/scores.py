@@ -131,36 +131,24 @@ def sweep_tables(xc: np.ndarray, params: NIWParams) -> tuple[np.ndarray, np.ndar
 
 
 @numba.njit(**NJIT_KWARGS)
-def _sync_slot(
-    state: SweepState,
-    slot: int,
-    by_size: np.ndarray,
-    mean: np.ndarray,
-    inv_diag: np.ndarray,
-    const: np.ndarray,
-    inv_eig: np.ndarray,
-) -> None:
+def _sync_slot(state: SweepState, slot: int, by_size: np.ndarray, caches: tuple) -> None:
     """Refresh the cached per-slot quantities the sweep scores points with.
 
-    ``mean`` (posterior mean), ``inv_diag`` (inverse diagonal of the Cholesky
-    factor ``L``), ``const`` (the size- and determinant-dependent part of the log
-    weight) and, for ``D > 2``, the eigenvalue bounds of :func:`_sync_eigen_bounds`.
+    ``caches`` is ``(mean, inv_diag, const, inv_eig)``, arrays with a row per
+    slot: ``mean`` (posterior mean), ``inv_diag`` (inverse diagonal of the
+    Cholesky factor ``L``), ``const`` (the size- and determinant-dependent part
+    of the log weight) and, for ``D > 2``, ``inv_eig``, the eigenvalue bounds of
+    :func:`_sync_eigen_bounds`.
     """
-    _sync_moments(state, slot, by_size, mean, inv_diag, const)
-    if mean.shape[1] > 2:
-        _sync_eigen_bounds(state, slot, inv_eig)
+    _sync_moments(state, slot, by_size, caches)
+    if caches[0].shape[1] > 2:
+        _sync_eigen_bounds(state, slot, caches[3])
 
 
 @numba.njit(**NJIT_KWARGS)
-def _sync_moments(
-    state: SweepState,
-    slot: int,
-    by_size: np.ndarray,
-    mean: np.ndarray,
-    inv_diag: np.ndarray,
-    const: np.ndarray,
-) -> None:
+def _sync_moments(state: SweepState, slot: int, by_size: np.ndarray, caches: tuple) -> None:
     """Refresh ``mean``, ``inv_diag`` and ``const`` of a slot (see :func:`_sync_slot`)."""
+    mean, inv_diag, const, _ = caches
     n = state.counts[slot]
     inv_kappa = by_size[n, 3]
     for a in range(mean.shape[1]):

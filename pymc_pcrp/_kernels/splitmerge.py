@@ -186,19 +186,15 @@ def _log_ratio(
 
 @numba.njit(**NJIT_KWARGS)
 def _split_merge_moves(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    state: SweepState,
-    params: NIWParams,
-    n_moves: int,
-    n_restricted_scans: int,
-    ratio_power: float,
-    proposal_weight: float,
-    seat_const: np.ndarray,
-    cluster_first: bool = False,
-    selection_weight: float = 1.0,
+    rng: np.random.Generator, chain: tuple, plan: tuple, seat_const: np.ndarray, tuning: tuple
 ) -> tuple[int, int, int, int]:
     """Run :func:`split_merge_moves` with hooks for the tests, a size table and a pair rule.
+
+    ``chain`` is ``(xc, state, params)`` and ``plan`` is
+    ``(n_moves, n_restricted_scans)``, as in :func:`split_merge_moves`;
+    ``tuning`` is ``(ratio_power, proposal_weight, cluster_first,
+    selection_weight)``, which the sampler passes as
+    ``(params.power, 1.0, False, 1.0)``.
 
     ``seat_const`` is :func:`_seat_constants` up to some size (it is regrown
     when a move needs larger sizes); the sweep's own table (column 0 of
@@ -224,6 +220,9 @@ def _split_merge_moves(
     ``i``) and ``B``. ``selection_weight`` multiplies its log (1 is exact; 0
     exists for the tests). Not used by the step yet: its mixing is not measured.
     """
+    xc, state, params = chain
+    n_moves, n_restricted_scans = plan
+    cluster_first = tuning[2]
     n, d = xc.shape
     if n < 2 or n_moves <= 0:
         return 0, 0, 0, 0
@@ -243,7 +242,6 @@ def _split_merge_moves(
     y = np.empty(d)
     buf = np.empty((d, d))
     groups = (gcount, gsum, gsumsq, gchol, glogdet)
-    tuning = (ratio_power, proposal_weight, cluster_first, selection_weight)
 
     n_split = 0
     n_split_acc = 0
@@ -330,6 +328,7 @@ def split_merge_moves(
     """
     d = xc.shape[1]
     seat_const = _seat_constants(min(xc.shape[0], 16), d, params.power, params.kappa0, params.nu0)
+    plan = (n_moves, n_restricted_scans)
     return _split_merge_moves(
-        rng, xc, state, params, n_moves, n_restricted_scans, params.power, 1.0, seat_const
+        rng, (xc, state, params), plan, seat_const, (params.power, 1.0, False, 1.0)
     )

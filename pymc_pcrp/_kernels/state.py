@@ -11,11 +11,11 @@ The state of a sweep is a :class:`SweepState` of per-cluster statistics kept in
   their outer products), ``chol`` (lower Cholesky factor of ``Psi_n``) and
   ``logdet`` (``log|Psi_n|``).
 
-:func:`add_point` and :func:`remove_point` move one point in or out of a slot
-with a rank-one Cholesky change. They take the five per-slot arrays and a slot
-index rather than a :class:`SweepState`, so that the split-merge move
+:func:`shift_point` moves one point in or out of a slot with a rank-one
+Cholesky change. It takes the five per-slot arrays and a slot index rather
+than a :class:`SweepState`, so that the split-merge move
 (:mod:`pymc_pcrp._kernels.splitmerge`) runs the very same code on its own two
-groups. They index the arrays and never take views: numba's reference counting
+groups. It indexes the arrays and never take views: numba's reference counting
 of array views and array-passing calls was most of the cost of a point update.
 The data must be centred at the prior mean (see :mod:`pymc_pcrp._kernels.niw`).
 
@@ -60,13 +60,12 @@ from pymc_pcrp._kernels.niw import (
 __all__ = [
     "NIWParams",
     "SweepState",
-    "add_point",
     "factorise",
     "grow_if_full",
     "init_state",
     "make_params",
     "refresh_slot",
-    "remove_point",
+    "shift_point",
 ]
 
 
@@ -222,59 +221,39 @@ def _rank_one_vector(
 
 
 @numba.njit(**NJIT_KWARGS)
-def add_point(
-    counts: np.ndarray,
-    sums: np.ndarray,
-    sumsq: np.ndarray,
-    chol: np.ndarray,
-    logdet: np.ndarray,
+def shift_point(
+    stats: tuple,
     slot: int,
     xc: np.ndarray,
     i: int,
-    kappa0: float,
-    v: np.ndarray,
-) -> float:
-    """Add point ``i`` to ``slot``, whose factor ``chol[slot]`` must be set; return ``|v|^2``.
-
-    ``Psi_{n+1} = Psi_n + v v^T`` with ``v = sqrt(kappa_n / (kappa_n + 1)) (x - mu_n)``:
-    one rank-one update of the factor. ``v`` is scratch space of length ``D``.
-    """
-    kappa_n = kappa0 + counts[slot]
-    vv = _rank_one_vector(sums, slot, xc, i, kappa_n, math.sqrt(kappa_n / (kappa_n + 1.0)), v)
-    chol_rank_one_at(chol, slot, v, 1.0)
-    logdet[slot] = log_det_at(chol, slot)
-    counts[slot] += 1
-    shift_stats(sums, sumsq, slot, xc, i, 1.0)
-    return vv
-
-
-@numba.njit(**NJIT_KWARGS)
-def remove_point(
-    counts: np.ndarray,
-    sums: np.ndarray,
-    sumsq: np.ndarray,
-    chol: np.ndarray,
-    logdet: np.ndarray,
-    slot: int,
-    xc: np.ndarray,
-    i: int,
+    sign: int,
     params: NIWParams,
     v: np.ndarray,
     buf: np.ndarray,
 ) -> float:
-    """Remove point ``i`` from ``slot``, which keeps at least one point; return ``|v|^2``.
+    """Add (``sign = 1``) or remove (``sign = -1``) point ``i`` in ``slot``; return ``|v|^2``.
 
-    ``Psi_{n-1} = Psi_n - v v^T`` with ``v = sqrt(kappa_n / kappa_{n-1}) (x - mu_n)``:
-    one rank-one downdate, or a fresh factorisation when the downdate loses
-    positive definiteness numerically.
+    ``stats`` is ``(counts, sums, sumsq, chol, logdet)``, the per-slot arrays of a
+    :class:`SweepState` or of the split-merge groups, updated in place. The
+    factor ``chol[slot]`` must be set, and a removal must leave the slot at
+    least one point. ``Psi`` changes by ``sign * v v^T`` with
+    ``v = sqrt(kappa_n / (kappa_n + sign)) (x - mu_n)``: one rank-one update or
+    downdate of the factor, or a fresh factorisation when a downdate loses
+    positive definiteness numerically. ``v`` (length ``D``) and ``buf``
+    (``D x D``, used only for that refactorisation) are scratch space.
+
+    Callers pass the literal ``1`` or ``-1``: numba compiles one copy per sign
+    (as many as the separate add and remove functions this replaced), with the
+    other sign's branch folded away.
     """
+    counts, sums, sumsq, chol, logdet = stats
     n = counts[slot]
     kappa_n = params.kappa0 + n
-    vv = _rank_one_vector(sums, slot, xc, i, kappa_n, math.sqrt(kappa_n / (kappa_n - 1.0)), v)
-    counts[slot] = n - 1
-    shift_stats(sums, sumsq, slot, xc, i, -1.0)
-    if chol_rank_one_at(chol, slot, v, -1.0):
+    vv = _rank_one_vector(sums, slot, xc, i, kappa_n, math.sqrt(kappa_n / (kappa_n + sign)), v)
+    counts[slot] = n + sign
+    shift_stats(sums, sumsq, slot, xc, i, float(sign))
+    if chol_rank_one_at(chol, slot, v, float(sign)):
         logdet[slot] = log_det_at(chol, slot)
     else:
-        logdet[slot] = factorise(n - 1, sums[slot], sumsq[slot], params, buf, chol[slot])
+        logdet[slot] = factorise(n + sign, sums[slot], sumsq[slot], params, buf, chol[slot])
     return vv

@@ -43,11 +43,10 @@ from pymc_pcrp._kernels.slots import free_slot, open_slot
 from pymc_pcrp._kernels.state import (
     NIWParams,
     SweepState,
-    add_point,
     grow_if_full,
     init_state,
     make_params,
-    remove_point,
+    shift_point,
 )
 
 __all__ = [
@@ -59,52 +58,36 @@ __all__ = [
     "make_params",
     "shuffle_in_place",
     "sweep_tables",
+    "sweeps_with",
 ]
 
 
 @numba.njit(**NJIT_KWARGS)
-def _remove_point(
+def _shift_point(
     state: SweepState,
     xc: np.ndarray,
     i: int,
     slot: int,
+    sign: int,
     params: NIWParams,
     v: np.ndarray,
     buf: np.ndarray,
 ) -> float:
-    """Take point ``i`` out of ``slot``, closing the slot if it empties.
+    """Put point ``i`` into ``slot`` (``sign = 1``) or take it out (``sign = -1``).
 
-    Returns ``|v|^2`` for the rank-one change ``Psi_{n-1} = Psi_n - v v^T``
-    (``0`` when the slot empties).
+    An empty slot is opened before a point goes in, and a slot is closed when
+    its last point leaves. Returns ``|v|^2`` for the rank-one change
+    ``Psi_{n + sign} = Psi_n + sign * v v^T`` of
+    :func:`~pymc_pcrp._kernels.state.shift_point` (``0`` when the slot empties).
     """
-    if state.counts[slot] == 1:
+    if sign < 0 and state.counts[slot] == 1:
         free_slot(state, slot)
         return 0.0
-    return remove_point(
-        state.counts, state.sums, state.sumsq, state.chol, state.logdet, slot, xc, i, params, v, buf
-    )
-
-
-@numba.njit(**NJIT_KWARGS)
-def _add_point(
-    state: SweepState, xc: np.ndarray, i: int, slot: int, params: NIWParams, v: np.ndarray
-) -> float:
-    """Put point ``i`` into ``slot`` (opening it if empty); return ``|v|^2`` of the update."""
-    if state.counts[slot] == 0:
+    if sign > 0 and state.counts[slot] == 0:
         open_slot(state, slot)
         state.chol[slot, :, :] = params.chol0
-    return add_point(
-        state.counts,
-        state.sums,
-        state.sumsq,
-        state.chol,
-        state.logdet,
-        slot,
-        xc,
-        i,
-        params.kappa0,
-        v,
-    )
+    stats = (state.counts, state.sums, state.sumsq, state.chol, state.logdet)
+    return shift_point(stats, slot, xc, i, sign, params, v, buf)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -116,27 +99,27 @@ def _move_point(
     slot: int,
     params: NIWParams,
     by_size: np.ndarray,
-    mean: np.ndarray,
-    inv_diag: np.ndarray,
-    const: np.ndarray,
-    inv_eig: np.ndarray,
+    caches: tuple,
     v: np.ndarray,
     buf: np.ndarray,
 ) -> None:
     """Move point ``i`` from ``old`` to ``slot``, keeping the caches in step.
 
-    The eigenvalue bounds are widened in ``O(D)`` (:func:`_widen_eigen_bounds`)
-    rather than recomputed in ``O(D^3)``; a slot that opens gets exact ones.
+    ``caches`` is ``(mean, inv_diag, const, inv_eig)`` of
+    :func:`~pymc_pcrp._kernels.scores._sync_slot`. The eigenvalue bounds are
+    widened in ``O(D)`` (:func:`_widen_eigen_bounds`) rather than recomputed in
+    ``O(D^3)``; a slot that opens gets exact ones.
     """
     d = xc.shape[1]
-    vv = _remove_point(state, xc, i, old, params, v, buf)
+    inv_eig = caches[3]
+    vv = _shift_point(state, xc, i, old, -1, params, v, buf)
     if state.counts[old] > 0:
-        _sync_moments(state, old, by_size, mean, inv_diag, const)
+        _sync_moments(state, old, by_size, caches)
         if d > 2:
             _widen_eigen_bounds(inv_eig, old, vv, -1.0)
     opened = state.counts[slot] == 0
-    vv = _add_point(state, xc, i, slot, params, v)
-    _sync_moments(state, slot, by_size, mean, inv_diag, const)
+    vv = _shift_point(state, xc, i, slot, 1, params, v, buf)
+    _sync_moments(state, slot, by_size, caches)
     if d > 2:
         if opened:
             _sync_eigen_bounds(state, slot, inv_eig)
@@ -153,10 +136,7 @@ def _reseat_by_removal(
     state: SweepState,
     params: NIWParams,
     tables: tuple[np.ndarray, np.ndarray, np.ndarray],
-    mean: np.ndarray,
-    inv_diag: np.ndarray,
-    const: np.ndarray,
-    inv_eig: np.ndarray,
+    caches: tuple,
     logw: np.ndarray,
     y: np.ndarray,
     v: np.ndarray,
@@ -166,14 +146,15 @@ def _reseat_by_removal(
 
     :func:`gibbs_sweeps` uses this when the leave-one-out formulas are
     numerically unsafe (the point carries almost all of its cluster's scatter).
-    Returns 1 if the point changed cluster, else 0.
+    Returns 1 if the point changed cluster, else 0. ``caches`` as in :func:`_move_point`.
     """
     log_new, _, by_size = tables
+    mean, inv_diag, const, _ = caches
     old = state.labels[i]
-    _remove_point(state, xc, i, old, params, v, buf)
+    _shift_point(state, xc, i, old, -1, params, v, buf)
     if state.counts[old] > 0:
         # Exact bounds: this path is rare, and the point is added back below.
-        _sync_slot(state, old, by_size, mean, inv_diag, const, inv_eig)
+        _sync_slot(state, old, by_size, caches)
     k = state.k[0]
     for p in range(k):
         slot = state.order[p]
@@ -183,17 +164,16 @@ def _reseat_by_removal(
     logw[k] = log_new[i]
     choice = _sample_log_weights(rng, logw, k + 1)
     slot = state.order[choice]
-    _add_point(state, xc, i, slot, params, v)
-    _sync_slot(state, slot, by_size, mean, inv_diag, const, inv_eig)
+    _shift_point(state, xc, i, slot, 1, params, v, buf)
+    _sync_slot(state, slot, by_size, caches)
     state.labels[i] = slot
     return 1 if slot != old else 0
 
 
 @numba.njit(**NJIT_KWARGS)
-def _grow_caches(
-    cap: int, mean: np.ndarray, inv_diag: np.ndarray, const: np.ndarray, inv_eig: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _grow_caches(cap: int, caches: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Copy the sweep's per-slot caches into arrays of ``cap`` slots (after a growth)."""
+    mean, inv_diag, const, inv_eig = caches
     old = const.shape[0]
     d = mean.shape[1]
     new_mean = np.empty((cap, d))
@@ -207,25 +187,17 @@ def _grow_caches(
     return new_mean, new_inv_diag, new_const, new_inv_eig
 
 
-@numba.njit(**NJIT_KWARGS)
-def gibbs_sweeps(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    state: SweepState,
-    params: NIWParams,
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
-    n_sweeps: int,
-    skip_nats: float = SKIP_NATS,
-    visit: np.ndarray | None = None,
-) -> int:
+def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     """Run ``n_sweeps`` sweeps of Algorithm 1 in place; return how many moves changed a cluster.
 
-    Each sweep visits the points in a fresh uniformly random order and draws
-    each point's cluster from its full conditional given the others: weight
-    ``n_k^r`` times the posterior predictive for every occupied cluster ``k``
-    (sizes and statistics *without* the point), ``alpha`` times the prior
-    predictive for a new cluster. ``tables`` is :func:`sweep_tables` of the
-    same ``xc`` and ``params``.
+    ``chain`` is ``(xc, state, params, tables)``: the centred data, the
+    :class:`SweepState` (updated in place), the :class:`NIWParams` and
+    :func:`sweep_tables` of the same ``xc`` and ``params``. Each sweep visits
+    the points in a fresh uniformly random order and draws each point's
+    cluster from its full conditional given the others: weight ``n_k^r`` times
+    the posterior predictive for every occupied cluster ``k`` (sizes and
+    statistics *without* the point), ``alpha`` times the prior predictive for a
+    new cluster.
 
     The point is scored against its own cluster without being taken out of it:
     removing one point changes ``Psi_n`` by a rank-one term, so by the matrix
@@ -257,13 +229,30 @@ def gibbs_sweeps(
     skipped, which for well separated clusters is most updates, the point stays with
     probability ``1 / (1 + bound)`` without a single logarithm or
     exponential. The chosen cluster has exactly the full conditional
-    distribution; ``skip_nats`` only trades work between the branches (tests
-    set it low to exercise the rare one).
+    distribution; ``skip_nats`` (here :data:`~pymc_pcrp._kernels.scores.SKIP_NATS`)
+    only trades work between the branches.
 
-    ``visit``, for tests, replaces the random order: each "sweep" then updates
-    exactly the points ``visit`` in that order (one point makes one draw from
-    its full conditional, which tests compare with the remove-score-add
-    reference of ``tests/kernel_reference.py``).
+    This is the entry point from Python, not a numba function: it calls the
+    compiled :func:`sweeps_with` with ``(SKIP_NATS, None)``, as the chain kernels
+    do from numba. A compiled wrapper would cost a compilation of its own, in
+    which numba optimises the whole sweep again (about 3 s).
+    """
+    return sweeps_with(rng, chain, n_sweeps, (SKIP_NATS, None))
+
+
+@numba.njit(**NJIT_KWARGS)
+def sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hooks: tuple) -> int:
+    """:func:`gibbs_sweeps` with the tests' settings ``hooks = (skip_nats, visit)``.
+
+    ``skip_nats`` is the cut below the reference at which an option is bounded
+    instead of scored; tests set it low to exercise the rare branch that scores
+    the skipped options. ``visit``, ``None`` for the random order, otherwise
+    replaces it: each "sweep" then updates exactly the points ``visit`` in that
+    order (one point makes one draw from its full conditional, which tests
+    compare with the remove-score-add reference of ``tests/kernel_reference.py``).
+    :func:`gibbs_sweeps` and the chain kernels call this with
+    ``(SKIP_NATS, None)``, and a test that passes a float and ``None`` shares
+    that compiled kernel.
     """
     # Performance note: the common path of this loop touches arrays only by
     # indexing locals. Taking a view (``xc[i]``) or passing arrays to a helper
@@ -272,6 +261,8 @@ def gibbs_sweeps(
     # the distances from _forward_norm2, which numba inlines. Helpers that take
     # arrays run only on the less common paths (a move, a draw that needs the
     # skipped clusters); the scalar bound functions are free.
+    xc, state, params, tables = chain
+    skip_nats, visit = hooks
     n, d = xc.shape
     log_new, _, by_size = tables
     cap = state.counts.shape[0]
@@ -283,7 +274,7 @@ def gibbs_sweeps(
     const = np.empty(cap)
     inv_eig = np.empty((cap, 2))
     for p in range(state.k[0]):
-        _sync_slot(state, state.order[p], by_size, mean, inv_diag, const, inv_eig)
+        _sync_slot(state, state.order[p], by_size, (mean, inv_diag, const, inv_eig))
     logw = np.empty(n + 1)
     skipped = np.empty(n + 1, dtype=np.int64)
     skipped_u = np.empty(n + 1)
@@ -348,10 +339,7 @@ def gibbs_sweeps(
                             state,
                             params,
                             tables,
-                            mean,
-                            inv_diag,
-                            const,
-                            inv_eig,
+                            (mean, inv_diag, const, inv_eig),
                             logw,
                             y,
                             v,
@@ -360,7 +348,7 @@ def gibbs_sweeps(
                         if grow_if_full(state):
                             cap = state.counts.shape[0]
                             mean, inv_diag, const, inv_eig = _grow_caches(
-                                cap, mean, inv_diag, const, inv_eig
+                                cap, (mean, inv_diag, const, inv_eig)
                             )
                             chol, counts, order, logdet = (
                                 state.chol,
@@ -489,13 +477,12 @@ def gibbs_sweeps(
             # ``order``. For ``choice == k`` the point is not a singleton, so
             # nothing closes and ``order[k]`` stays the first free slot.
             slot = order[choice]
-            _move_point(
-                state, xc, i, old, slot, params, by_size, mean, inv_diag, const, inv_eig, v, buf
-            )
+            caches = (mean, inv_diag, const, inv_eig)
+            _move_point(state, xc, i, old, slot, params, by_size, caches, v, buf)
             if choice == k and grow_if_full(state):
                 # The new cluster took the last free slot: double the capacity.
                 cap = state.counts.shape[0]
-                mean, inv_diag, const, inv_eig = _grow_caches(cap, mean, inv_diag, const, inv_eig)
+                mean, inv_diag, const, inv_eig = _grow_caches(cap, caches)
                 chol, counts, order, logdet = state.chol, state.counts, state.order, state.logdet
         if d > 2:
             # Exact eigenvalue bounds again, before the widened ones grow loose.

@@ -56,7 +56,7 @@ from pymc_pcrp._kernels.log_joint import resync_state
 from pymc_pcrp._kernels.niw import log_marginal_from_logdet, log_predictive
 from pymc_pcrp._kernels.scores import _sample_log_weights
 from pymc_pcrp._kernels.state import NIWParams, SweepState, grow_if_full
-from pymc_pcrp._kernels.sweep import _add_point, _remove_point
+from pymc_pcrp._kernels.sweep import _shift_point
 
 __all__ = [
     "advance_hot",
@@ -103,7 +103,7 @@ def tempered_sweeps(
         for t in range(n):
             i = perm[t]
             old = state.labels[i]
-            _remove_point(state, xc, i, old, params, v, buf)
+            _shift_point(state, xc, i, old, -1, params, v, buf)
             k = state.k[0]
             for p in range(k):
                 slot = state.order[p]
@@ -123,7 +123,7 @@ def tempered_sweeps(
             logw[k] = log_alpha + beta * (log_new[i] - log_alpha)
             choice = _sample_log_weights(rng, logw, k + 1)
             slot = state.order[choice]
-            _add_point(state, xc, i, slot, params, v)
+            _shift_point(state, xc, i, slot, 1, params, v, buf)
             state.labels[i] = slot
             if choice == k:
                 grow_if_full(state)
@@ -168,21 +168,16 @@ def tempered_scale_index(
 
 
 @numba.njit(**NJIT_KWARGS)
-def advance_hot(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    state: SweepState,
-    params: NIWParams,
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
-    beta: float,
-    n_sweeps: int,
-) -> float:
+def advance_hot(rng: np.random.Generator, chain: tuple, beta: float, n_sweeps: int) -> float:
     """One draw of a hot replica with a fixed-scale prior; returns its log likelihood.
 
-    ``n_sweeps`` tempered sweeps (:func:`tempered_sweeps`), then the state's
-    statistics are rebuilt from its labels (so that rank-one rounding cannot
-    accumulate), and ``L = sum_k log m(X_k)`` is returned for the swap test.
+    ``chain`` is the replica's ``(xc, state, params, tables)``, as for
+    :func:`~pymc_pcrp._kernels.sweep.gibbs_sweeps`. ``n_sweeps`` tempered sweeps
+    (:func:`tempered_sweeps`), then the state's statistics are rebuilt from its
+    labels (so that rank-one rounding cannot accumulate), and
+    ``L = sum_k log m(X_k)`` is returned for the swap test.
     """
+    xc, state, params, tables = chain
     tempered_sweeps(rng, xc, state, params, tables[0], tables[1], beta, n_sweeps)
     resync_state(xc, state, params)
     return log_likelihood(state, params)
@@ -190,18 +185,12 @@ def advance_hot(
 
 @numba.njit(**NJIT_KWARGS)
 def advance_hot_scaled(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    state: SweepState,
-    params: NIWParams,
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
-    grid: ScaleGrid,
-    beta: float,
-    n_sweeps: int,
+    rng: np.random.Generator, chain: tuple, grid: ScaleGrid, beta: float, n_sweeps: int
 ) -> float:
     """One draw of a hot replica with a learned NIW scale; returns ``log p(X | z, s)``.
 
-    ``grid`` is the replica's own :class:`~pymc_pcrp._kernels.hyper.ScaleGrid`
+    ``chain`` is the replica's ``(xc, state, params, tables)`` as for
+    :func:`advance_hot`; ``grid`` is the replica's own :class:`~pymc_pcrp._kernels.hyper.ScaleGrid`
     (its ``psi0``, ``chol0`` and ``current`` are the replica's; the read-only
     arrays may be shared) and ``tables[0]`` its own new-cluster weights.
     ``grid.current[1]`` says what changed as for
@@ -211,6 +200,7 @@ def advance_hot_scaled(
     ``n_sweeps`` tempered sweeps is followed by an exact draw of ``s``
     (:func:`tempered_scale_index`).
     """
+    xc, state, params, tables = chain
     logp = np.empty(grid.log_s.shape[0])
     status = grid.current[1]
     if status == FRESH_CHAIN:

@@ -18,6 +18,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+import numba
 import numpy as np
 
 from pymc_pcrp._kernels.chain import finish_draw
@@ -31,6 +32,7 @@ from pymc_pcrp._kernels.tempering import (
     cold_log_likelihood_scaled,
     log_likelihood,
 )
+from pymc_pcrp.step_methods._step_inputs import compiled_for
 
 __all__ = ["TEMPER_BETA_MIN", "Replicas", "make_replicas", "swap_log_ratio", "temper_ladder"]
 
@@ -126,8 +128,15 @@ class Replicas:
         self.grids: list[ScaleGrid] = []
         self.tables: list[tuple] = []
         self._inputs = None  # the step inputs the hot replicas were built for
+        self._calls: dict = {}  # compiled hot-replica kernels, see _compiled
         self.proposed = 0  # swaps proposed per draw
         self.accepted = np.zeros(self.betas.size - 1, dtype=np.int64)  # per pair, whole run
+
+    def __getstate__(self) -> dict:
+        """Pickle without the compiled kernels (looked up again at the next draw)."""
+        state = self.__dict__.copy()
+        state["_calls"] = {}
+        return state
 
     def reset(self) -> None:
         """Forget the hot replicas (a new chain starts them again)."""
@@ -143,6 +152,7 @@ class Replicas:
         xc, params, scale = inputs.xc, inputs.params, inputs.scale
         self.states = [init_state(xc, canonical_labels(z), params) for z in labels]
         self.grids, self.tables = [], []
+        self._calls = {}
         if scale is None:
             return
         for m in range(len(labels)):
@@ -166,6 +176,21 @@ class Replicas:
                 scales = []  # the prior learned no scale before: draw one
             self._build(inputs, [np.asarray(s.labels) for s in self.states], scales)
         self._inputs = inputs
+
+    def _compiled(self, kernel, args: tuple):
+        """Return the compiled function of a hot-replica kernel for ``args`` (``compiled_for``).
+
+        ``args[1]`` is the chain ``(xc, state, params, tables)``. Between two builds
+        the replicas' data, parameters, tables and grids keep their types and only the
+        states move (replica 0's is the step's own), so one function per kernel and
+        state type serves every draw; numba would otherwise type the chain in Python
+        at each call.
+        """
+        key = (kernel, numba.typeof(args[1][1]))
+        call = self._calls.get(key)
+        if call is None:
+            call = self._calls[key] = compiled_for(kernel, args)
+        return call
 
     def draw(
         self,
@@ -191,22 +216,14 @@ class Replicas:
         if scale is None:
             logliks[0] = log_likelihood(state, params)
             for m, hot in enumerate(self.states, start=1):
-                logliks[m] = advance_hot(
-                    rng, xc, hot, params, inputs.tables, betas[m], self.n_sweeps
-                )
+                args = (rng, (xc, hot, params, inputs.tables), betas[m], self.n_sweeps)
+                logliks[m] = self._compiled(advance_hot, args)(*args)
         else:
             logliks[0] = cold_log_likelihood_scaled(state, params, scale)
             for m, hot in enumerate(self.states, start=1):
-                logliks[m] = advance_hot_scaled(
-                    rng,
-                    xc,
-                    hot,
-                    params,
-                    self.tables[m - 1],
-                    self.grids[m - 1],
-                    betas[m],
-                    self.n_sweeps,
-                )
+                chain = (xc, hot, params, self.tables[m - 1])
+                args = (rng, chain, self.grids[m - 1], betas[m], self.n_sweeps)
+                logliks[m] = self._compiled(advance_hot_scaled, args)(*args)
         states = [state, *self.states]
         grids = [scale, *self.grids] if scale is not None else None
         accepted = 0

@@ -40,6 +40,7 @@ from pymc_pcrp._kernels.diag_state import (
 from pymc_pcrp._kernels.diag_sweep import loo_log_ratio, seat_log_weight
 from pymc_pcrp._kernels.niw import log_marginal_from_logdet
 from pymc_pcrp._kernels.partitions import canonical_labels
+from pymc_pcrp.step_methods._step_inputs import compiled_for
 
 SEED = sum(ord(c) for c in "test_diag")
 GRID = np.array([0.05, 0.3, 1.0, 4.0])
@@ -229,7 +230,7 @@ def test_sweep_draws_a_point_from_its_exact_conditional(skip_nats):
     # One point re-seated many times from the same state: the frequencies of its
     # destinations against the exact conditional from the NumPy predictive. A tiny
     # skip_nats skips nearly every option and takes the rare branch of the draw often.
-    from pymc_pcrp._kernels.diag_sweep import diag_sweeps
+    from pymc_pcrp._kernels.diag_sweep import diag_sweeps_with
 
     xc, psi, labels = _problem(24, 2, SEED + 9, k=3)
     xc = xc * 0.4  # clusters close enough that every option has a visible weight
@@ -258,9 +259,14 @@ def test_sweep_draws_a_point_from_its_exact_conditional(skip_nats):
         draws = 20_000
         freq = np.zeros(k + 1)
         visit = np.array([i])
+        options = (skip_nats, visit)
+        state = init_diag_state(xc, labels, params)
+        # the compiled function for these types: the dispatcher would type the chain (it
+        # holds the state) in Python at every call, 0.1 ms each
+        sweep = compiled_for(diag_sweeps_with, (rng, (xc, state, params, tables), 1, options))
         for _ in range(draws):
             state = init_diag_state(xc, labels, params)
-            diag_sweeps(rng, xc, state, params, tables, 1, skip_nats, visit)
+            sweep(rng, (xc, state, params, tables), 1, options)
             dest = state.labels[i]
             freq[dest if state.counts[dest] > 1 or dest == labels[i] else k] += 1
         if np.sum(labels == labels[i]) == 1:

@@ -56,10 +56,11 @@ CASES = [(1.0, 1.0), (0.5, 1.5), (2.0, 2.0)]
 # function does not notice changes in the functions it calls, so a cached
 # helper would keep testing an old version of the kernel. _run_moves calls
 # _split_merge_moves with the argument types the sampler's own call has (plain
-# int64 counts, no pair-rule arguments), so that the fast tier reuses the
-# sampler's compilation of the move; only the cluster-first tests (full tier)
-# compile a second one (10-20 s on a cold cache). np.int64(1) is an int64, where
-# a bare 1 would be typed Literal[int](1) and compiled separately.
+# int64 counts, a float-float-bool-float tuning tuple whose bool is the literal
+# False), so that the fast tier reuses the sampler's compilation of the move. The
+# cluster-first tests (full tier) pass the literal True, which numba types as
+# Literal[bool](True): they compile a second copy of the move. np.int64(1) is an
+# int64, where a bare 1 would be typed Literal[int](1) and compiled separately.
 
 
 @numba.njit
@@ -92,8 +93,9 @@ def _run_moves(rng, xc, params, starts, n_steps, n_scans, ratio_power, proposal_
     for s in range(starts.shape[0]):
         state = init_state(xc, starts[s], params)
         for t in range(n_steps):
+            tuning = (ratio_power, proposal_weight, False, 1.0)
             got = _split_merge_moves(
-                rng, xc, state, params, np.int64(1), n_scans, ratio_power, proposal_weight, table
+                rng, (xc, state, params), (np.int64(1), n_scans), table, tuning
             )
             for a in range(4):
                 tally[a] += got[a]
@@ -109,10 +111,8 @@ def _run_cluster_first_moves(rng, xc, params, starts, n_scans, ratio_power, sele
     table = _seat_constants(np.int64(2), xc.shape[1], params.power, params.kappa0, params.nu0)
     for s in range(starts.shape[0]):
         state = init_state(xc, starts[s], params)
-        got = _split_merge_moves(
-            rng, xc, state, params, np.int64(1), n_scans, ratio_power, 1.0, table, True,
-            selection_weight,
-        )  # fmt: skip
+        tuning = (ratio_power, 1.0, True, selection_weight)
+        got = _split_merge_moves(rng, (xc, state, params), (np.int64(1), n_scans), table, tuning)
         for a in range(4):
             tally[a] += got[a]
         out[s] = _encode(state.labels)
@@ -319,7 +319,7 @@ def test_incremental_state_equals_recomputation(d):
     tally += split_merge_moves(rng, xc, state, params, 500, 3)
     for _ in range(100):
         tally += split_merge_moves(rng, xc, state, params, 5, 3)
-        gibbs_sweeps(rng, xc, state, params, tables, 1)
+        gibbs_sweeps(rng, (xc, state, params, tables), 1)
     assert tally[1] >= 5 and tally[3] >= 5, tally  # accepted splits and merges
     _check_state(xc, state, params, mu0, x, alpha, r, kappa0, nu0, psi0)
 
@@ -392,7 +392,7 @@ def test_split_merge_escapes_the_one_cluster_start():
     rng = np.random.default_rng(SEED)
     largest = []
     for _ in range(50):
-        gibbs_sweeps(rng, xc, plain, params, tables, 1)
+        gibbs_sweeps(rng, (xc, plain, params, tables), 1)
         largest.append(plain.counts[plain.order[: plain.k[0]]].max())
     assert min(largest) > 0.95 * n
 
@@ -400,7 +400,7 @@ def test_split_merge_escapes_the_one_cluster_start():
     rng = np.random.default_rng(SEED)
     tally = np.zeros(4, dtype=np.int64)
     for _ in range(50):
-        gibbs_sweeps(rng, xc, state, params, tables, 1)
+        gibbs_sweeps(rng, (xc, state, params, tables), 1)
         tally += split_merge_moves(rng, xc, state, params, 3, 3)
     assert tally[1] >= 1, tally
     sizes = state.counts[state.order[: state.k[0]]]

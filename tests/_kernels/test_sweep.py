@@ -84,7 +84,7 @@ def test_incremental_state_equals_recomputation(d):
     xc = x - mu0
     state = init_state(xc, labels, params)
     rng = np.random.default_rng(SEED)
-    moved = gibbs_sweeps(rng, xc, state, params, sweep_tables(xc, params), 300)
+    moved = gibbs_sweeps(rng, (xc, state, params, sweep_tables(xc, params)), 300)
     assert moved > 0
     slots = state.order[: state.k[0]]
     assert np.array_equal(np.sort(slots), np.unique(state.labels))
@@ -117,7 +117,7 @@ def test_same_generator_state_gives_same_sweeps():
     for _ in range(2):
         state = init_state(x - mu0, labels, params)
         xc = x - mu0
-        gibbs_sweeps(np.random.default_rng(5), xc, state, params, sweep_tables(xc, params), 20)
+        gibbs_sweeps(np.random.default_rng(5), (xc, state, params, sweep_tables(xc, params)), 20)
         out.append(canonical_labels(state.labels))
     np.testing.assert_array_equal(out[0], out[1])
 
@@ -202,7 +202,7 @@ def test_eigenvalue_bounds_bracket_the_distance(d):
         cap = state.counts.shape[0]
         mean, inv_diag = np.zeros((cap, d)), np.zeros((cap, d))
         const, inv_eig = np.zeros(cap), np.zeros((cap, 2))
-        _sync_slot(state, 0, by_size, mean, inv_diag, const, inv_eig)
+        _sync_slot(state, 0, by_size, (mean, inv_diag, const, inv_eig))
         eig = np.linalg.eigvalsh(state.chol[0] @ state.chol[0].T)
         assert 1.0 / inv_eig[0, 0] >= eig[-1] * (1 - 1e-12)
         assert 1.0 / inv_eig[0, 1] <= eig[0] * (1 + 1e-12)
@@ -233,7 +233,7 @@ def test_widened_eigenvalue_bounds_stay_valid_over_moves():
     mean, inv_diag = np.zeros((cap, d)), np.zeros((cap, d))
     const, inv_eig = np.zeros(cap), np.zeros((cap, 2))
     for slot in (0, 1):
-        _sync_slot(state, slot, by_size, mean, inv_diag, const, inv_eig)
+        _sync_slot(state, slot, by_size, (mean, inv_diag, const, inv_eig))
     v, buf = np.empty(d), np.empty((d, d))
     widened = 0
     for _ in range(300):
@@ -241,8 +241,8 @@ def test_widened_eigenvalue_bounds_stay_valid_over_moves():
         old = int(state.labels[i])
         if state.counts[old] <= 2:
             continue
-        _move_point(state, x, i, old, 1 - old, params, by_size, mean, inv_diag, const,
-                    inv_eig, v, buf)  # fmt: skip
+        caches = (mean, inv_diag, const, inv_eig)
+        _move_point(state, x, i, old, 1 - old, params, by_size, caches, v, buf)
         for slot in (0, 1):
             eig = np.linalg.eigvalsh(state.chol[slot] @ state.chol[slot].T)
             assert 1.0 / inv_eig[slot, 0] >= eig[-1] * (1 - 1e-12)

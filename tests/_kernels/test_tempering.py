@@ -15,6 +15,8 @@ checks drive the kernels directly, as the step does:
 ``PYTHONPATH=tests python tests/_kernels/test_tempering.py`` prints the figures.
 """
 
+import pickle
+
 import numpy as np
 import pytest
 import scipy.special
@@ -28,7 +30,7 @@ from pymc_pcrp._kernels.hyper import advance_scaled, make_scale_grid
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import init_state, make_params, sweep_tables
 from pymc_pcrp._kernels.tempering import advance_hot, advance_hot_scaled
-from pymc_pcrp.step_methods._step_inputs import SweepInputs
+from pymc_pcrp.step_methods._step_inputs import SweepInputs, compiled_for
 from pymc_pcrp.step_methods._tempering import Replicas, swap_log_ratio, temper_ladder
 
 SEED = sum(ord(c) for c in "test_tempering")
@@ -86,33 +88,44 @@ def hot_frequencies(x, alpha, r, beta, psi0, draws, seed, scaled):
     tables = sweep_tables(xc, params)
     state = init_state(xc, np.zeros(n, dtype=np.int64), params)
     grid = make_scale_grid(xc, psi0, GRID, LOG_W) if scaled else None
+    chain = (xc, state, params, tables)
+    if scaled:
+        args = (rng, chain, grid, beta, np.int64(1))
+        kernel = compiled_for(advance_hot_scaled, args)
+    else:
+        args = (rng, chain, beta, np.int64(1))
+        kernel = compiled_for(advance_hot, args)
+    # the compiled function, as the step calls it: the dispatcher would type the chain
+    # (it holds the state) in Python at every draw, 0.1 ms each
     freq = {}
     for _ in range(draws):
-        if scaled:
-            advance_hot_scaled(rng, xc, state, params, tables, grid, beta, np.int64(1))
-        else:
-            advance_hot(rng, xc, state, params, tables, beta, np.int64(1))
+        kernel(*args)
         _count(freq, state.labels)
     return freq
 
 
-def tempered_chain_frequencies(x, alpha, r, psi0, draws, seed, scaled, swap_ratio=swap_log_ratio):
-    """Replica 0's partition frequencies over a tempered chain, driven as the step drives it."""
-    rng = np.random.default_rng(seed)
+def _chain_inputs(x, alpha, r, psi0, scaled):
+    """The step inputs of a tempered chain on ``x``, and replica 0's one-cluster start."""
     xc = np.ascontiguousarray(x)
-    n = len(x)
     params = make_params(alpha, r, KAPPA0, x.shape[1] + 1.0, psi0)
-    tables = sweep_tables(xc, params)
     grid = make_scale_grid(xc, psi0, GRID, LOG_W) if scaled else None
-    inputs = SweepInputs(xc, params, tables, grid)
-    state = init_state(xc, np.zeros(n, dtype=np.int64), params)
-    replicas = Replicas(BETAS, 1, swap_ratio)
+    inputs = SweepInputs(xc, params, sweep_tables(xc, params), grid)
+    return inputs, init_state(xc, np.zeros(len(x), dtype=np.int64), params)
+
+
+def _tempered_draws(rng, inputs, state, replicas, first, draws):
+    """Yield replica 0's labels and the draw's outcome, for draws ``first, first + 1, ...``.
+
+    Each draw advances replica 0 with the step's kernel, then the hot replicas and
+    the swaps, as the step does; draw 0 starts the replicas. The labels buffer is
+    reused from one draw to the next.
+    """
+    xc, params, tables, grid = inputs[:4]
+    n = xc.shape[0]
     counts = np.empty(4, dtype=np.int64)
     out = step_labels_out(n)
-    freq = {}
-    accepted = 0
-    for t in range(draws):
-        if scaled:
+    for t in range(first, first + draws):
+        if grid is not None:
             lj = advance_scaled(rng, xc, state, params, tables, grid, 1, 1.0, -1, counts, out, None)
         else:
             lj = advance(rng, xc, state, params, tables, 1, 1.0, -1, counts, out, None)
@@ -120,9 +133,42 @@ def tempered_chain_frequencies(x, alpha, r, psi0, draws, seed, scaled, swap_rati
             rng, inputs, state, out, lj, t == 0, lambda: np.arange(n, dtype=np.int64)
         )
         state = drawn.state
+        yield out, drawn
+
+
+def tempered_chain_frequencies(x, alpha, r, psi0, draws, seed, scaled, swap_ratio=swap_log_ratio):
+    """Replica 0's partition frequencies over a tempered chain, driven as the step drives it."""
+    rng = np.random.default_rng(seed)
+    inputs, state = _chain_inputs(x, alpha, r, psi0, scaled)
+    replicas = Replicas(BETAS, 1, swap_ratio)
+    freq = {}
+    accepted = 0
+    for out, drawn in _tempered_draws(rng, inputs, state, replicas, 0, draws):
         accepted += drawn.swap_accepted
         _count(freq, out)
     return freq, accepted / (draws * (BETAS.size - 1))
+
+
+@pytest.mark.parametrize("scaled", [False, True])
+def test_replicas_pickled_between_draws_draw_on_alike(scaled):
+    # The replicas keep the compiled hot kernels between draws; those cannot be
+    # pickled, so a pickled copy (a step sent to a worker process) drops them and
+    # looks them up again. The copy and the original then make the same draws.
+    x, alpha, r, psi0 = _case(scaled)
+    rng = np.random.default_rng(SEED + 3)
+    inputs, state = _chain_inputs(x, alpha, r, psi0, scaled)
+    replicas = Replicas(BETAS, 1)
+    for _, drawn in _tempered_draws(rng, inputs, state, replicas, 0, 20):
+        state = drawn.state
+    assert replicas._calls  # the compiled hot kernel is kept
+    copy = pickle.loads(pickle.dumps((rng, inputs, state, replicas)))
+    assert not copy[3]._calls
+    ours = [(z.copy(), d) for z, d in _tempered_draws(rng, inputs, state, replicas, 20, 30)]
+    theirs = [(z.copy(), d) for z, d in _tempered_draws(*copy, 20, 30)]
+    assert sum(d.swap_accepted for _, d in ours) > 0  # swaps happened
+    for (z_a, a), (z_b, b) in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(z_a, z_b)
+        assert (a.log_density, a.swap_accepted) == (b.log_density, b.swap_accepted)
 
 
 def _dropped_beta_difference(beta_i, beta_j, l_i, l_j):

@@ -27,12 +27,13 @@ from kernel_reference import conditional_log_weights
 
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import (
-    gibbs_sweeps,
     init_state,
     make_params,
     shuffle_in_place,
     sweep_tables,
+    sweeps_with,
 )
+from pymc_pcrp.step_methods._step_inputs import compiled_for
 
 SWEEPS = 40_000
 CHAINS = 2
@@ -53,9 +54,13 @@ def _visits(x, alpha, r, kappa0, nu0, psi0, skip_nats, seed):
     for chain in range(CHAINS):
         rng = np.random.default_rng([seed, chain])
         state = init_state(x, np.zeros(n, dtype=np.int64), params)
-        gibbs_sweeps(rng, x, state, params, tables, 50, skip_nats)
+        args = (rng, (x, state, params, tables), 1, (skip_nats, None))
+        # the compiled function: the dispatcher would type the chain (it holds the state)
+        # in Python at every sweep, 0.1 ms each
+        sweep = compiled_for(sweeps_with, args)
+        sweep(rng, (x, state, params, tables), 50, (skip_nats, None))
         for _ in range(SWEEPS):
-            gibbs_sweeps(rng, x, state, params, tables, 1, skip_nats)
+            sweep(*args)
             key = tuple(int(v) for v in canonical_labels(state.labels))
             freq[key] = freq.get(key, 0.0) + 1.0 / (SWEEPS * CHAINS)
     return freq
@@ -137,9 +142,12 @@ def test_single_updates_follow_the_exact_conditional(d, spread, skip_nats):
         slots, prob = conditionals[i]
         counts = np.zeros(len(slots))
         position = {int(s): j for j, s in enumerate(slots[:-1])}
+        options = (skip_nats, np.array([i]))
+        state = init_state(xc, labels, params)
+        sweep = compiled_for(sweeps_with, (rng, (xc, state, params, tables), 1, options))
         for _ in range(trials):
             state = init_state(xc, labels, params)
-            gibbs_sweeps(rng, xc, state, params, tables, 1, skip_nats, np.array([i]))
+            sweep(rng, (xc, state, params, tables), 1, options)
             counts[position.get(int(state.labels[i]), len(slots) - 1)] += 1
         expected = prob * trials
         big = expected >= 5
@@ -167,7 +175,7 @@ def test_low_skip_nats_really_takes_the_shortcut():
         state = init_state(x, np.zeros(6, dtype=np.int64), params)
         trace = []
         for _ in range(200):
-            gibbs_sweeps(rng, x, state, params, tables, 1, skip_nats)
+            sweeps_with(rng, (x, state, params, tables), 1, (skip_nats, None))
             trace.append(canonical_labels(state.labels))
         runs.append(np.array(trace))
     assert not np.array_equal(runs[0], runs[1])

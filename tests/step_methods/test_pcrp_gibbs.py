@@ -159,7 +159,7 @@ def _kernel_sweeps(step, rng, start, n_sweeps):
     whole = int(step.split_merge)
     frac = step.split_merge - whole
     for _ in range(n_sweeps):
-        gibbs_sweeps(rng, xc, state, params, tables, 1)
+        gibbs_sweeps(rng, (xc, state, params, tables), 1)
         moves = whole + int(frac > 0 and rng.random() < frac)
         if moves:
             split_merge_moves(rng, xc, state, params, moves, step.split_merge_scans)

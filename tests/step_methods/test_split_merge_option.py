@@ -156,7 +156,7 @@ def test_integer_rate_draws_no_extra_random_number():
     b = init_state(xc, z0, params)
     rng_b = np.random.default_rng(9)
     for _ in range(4):
-        gibbs_sweeps(rng_b, xc, b, params, tables, 1)
+        gibbs_sweeps(rng_b, (xc, b, params, tables), 1)
         split_merge_moves(rng_b, xc, b, params, 2, 0)
     assert np.array_equal(a.labels, b.labels)
     assert rng_a.random() == rng_b.random()
