@@ -1029,7 +1029,7 @@ def section_logjoint(cfg: Config, rep: Report, cache: dict) -> None:
 
     for n, d in cfg.logjoint:
         _, z, prior, xc, params, tables = problem(n, d)
-        grid = make_scale_grid(xc, prior.psi0, prior.scale_grid, prior.scale_log_weights)
+        grid = make_scale_grid(xc, prior.psi0, prior.scale_grid, prior.scale_log_weights, prior.nu0)
         state = init_state(xc, z, params)
         rng = np.random.default_rng(0)
         calls = max(2, cfg.logjoint_calls if n <= 10_000 else cfg.logjoint_calls // 50)

@@ -54,7 +54,7 @@ def _reference_loglik(x, labels, mu0, kappa0, nu0, psi0):
 def test_grid_conditional_matches_the_marginal_likelihood_at_each_scale(d):
     x, labels, mu0, kappa0, nu0, base = _problem(15, d, SEED + d)
     xc = x - mu0
-    grid = make_scale_grid(xc, base, GRID, LOG_W)
+    grid = make_scale_grid(xc, base, GRID, LOG_W, nu0)
     state = init_state(xc, labels, make_params(1.0, 1.0, kappa0, nu0, base))
     out = np.empty(GRID.size)
     top = scale_conditional(state, kappa0, nu0, grid, out)
@@ -84,7 +84,7 @@ def test_set_scale_refreshes_factors_and_the_new_cluster_table(d):
     # table and factor must equal a fresh build at that scale.
     x, labels, mu0, kappa0, nu0, base = _problem(20, d, SEED + 10 + d)
     xc = x - mu0
-    grid = make_scale_grid(xc, base, GRID, LOG_W)
+    grid = make_scale_grid(xc, base, GRID, LOG_W, nu0)
     params = make_params(0.7, 1.3, kappa0, nu0, base)
     tables = sweep_tables(xc, params)
     state = init_state(xc, labels, params)
@@ -109,7 +109,7 @@ def _run(x, mu0, kappa0, nu0, base, alpha, r, draws, seed, wrong=False):
     rng = np.random.default_rng(seed)
     xc = np.ascontiguousarray(x - mu0)
     n = xc.shape[0]
-    grid = make_scale_grid(xc, base, GRID, LOG_W)
+    grid = make_scale_grid(xc, base, GRID, LOG_W, nu0)
     params = make_params(alpha, r, kappa0, nu0, base)
     tables = sweep_tables(xc, params)
     state = init_state(xc, np.zeros(n, dtype=np.int64), params)
@@ -152,7 +152,7 @@ def test_kernel_chain_matches_exact_posterior_of_z_and_s(wrong):
 def test_fresh_chain_draws_s_and_rebuilt_state_is_refreshed():
     x, labels, mu0, kappa0, nu0, base = _problem(12, 2, SEED + 30)
     xc = np.ascontiguousarray(x - mu0)
-    grid = make_scale_grid(xc, base, GRID, LOG_W)
+    grid = make_scale_grid(xc, base, GRID, LOG_W, nu0)
     params = make_params(1.0, 1.0, kappa0, nu0, base)
     tables = sweep_tables(xc, params)
     state = init_state(xc, labels, params)

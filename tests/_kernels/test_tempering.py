@@ -85,7 +85,7 @@ def hot_frequencies(x, alpha, r, beta, psi0, draws, seed, scaled):
     params = make_params(alpha, r, KAPPA0, x.shape[1] + 1.0, psi0)
     tables = sweep_tables(xc, params)
     state = init_state(xc, np.zeros(n, dtype=np.int64), params)
-    grid = make_scale_grid(xc, psi0, GRID, LOG_W) if scaled else None
+    grid = make_scale_grid(xc, psi0, GRID, LOG_W, params.nu0) if scaled else None
     freq = {}
     for _ in range(draws):
         if scaled:
@@ -103,7 +103,7 @@ def tempered_chain_frequencies(x, alpha, r, psi0, draws, seed, scaled, swap_rati
     n = len(x)
     params = make_params(alpha, r, KAPPA0, x.shape[1] + 1.0, psi0)
     tables = sweep_tables(xc, params)
-    grid = make_scale_grid(xc, psi0, GRID, LOG_W) if scaled else None
+    grid = make_scale_grid(xc, psi0, GRID, LOG_W, params.nu0) if scaled else None
     inputs = SweepInputs(xc, params, tables, grid)
     state = init_state(xc, np.zeros(n, dtype=np.int64), params)
     replicas = Replicas(BETAS, 1, swap_ratio)

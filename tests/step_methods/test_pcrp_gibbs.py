@@ -244,7 +244,7 @@ def test_learned_scale_step_replays_the_kernel():
     step, rng, new_point = _step_once("one", sweeps_per_draw=2, n=n, scale="learn")
     prior = pcrp.NIWPrior.from_data(x)
     xc = np.ascontiguousarray(x - prior.mu0)
-    grid = make_scale_grid(xc, prior.psi0, *prior.grid_arrays())
+    grid = make_scale_grid(xc, prior.psi0, *prior.grid_arrays(), prior.nu0)
     params = make_params(1.0, 1.5, prior.kappa0, prior.nu0, prior.psi0)
     tables = sweep_tables(xc, params)
     state = init_state(xc, np.zeros(n, dtype=np.int64), params)

@@ -63,7 +63,7 @@ def _log_joint(x, labels):
     grid, log_w = prior.grid_arrays()
     xc = np.ascontiguousarray(x - prior.mu0)
     params = make_params(1.0, 1.1, prior.kappa0, prior.nu0, prior.psi0)
-    scale = make_scale_grid(xc, prior.psi0, grid, log_w)
+    scale = make_scale_grid(xc, prior.psi0, grid, log_w, prior.nu0)
     return partition_log_joint_scaled(xc, canonical_labels(labels), params, scale)
 
 
