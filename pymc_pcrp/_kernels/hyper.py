@@ -65,11 +65,13 @@ __all__ = [
     "ScaleGrid",
     "advance_scaled",
     "cluster_eigenvalues",
+    "draw_nu0",
     "log_marginal_grid",
     "make_scale_grid",
     "nu0_constants",
     "partition_log_joint_scaled",
     "scale_conditional",
+    "set_nu0",
 ]
 
 _LOG_PI = math.log(math.pi)

@@ -242,13 +242,20 @@ class NIWPrior:
 
         * ``mu0`` is the mean of the data;
         * ``kappa0 = 0.01``: the component means are almost unconstrained;
-        * ``nu0 = D + 2``: the least informative choice for which the prior mean
-          of each covariance, ``psi0 / (nu0 - D - 1)``, exists;
+        * ``nu0`` is learned (full family with a learned scale): a discrete
+          hyperprior on ``nu0 = D - 1 + t`` with ``log t`` uniform on
+          ``[0.01, 3]`` (:data:`DEFAULT_NU0_OFFSETS`), so the data choose how
+          much the clusters' covariances may differ from ``psi0``'s shape;
+          chains start at the grid value nearest ``D + 2``. A number fixes it;
+          ``D + 2`` (the default before the hyperprior, and of a fixed scale)
+          is the least informative value for which the prior mean of each
+          covariance, ``psi0 / (nu0 - D - 1)``, exists;
         * the scale matrix is ``s * diag(var(X))``: no prior correlation, and a
           size ``s`` that is learned from the data by default.
 
         With ``scale="learn"`` (default) ``s`` has a discrete log-uniform
-        hyperprior, ``s = nu0 * c`` with ``c`` on :data:`DEFAULT_SCALE_FRACTIONS`
+        hyperprior, ``s = nu0 * c`` (``nu0 = D + 2`` here when ``nu0`` is
+        learned) with ``c`` on :data:`DEFAULT_SCALE_FRACTIONS`
         (91 values, 20 per decade, from ``1e-4`` to ``3``): ``c`` is the typical
         (harmonic) within-cluster variance as a fraction of the data variance,
         since ``E[Sigma^{-1}] = diag(var(X))^{-1} / c``. The data then choose
@@ -268,11 +275,12 @@ class NIWPrior:
             The data to be clustered.
         kappa0 : float, default=0.01
         nu0 : float or "learn", optional
-            Defaults to ``D + 2``. ``"learn"`` (full family with a learned
-            scale only) puts the hyperprior of :data:`DEFAULT_NU0_OFFSETS` on
-            it: ``nu0 = D - 1 + t`` with ``t`` log-uniform on ``[1.01, 20.1]``
-            (20 values), the range of bayesm's ``rDPGibbs``; chains start at
-            the grid value nearest ``D + 2``.
+            ``"learn"`` (the default for the full family with a learned scale)
+            puts the hyperprior of :data:`DEFAULT_NU0_OFFSETS` on it:
+            ``nu0 = D - 1 + t`` with ``t`` log-uniform on ``[1.01, 20.1]``
+            (20 values), the range of bayesm's ``rDPGibbs``. A number fixes
+            ``nu0``; otherwise the default is ``D + 2`` (3 for the diagonal
+            family).
         scale : "learn" or float, default="learn"
             ``"learn"`` for the hyperprior on the scale, or a fixed prior
             cluster covariance as a fraction of the data variance.
@@ -297,6 +305,8 @@ class NIWPrior:
                 f"Argument 'covariance' must be one of {COVARIANCE_FAMILIES}, got {covariance!r}."
             )
         diag = covariance == "diag"
+        if nu0 is None and learn and not diag:
+            nu0 = "learn"
         learn_nu0 = isinstance(nu0, str)
         if learn_nu0 and (nu0 != "learn" or diag or not learn):
             raise ValueError(

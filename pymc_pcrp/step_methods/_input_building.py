@@ -256,6 +256,7 @@ class StepInputsMixin:
             scale = last.inputs.scale  # keeps the chain's current s (and nu0)
         else:
             start = int(np.argmin(np.abs(nu_grid - float(nu0))))
+            self._nu0_start = start
             nu_log_w = np.asarray(nu_log_w, dtype=np.float64)
             scale = make_scale_grid(xc, psi0, grid, log_w, nu_grid, nu_log_w, start)
         if scale is not None:  # the tables belong to the chain's nu0 (the kernel keeps them so)

@@ -368,6 +368,7 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         self._kept: KeptState | None = None  # see step
         self._compiled: CompiledAdvance | None = None  # see _call_advance
         self._scale_inputs: SweepInputs | None = None  # inputs the current s was applied to
+        self._nu0_start = 0  # grid index of the nu0 every chain starts from (a learned nu0)
         self._prior_shifts = 0  # new alphas applied by shifting the new-cluster weights
         self.tune = True  # pm.sample sets it; adapts the width of alpha's slice move
         self._alpha_draws = 0  # owned-alpha draws since the new-cluster weights were recomputed
@@ -387,7 +388,8 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
             if self._diag
             else "with latent values"
             if self._latent is not None
-            else "with a learned nu0 (NIWPrior.nu0_grid)"
+            else "with a learned nu0 (NIWPrior.nu0_grid); fix it, e.g. "
+            "NIWPrior.from_data(X, nu0=D + 2)"
             if self._learns_nu0()
             else None,
         )
@@ -476,6 +478,8 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
             self.fresh_chain = False
             if scale is not None:
                 scale.current[1] = FRESH_CHAIN  # draw s given the initial partition
+                if not self._diag:  # and start nu0 where every chain starts it
+                    scale.current[2] = self._nu0_start
             return init_family_state(self._diag, xc, labels, params), 0
         if (
             kept is not None
