@@ -203,9 +203,10 @@ def assign(
     else:
         grid, log_w = prior.grid_arrays()
         nu_grid, nu_log_w = prior.nu0_arrays()
+        args = (predictor.xc, labels, prior.kappa0)
         log_post = np.stack(
             [
-                v + scale_log_posterior(predictor.xc, labels, prior.kappa0, nu, prior.psi0, grid, log_w)
+                v + scale_log_posterior(*args, nu, prior.psi0, grid, log_w)
                 for nu, v in zip(nu_grid, nu_log_w, strict=True)
             ]
         )  # (H, G)

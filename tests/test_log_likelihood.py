@@ -89,9 +89,7 @@ def test_pointwise_term_is_the_mixture_of_the_package_prediction_rule():
     prior = pcrp.NIWPrior.from_data(x)
     z = rng.integers(0, 3, size=10)
     s = prior.scale_grid[50]
-    got = pointwise_log_likelihood(
-        x, z, prior, alpha=1.5, power=1.2, scales=[s], nu0s=prior.nu0
-    )[0]
+    got = pointwise_log_likelihood(x, z, prior, alpha=1.5, power=1.2, scales=[s], nu0s=prior.nu0)[0]
     for i in range(10):
         keep = np.delete(np.arange(10), i)
         pred = PartitionPredictor(x[keep], prior)(z[keep], s)

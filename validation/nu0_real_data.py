@@ -37,7 +37,7 @@ import pymc_pcrp as pc
 from pymc_pcrp._niw_numpy import scale_marginal_loglik
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from real_data import load_dataset  # noqa: E402
+from real_data import load_dataset
 
 PANEL = "iris,wine,breast_cancer,old_faithful,digits,sim2"
 

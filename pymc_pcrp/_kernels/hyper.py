@@ -83,7 +83,7 @@ FRESH_CHAIN = 2  # a new chain: draw s from its conditional given the initial pa
 
 
 class ScaleGrid(NamedTuple):
-    """Grids of the scale ``s`` and of ``nu0``, the base matrix ``P`` and the chain's current values.
+    """Grids of ``s`` and of ``nu0``, the base matrix ``P`` and the chain's current values.
 
     ``psi0`` and ``chol0`` hold ``s P`` and its Cholesky factor for the current
     ``s``; ``current`` is ``[grid index of s, status, grid index of nu0]`` (see
@@ -198,7 +198,7 @@ def cluster_eigenvalues(
 def nu0_constants(
     sizes: np.ndarray, k: int, d: int, kappa0: float, nu0: float, logdet_base: float
 ) -> float:
-    """The terms of ``sum_k log m(X_k | s P, nu0)`` that do not involve ``s``."""
+    """Return the terms of ``sum_k log m(X_k | s P, nu0)`` that do not involve ``s``."""
     const = 0.0
     for p in range(k):
         n = sizes[p]
@@ -384,7 +384,7 @@ def set_nu0(
 def _log_det_sums(
     sizes: np.ndarray, eig: np.ndarray, k: int, log_s: np.ndarray, a: np.ndarray, b: np.ndarray
 ) -> None:
-    """``a[g] = sum_k sum_j log(s_g + lambda_kj)`` and ``b[g]``, the same sum weighted by ``n_k``."""
+    """Write ``a[g] = sum_k sum_j log(s_g + lambda_kj)`` and ``b[g]``, weighted by ``n_k``."""
     for g in range(log_s.shape[0]):
         s = math.exp(log_s[g])
         acc_a = 0.0
@@ -424,9 +424,7 @@ def draw_nu0(
     joint = np.empty((g_count, h_count))
     for h in range(h_count):
         nu = grid.nu0s[h]
-        const = grid.nu_log_w[h] + nu0_constants(
-            sizes, k, d, params.kappa0, nu, grid.logdet_base
-        )
+        const = grid.nu_log_w[h] + nu0_constants(sizes, k, d, params.kappa0, nu, grid.logdet_base)
         for g in range(g_count):
             joint[g, h] = (
                 const

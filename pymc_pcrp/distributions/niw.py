@@ -390,7 +390,7 @@ class NIWMixtureRV(RandomVariable):
     _print_name = ("NIWMixture", "\\operatorname{NIWMixture}")
 
     def rng_fn(
-        self, rng, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights, nu0_grid, nu0_log_w, size
+        self, rng, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_w, nu0_grid, nu0_log_w, size
     ):
         """Draw the scale and ``nu0``, each cluster's mean and covariance, then its points.
 
@@ -401,7 +401,7 @@ class NIWMixtureRV(RandomVariable):
                 "NIWMixture draws one data set per label vector; batched sizes are not supported."
             )
         d = mu0.shape[0]
-        psi0 = psi0 * _draw_grid_value(rng, scale_grid, scale_log_weights)
+        psi0 = psi0 * _draw_grid_value(rng, scale_grid, scale_log_w)
         nu0 = _draw_grid_value(rng, nu0_grid, nu0_log_w) if nu0_grid.shape[0] > 1 else nu0
         out = np.empty((z.shape[0], d))
         for label in np.unique(z):
@@ -424,14 +424,14 @@ class DiagNIWMixtureRV(NIWMixtureRV):
 
     @classmethod
     def rng_fn(
-        cls, rng, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights, nu0_grid, nu0_log_w, size
+        cls, rng, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_w, nu0_grid, nu0_log_w, size
     ):
         """Draw the scale, each cluster's variances and mean from the prior, then its points."""
         if size is not None or z.ndim != 1:
             raise NotImplementedError(
                 "NIWMixture draws one data set per label vector; batched sizes are not supported."
             )
-        s = _draw_grid_value(rng, scale_grid, scale_log_weights)
+        s = _draw_grid_value(rng, scale_grid, scale_log_w)
         rates = 0.5 * s * np.diag(psi0)
         out = np.empty((z.shape[0], mu0.shape[0]))
         for label in np.unique(z):

@@ -83,9 +83,8 @@ def sample_posterior_predictive(
         scales = draw_scales(idata, grid, labels.shape[:2], obs.name)
         nu0s = np.full(labels.shape[:2], float(nu0))
         if nu_grid.eval().size > 1:
-            learned = NIWPrior(
-                mu0, kappa0, float(nu0), psi0, nu0_grid=nu_grid.eval(), nu0_log_weights=nu_log_w.eval()
-            )
+            grids = {"nu0_grid": nu_grid.eval(), "nu0_log_weights": nu_log_w.eval()}
+            learned = NIWPrior(mu0, kappa0, float(nu0), psi0, **grids)
             nu0s = draw_nu0s(idata, learned, labels.shape[:2], obs.name)
         reps = np.empty((*labels.shape[:2], *x.shape))
         diag = getattr(obs.owner.op, "covariance", "full") == "diag"

@@ -120,9 +120,9 @@ def test_scale_validation_in_from_data():
     with pytest.raises(ValueError, match="'scale'"):
         pcrp.NIWPrior.from_data(x, scale=-0.1)
     # a learned nu0 needs the full family and a learned scale
-    with pytest.raises(ValueError, match="'nu0'.*'learn'"):
+    with pytest.raises(ValueError, match=r"'nu0'.*'learn'"):
         pcrp.NIWPrior.from_data(x, nu0="learn", scale=0.1)
-    with pytest.raises(ValueError, match="'nu0'.*'learn'"):
+    with pytest.raises(ValueError, match=r"'nu0'.*'learn'"):
         pcrp.NIWPrior.from_data(x, nu0="learned")
     assert not pcrp.NIWPrior.from_data(x, nu0=4.0).learns_nu0
     assert not pcrp.NIWPrior.from_data(x, covariance="diag").learns_nu0
