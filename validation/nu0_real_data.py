@@ -57,7 +57,7 @@ def evidence(x: np.ndarray, labels: np.ndarray) -> str:
     top = values.max()
     best = prior.nu0_grid[np.argmax(values)]
     return (
-        f"best nu0 {best:.2f} (D + {best - d:+.2f}); below it: D + 2 {top - loglik(d + 2.0):.1f}, "
+        f"best nu0 {best:.2f} (D {best - d:+.2f}); below it: D + 2 {top - loglik(d + 2.0):.1f}, "
         f"lowest {prior.nu0_grid[0]:.2f} {top - values[0]:.1f}, "
         f"highest {prior.nu0_grid[-1]:.2f} {top - values[-1]:.1f} nats"
     )
