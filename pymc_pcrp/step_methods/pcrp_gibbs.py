@@ -209,7 +209,8 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         ``min(1, exp((beta_i - beta_j)(L_j - L_i)))``, ``L = log p(X | z, s)``;
         the chain stays exact (:mod:`pymc_pcrp.step_methods._tempering`). A hot
         replica's sweep scores every cluster, so a draw costs about ``M`` times
-        or more. Needs a fixed ``alpha`` and power.
+        or more. Needs a fixed ``alpha``, power and ``nu0`` (e.g.
+        ``NIWPrior.from_data(X, nu0=D + 2)``: the default prior learns ``nu0``).
     alpha_w : float, default=1.0
         Initial width, on the unconstrained scale, of the slice move of an
         ``alpha`` this step owns (see below); adapted during tuning. Ignored
