@@ -186,9 +186,9 @@ def fit(
         matrix when the scale is learned), plus ``scale_grid`` and
         ``scale_log_weights`` (dims ``niw_scale_grid``) for a learned scale and
         ``nu0_grid`` and ``nu0_log_weights`` (dims ``niw_nu0_grid``) for a
-        learned ``nu0``, so that :func:`~pymc_pcrp.predict` needs nothing else. The coords ``obs_id``
-        and ``feature`` are a DataFrame's index and columns (see
-        :func:`build_model`).
+        learned ``nu0``, so that :func:`~pymc_pcrp.predict` needs nothing else.
+        The coords ``obs_id`` and ``feature`` are a DataFrame's index and
+        columns (see :func:`build_model`).
 
     Raises
     ------

@@ -58,7 +58,6 @@ from pymc_pcrp._kernels.log_joint import (
     resync_state,
 )
 from pymc_pcrp._kernels.niw import log_multigamma, predictive_constants
-from pymc_pcrp._kernels.scores import size_table
 from pymc_pcrp._kernels.state import NIWParams, SweepState, refresh_slot
 
 __all__ = [
@@ -372,11 +371,16 @@ def set_nu0(
     """
     grid.current[2] = h
     local = _params_at(params, grid)
-    n = tables[1].shape[0] - 1
-    d = grid.base_chol.shape[0]
-    tables[1][:] = predictive_constants(n, d, local.kappa0, local.nu0)
-    tables[2][:, :] = size_table(n, d, local)
-    new_cluster_log_weights(grid, local, tables[1][0], tables[0])
+    pred_const, by_size = tables[1], tables[2]
+    n = pred_const.shape[0] - 1
+    pred_const[:] = predictive_constants(n, grid.base_chol.shape[0], local.kappa0, local.nu0)
+    # the columns of size_table that involve nu0 (the others depend on kappa0 and r only)
+    by_size[0, 0] = pred_const[0]
+    for m in range(1, n + 1):
+        by_size[m, 0] = local.power * math.log(m) + pred_const[m]
+    for m in range(n + 1):
+        by_size[m, 1] = -0.5 * (local.nu0 + m + 1.0)
+    new_cluster_log_weights(grid, local, pred_const[0], tables[0])
     return local
 
 
