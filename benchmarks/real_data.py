@@ -100,7 +100,7 @@ def pcrp_fit(
     ``covariance="diag"`` fits the diagonal-covariance family, with the default
     prior of that family (``NIWPrior.from_data(X, covariance="diag")``); ``nu0``
     replaces the prior's default ``nu0`` (either family); ``"D+2"`` means
-    ``X.shape[1] + 2``.
+    ``X.shape[1] + 2`` and ``"learn"`` the hyperprior of ``from_data(nu0="learn")``.
     """
     extra = {"pcrp_gibbs": dict(step_kwargs)} if step_kwargs else {}
     if nu0 == "D+2":
@@ -695,10 +695,10 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--nu0",
-        type=lambda v: v if v == "D+2" else float(v),
+        type=lambda v: v if v in ("D+2", "learn") else float(v),
         default=None,
-        help="nu0 of NIWPrior.from_data for the pCRP fits, a number or 'D+2' (default: the "
-        "family's default)",
+        help="nu0 of NIWPrior.from_data for the pCRP fits, a number, 'D+2' or 'learn' (a "
+        "hyperprior on nu0; default: the family's default)",
     )
     parser.add_argument("--peers-only", action="store_true", help="skip the pCRP fits")
     parser.add_argument("--rdp-iters", type=int, default=4000, help="rDPGibbs iterations R")

@@ -36,6 +36,9 @@ scale      N=100,000, D=10: single-site Gibbs from one cluster and from the defa
 scaling    kernel seconds per sweep against N for D = 1, 2, 10; writes the log-log plot
 moves      the default move set (sweep + split-merge at PCRPGibbs's default rate) against
            plain sweeps (split_merge=0), per sweep, N=2,000 D=2, same data and start
+nu0        the learned nu0 of the default prior (a draw of nu0 per draw) against the same
+           learned scale with nu0 fixed: CPU per draw of one sweep (the worst case, one
+           nu0 draw per sweep), N=2,000 (D=2, 10), paired interleaved blocks
 logjoint   the log joint the step reports, computed afresh from the labels at each draw
            (fixed and learned NIW scale), against one plain sweep; N=2,000 (D=2, 10)
            and N=100,000 (D=10)
@@ -91,6 +94,7 @@ SECTIONS = (
     "scale",
     "scaling",
     "moves",
+    "nu0",
     "logjoint",
     "start",
     "hyper",
@@ -140,6 +144,8 @@ class Config:
     scaling_ds: tuple = (1, 2, 10)
     scaling_updates: float = 1e6  # point-updates per timed measurement (>= 10 sweeps at 1e5)
     moves: tuple = (2000, 2, 2000, 9)  # N, D, sweeps per block, paired blocks
+    nu0: tuple = ((2000, 2), (2000, 10))  # (N, D) cases of the learned-nu0 cost
+    nu0_draws: tuple = (400, 7)  # draws per block, paired blocks
     logjoint: tuple = ((2000, 2), (2000, 10), (100_000, 10))  # (N, D) cases
     logjoint_calls: int = 200
     start: tuple = (1_000_000, 10)
@@ -173,6 +179,8 @@ class Config:
             scaling_ns=(1000, 3000, 10_000),
             scaling_updates=3e4,
             moves=(2000, 2, 500, 3),
+            nu0=((2000, 2),),
+            nu0_draws=(100, 3),
             logjoint=((2000, 2),),
             logjoint_calls=20,
             start=(100_000, 10),
@@ -1010,6 +1018,66 @@ def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
     )
 
 
+def section_nu0(cfg: Config, rep: Report, cache: dict) -> None:
+    """The default prior's learned nu0 against a fixed nu0, per draw of one sweep."""
+    for n, d in cfg.nu0:
+        _nu0_case(n, d, *cfg.nu0_draws, rep)
+
+
+def _nu0_case(n: int, d: int, draws: int, blocks: int, rep: Report) -> None:
+    import numpy as np
+
+    from pymc_pcrp._kernels.hyper import advance_scaled, make_scale_grid
+    from pymc_pcrp._kernels.sweep import init_state, sweep_tables
+    from pymc_pcrp.step_methods import pcrp_gibbs
+
+    _, z, prior, xc, params, _ = problem(n, d)  # the default prior: it learns nu0
+    rate, scans = pcrp_gibbs.auto_split_merge(n, d), pcrp_gibbs.SPLIT_MERGE_SCANS
+    start = int(np.argmin(np.abs(prior.nu0_grid - prior.nu0)))
+    grids = {
+        "learned": (*prior.nu0_arrays(), start),
+        "fixed": (np.array([prior.nu0]), np.zeros(1), 0),
+    }
+    counts = np.empty(4, dtype=np.int64)
+    out = np.empty(n, dtype=np.int64)
+
+    def block(which: str, seed: int) -> float:
+        grid = make_scale_grid(xc, prior.psi0, *prior.grid_arrays(), *grids[which])
+        tables = sweep_tables(xc, params)
+        state = init_state(xc, z, params)
+        rng = np.random.default_rng(seed)
+        c0 = time.thread_time()
+        for _ in range(draws):
+            advance_scaled(rng, xc, state, params, tables, grid, 1, rate, scans, counts, out, None)
+        return (time.thread_time() - c0) / draws
+
+    block("learned", 0)  # warm-up: numba cache load
+    block("fixed", 0)
+    learned, fixed, ratios = [], [], []
+    for b in range(blocks):
+        order = ("fixed", "learned") if b % 2 else ("learned", "fixed")
+        got = {which: block(which, 20 + b) for which in order}
+        learned.append(got["learned"])
+        fixed.append(got["fixed"])
+        ratios.append(got["learned"] / got["fixed"])
+    ratio = med(ratios)
+    rep.log(
+        f"  N={n} D={d}, from the true clusters, {blocks} paired blocks of {draws} draws "
+        f"of one sweep (CPU time, load {load()}): learned nu0 ms/draw "
+        f"{fmt_list([1e3 * v for v in learned])}, fixed {fmt_list([1e3 * v for v in fixed])}; "
+        f"ratios {fmt_list(ratios)}"
+    )
+    rep.row(
+        f"learned nu0 ({prior.nu0_grid.size} values) / fixed nu0, both with the learned "
+        f"scale and the default moves, CPU per draw of one sweep, N={n:,} D={d} "
+        "(median of paired ratios)",
+        f"{ratio:.2f} ({1e3 * med(learned):.3f} / {1e3 * med(fixed):.3f} ms)",
+        "- (reported, no goal)",
+        f"{ratio:.2f}",
+        "reported",
+    )
+
+
 def _cpu_per_call(calls: int, fn, *args) -> float:
     """CPU seconds per call of ``fn(*args)`` over ``calls`` calls, after one warm-up call."""
     fn(*args)  # numba cache load
@@ -1031,7 +1099,7 @@ def section_logjoint(cfg: Config, rep: Report, cache: dict) -> None:
 
     for n, d in cfg.logjoint:
         _, z, prior, xc, params, tables = problem(n, d)
-        grid = make_scale_grid(xc, prior.psi0, prior.scale_grid, prior.scale_log_weights)
+        grid = make_scale_grid(xc, prior.psi0, prior.scale_grid, prior.scale_log_weights, prior.nu0)
         state = init_state(xc, z, params)
         rng = np.random.default_rng(0)
         calls = max(2, cfg.logjoint_calls if n <= 10_000 else cfg.logjoint_calls // 50)
@@ -1575,6 +1643,7 @@ def main(argv=None) -> int:
         "scale": section_scale,
         "scaling": lambda c, r, k: section_scaling(c, r, k, plot),
         "moves": section_moves,
+        "nu0": section_nu0,
         "logjoint": section_logjoint,
         "start": section_start,
         "hyper": section_hyper,

@@ -37,7 +37,7 @@ def setup(x, seed=0):
     xc = np.ascontiguousarray(x - prior.mu0)
     n = len(x)
     params = make_params(1.0, 1.1, prior.kappa0, prior.nu0, prior.psi0)
-    grid = make_scale_grid(xc, prior.psi0, *prior.grid_arrays())
+    grid = make_scale_grid(xc, prior.psi0, *prior.grid_arrays(), prior.nu0)
     tables = sweep_tables(xc, params)
     rng = np.random.default_rng(seed)
     labels = np.unique(rng.integers(0, 10, n), return_inverse=True)[1].astype(np.int64)

@@ -122,6 +122,8 @@ def draw_indices(n_chains: int, n_draws: int, max_draws: int | None) -> np.ndarr
 PARAMETER_NAMES = ("power", "alpha", "mu0", "kappa0", "nu0", "psi0")
 #: Added for a prior with a learned scale (``NIWPrior.scale_grid``).
 SCALE_NAMES = ("scale_grid", "scale_log_weights")
+#: Added for a prior with a learned ``nu0`` (``NIWPrior.nu0_grid``).
+NU0_NAMES = ("nu0_grid", "nu0_log_weights")
 _MARK = "pcrp_parameters"
 #: Attribute naming the covariance family of the stored prior (absent: "full").
 _COVARIANCE = "pcrp_covariance"
@@ -156,6 +158,10 @@ def store_model_parameters(
         ds["scale_grid"] = (("niw_scale_grid",), prior.scale_grid)
         ds["scale_log_weights"] = (("niw_scale_grid",), prior.scale_log_weights)
         names = (*names, *SCALE_NAMES)
+    if prior.learns_nu0:
+        ds["nu0_grid"] = (("niw_nu0_grid",), prior.nu0_grid)
+        ds["nu0_log_weights"] = (("niw_nu0_grid",), prior.nu0_log_weights)
+        names = (*names, *NU0_NAMES)
     ds.attrs[_MARK] = ", ".join(names)
     ds.attrs[_COVARIANCE] = prior.covariance
     if "constant_data" in idata.groups():
@@ -181,6 +187,7 @@ def stored_model_parameters(idata: az.InferenceData) -> dict | None:
         return None
     values = {name: np.asarray(cd[name].values, dtype=np.float64) for name in PARAMETER_NAMES}
     learned = "scale_grid" in cd.attrs[_MARK].split(", ")
+    learned_nu0 = "nu0_grid" in cd.attrs[_MARK].split(", ")
     prior = NIWPrior(
         mu0=values["mu0"],
         kappa0=float(values["kappa0"]),
@@ -189,6 +196,8 @@ def stored_model_parameters(idata: az.InferenceData) -> dict | None:
         scale_grid=np.asarray(cd["scale_grid"].values) if learned else None,
         scale_log_weights=np.asarray(cd["scale_log_weights"].values) if learned else None,
         covariance=str(cd.attrs.get(_COVARIANCE, "full")),
+        nu0_grid=np.asarray(cd["nu0_grid"].values) if learned_nu0 else None,
+        nu0_log_weights=np.asarray(cd["nu0_log_weights"].values) if learned_nu0 else None,
     )
     return {"power": float(values["power"]), "alpha": float(values["alpha"]), "prior": prior}
 
@@ -242,7 +251,8 @@ def resolve_model_parameters(idata: az.InferenceData, power, alpha, prior) -> tu
                 f"sampled with covariance={ref.covariance!r} (stored in idata.constant_data); "
                 "leave 'prior' out to use the stored prior."
             )
-        for field in ("mu0", "kappa0", "nu0", "psi0", "scale_grid", "scale_log_weights"):
+        fields = ("mu0", "kappa0", "nu0", "psi0", *SCALE_NAMES, *NU0_NAMES)
+        for field in fields:
             mine, theirs = getattr(prior, field), getattr(ref, field)
             if (mine is None) != (theirs is None) or (mine is not None and not _same(mine, theirs)):
                 raise ValueError(
@@ -285,3 +295,35 @@ def draw_scales(idata: az.InferenceData, grid, shape: tuple, what: str) -> np.nd
             "posterior was sampled with another prior."
         )
     return scales
+
+
+def draw_nu0s(idata: az.InferenceData, prior, shape: tuple, what: str) -> np.ndarray:
+    """Return the ``nu0`` of each draw, shape ``(chain, draw)``.
+
+    A fixed ``nu0`` gives that value for every draw; a learned one is read from
+    the sample stat ``niw_nu0`` that :class:`~pymc_pcrp.PCRPGibbs` records, and
+    each value must lie on ``prior.nu0_grid``.
+
+    Raises
+    ------
+    ValueError
+        If ``nu0`` is learned but ``idata`` has no usable ``niw_nu0`` stat, or
+        its values are not on the prior's grid (another prior was sampled).
+    """
+    if not prior.learns_nu0:
+        return np.full(shape, float(prior.nu0))
+    stats = idata.sample_stats if "sample_stats" in idata.groups() else None
+    if stats is None or "niw_nu0" not in stats or stats["niw_nu0"].shape != tuple(shape):
+        raise ValueError(
+            f"{what}: the NIW prior learns nu0, so each posterior draw needs its own nu0, but "
+            f"idata.sample_stats has no 'niw_nu0' of shape (chain, draw) {tuple(shape)}; "
+            "sample with pymc_pcrp's PCRPGibbs step, or pass the prior of the run."
+        )
+    values = np.asarray(stats["niw_nu0"].values, dtype=np.float64)
+    gap = np.abs(values[..., None] - prior.nu0_grid).min(axis=-1)
+    if not np.all(gap <= 1e-9 * np.abs(values)):
+        raise ValueError(
+            f"{what}: the draws' 'niw_nu0' values are not on the prior's nu0 grid; the "
+            "posterior was sampled with another prior."
+        )
+    return values

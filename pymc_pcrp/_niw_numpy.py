@@ -108,11 +108,15 @@ class PartitionPredictor:
         self.xc = x - prior.mu0  # centring on mu0 keeps the update formulas short
         self.outer = (self.xc[:, :, None] * self.xc[:, None, :]).reshape(len(x), -1)
 
-    def __call__(self, labels: np.ndarray, scale: float = 1.0) -> Predictives:
+    def __call__(
+        self, labels: np.ndarray, scale: float = 1.0, nu0: float | None = None
+    ) -> Predictives:
         """Predictives of the clusters of ``labels`` with ``Psi_0 = scale * prior.psi0``.
 
         ``scale`` is the draw's NIW scale for a prior that learns it (the sample
-        stat ``niw_scale``); for a fixed-scale prior leave it at 1.
+        stat ``niw_scale``); for a fixed-scale prior leave it at 1. ``nu0`` is
+        the draw's ``nu0`` for a prior that learns it (the stat ``niw_nu0``);
+        None means the prior's own.
         """
         prior = self.prior
         d = prior.dim
@@ -130,7 +134,7 @@ class PartitionPredictor:
             np.concatenate([outer, np.zeros((1, d, d))]),
             prior.mu0,
             prior.kappa0,
-            prior.nu0,
+            prior.nu0 if nu0 is None else nu0,
             scale * prior.psi0,
         )
         df = nu - d + 1.0
@@ -178,32 +182,39 @@ def assign(
     alpha: float,
     allow_new: bool,
     scale: float | None = None,
+    nu0: float | None = None,
 ) -> np.ndarray:
     """Give each new point the cluster of ``labels`` that maximises ``n_k^r t_k(x)``.
 
     With ``allow_new``, a point whose new-cluster term ``alpha t_0(x)`` wins gets ``-1``.
-    ``scale`` is the NIW scale of the draw ``labels`` comes from (``Psi_0 = scale *
-    psi0``). If it is None and the prior learns its scale, each ``t_k`` is averaged
-    over the exact conditional ``p(s | labels, X)`` on the grid (grid values of
-    probability below ``1e-12`` left out); for a fixed-scale prior None means 1.
-    No input checks: the callers validate once and call this per draw.
+    ``scale`` and ``nu0`` are the NIW scale (``Psi_0 = scale * psi0``) and ``nu0``
+    of the draw ``labels`` comes from. If ``scale`` is None and the prior learns
+    its scale (or ``nu0``), each ``t_k`` is averaged over the exact conditional
+    ``p(s, nu0 | labels, X)`` on the grids (grid values of probability below
+    ``1e-12`` left out); for a fixed-scale prior None means 1. No input checks:
+    the callers validate once and call this per draw.
     """
     values = np.unique(labels)
     prior = predictor.prior
-    if scale is not None or not prior.learns_scale:
-        pred = predictor(labels, 1.0 if scale is None else scale)
+    if scale is not None or not (prior.learns_scale or prior.learns_nu0):
+        pred = predictor(labels, 1.0 if scale is None else scale, nu0)
         score = pred.logpdf(x_new)
         sizes = pred.sizes
     else:
-        log_post = scale_log_posterior(
-            predictor.xc, labels, prior.kappa0, prior.nu0, prior.psi0, *prior.grid_arrays()
-        )
+        grid, log_w = prior.grid_arrays()
+        nu_grid, nu_log_w = prior.nu0_arrays()
+        args = (predictor.xc, labels, prior.kappa0)
+        log_post = np.stack(
+            [
+                v + scale_log_posterior(*args, nu, prior.psi0, grid, log_w)
+                for nu, v in zip(nu_grid, nu_log_w, strict=True)
+            ]
+        )  # (H, G)
         log_post -= logsumexp(log_post)
-        keep = np.flatnonzero(log_post > np.log(1e-12))
         parts = []
-        for g in keep:
-            pred = predictor(labels, prior.scale_grid[g])
-            parts.append(log_post[g] + pred.logpdf(x_new))
+        for h, g in zip(*np.nonzero(log_post > np.log(1e-12)), strict=True):
+            pred = predictor(labels, grid[g], nu_grid[h])
+            parts.append(log_post[h, g] + pred.logpdf(x_new))
         score = logsumexp(np.stack(parts), axis=0)
         sizes = pred.sizes
     score[:-1] += power * np.log(sizes)[:, None]

@@ -177,16 +177,18 @@ def fit(
     -------
     arviz.InferenceData
         ``posterior`` holds ``z`` and ``n_clusters``; ``sample_stats`` holds
-        ``log_joint``, ``n_clusters`` and ``niw_scale`` (each draw's NIW scale
-        ``s``, ``Psi_0 = s psi0``); ``observed_data`` holds ``x``.
-        ``constant_data`` holds the model's fixed parameters: the scalars
-        ``power``, ``alpha``, ``kappa0`` and ``nu0``, ``mu0`` (dims
+        ``log_joint``, ``n_clusters``, ``niw_scale`` (each draw's NIW scale
+        ``s``, ``Psi_0 = s psi0``) and ``niw_nu0`` (each draw's ``nu0``);
+        ``observed_data`` holds ``x``. ``constant_data`` holds the model's
+        fixed parameters: the scalars ``power``, ``alpha``, ``kappa0`` and
+        ``nu0`` (the start value when ``nu0`` is learned), ``mu0`` (dims
         ``feature``) and ``psi0`` (dims ``feature, feature_bis``; the base
         matrix when the scale is learned), plus ``scale_grid`` and
-        ``scale_log_weights`` (dims ``niw_scale_grid``) for a learned scale,
-        so that :func:`~pymc_pcrp.predict` needs nothing else. The coords ``obs_id``
-        and ``feature`` are a DataFrame's index and columns (see
-        :func:`build_model`).
+        ``scale_log_weights`` (dims ``niw_scale_grid``) for a learned scale and
+        ``nu0_grid`` and ``nu0_log_weights`` (dims ``niw_nu0_grid``) for a
+        learned ``nu0``, so that :func:`~pymc_pcrp.predict` needs nothing else.
+        The coords ``obs_id`` and ``feature`` are a DataFrame's index and
+        columns (see :func:`build_model`).
 
     Raises
     ------

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import arviz as az
 import numpy as np
 
-from pymc_pcrp._idata import draw_scales, label_draws
+from pymc_pcrp._idata import draw_nu0s, draw_scales, label_draws
 from pymc_pcrp._logging import quiet_loggers
 from pymc_pcrp._niw_numpy import PartitionPredictor, assign, check_prior
 from pymc_pcrp._validation import check_data, check_positive_scalar
@@ -355,12 +355,13 @@ def _score_power(
     labels = label_draws(idata)
     predictor = PartitionPredictor(x_train, prior)
     scales = draw_scales(idata, prior.grid_arrays()[0], labels.shape[:2], "cross_validate_power")
+    nu0s = draw_nu0s(idata, prior, labels.shape[:2], "cross_validate_power")
     losses = np.empty(labels.shape[:2])
     n_clusters = np.empty(labels.shape[:2], dtype=np.int64)
     for c in range(labels.shape[0]):
         for d in range(labels.shape[1]):
             z = labels[c, d]
-            assigned = assign(predictor, z, x_test, power, alpha, False, scales[c, d])
+            assigned = assign(predictor, z, x_test, power, alpha, False, scales[c, d], nu0s[c, d])
             losses[c, d] = _cluster_loss(x_test, assigned)
             n_clusters[c, d] = np.unique(z).size
     return losses, n_clusters

@@ -90,3 +90,32 @@ def exact_posterior_scaled(X, alpha, r, mu0, kappa0, nu0, base, grid, log_weight
     log_joint -= scipy.special.logsumexp(log_joint)
     joint = np.exp(log_joint)
     return partitions, joint.sum(axis=1), joint.sum(axis=0)
+
+
+def exact_posterior_hyper(X, alpha, r, mu0, kappa0, base, grid, log_weights, nu0s, nu_log_weights):
+    """Exact posterior of (z, s, nu0) with Psi_0 = s * base, s and nu0 on grids.
+
+    Returns (partitions, probs_z, probs_s, probs_nu0): the marginal posteriors of
+    the partition, of s over its grid and of nu0 over its grid, from
+    p(z, s_g, nu_h | X) ∝ alpha^K prod Gamma(n_k)^r w_g v_h prod_k m(X_k | s_g base, nu_h),
+    each block's marginal computed from scratch with niw_log_marginal.
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim == 1:
+        X = X[:, None]
+    grid = np.asarray(grid, dtype=float)
+    nu0s = np.asarray(nu0s, dtype=float)
+    prior = np.asarray(log_weights, dtype=float)[:, None] + np.asarray(nu_log_weights)[None, :]
+    partitions = []
+    log_joint = []  # (partitions, G, H)
+    for z in set_partitions(len(X)):
+        table = prior + log_pcrp_prior_unnorm(z, alpha, r)
+        for g, s in enumerate(grid):
+            for h, nu0 in enumerate(nu0s):
+                for k in range(z.max() + 1):
+                    table[g, h] += niw_log_marginal(X[z == k], mu0, kappa0, nu0, s * base)
+        partitions.append(tuple(int(v) for v in z))
+        log_joint.append(table)
+    log_joint = np.array(log_joint)
+    joint = np.exp(log_joint - scipy.special.logsumexp(log_joint))
+    return partitions, joint.sum(axis=(1, 2)), joint.sum(axis=(0, 2)), joint.sum(axis=(0, 1))

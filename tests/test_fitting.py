@@ -84,6 +84,18 @@ def test_fit_stores_power_alpha_and_prior_in_constant_data(small_idata, tmp_path
     )
     assert stored[:2] == (1.2, 1.0)
     np.testing.assert_array_equal(stored[2].psi0, prior.psi0)
+    # the default prior learns nu0: its grid and weights come back, and every draw's nu0
+    # (the stat niw_nu0) is a grid value
+    np.testing.assert_array_equal(stored[2].nu0_grid, prior.nu0_grid)
+    np.testing.assert_array_equal(stored[2].nu0_log_weights, prior.nu0_log_weights)
+    assert cd["nu0_grid"].dims == ("niw_nu0_grid",)
+    drawn = idata.sample_stats["niw_nu0"].values
+    assert np.isin(drawn, prior.nu0_grid).all()
+    # a draw off the grid means another prior was sampled: refused
+    other = idata.copy()
+    other.sample_stats["niw_nu0"] = other.sample_stats["niw_nu0"] + 0.5
+    with pytest.raises(ValueError, match="'niw_nu0' values are not on the prior's nu0 grid"):
+        pcrp.predict(other, x[:2])
 
 
 def test_an_explicit_prior_and_alpha_are_stored():

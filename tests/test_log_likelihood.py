@@ -63,7 +63,9 @@ def test_pointwise_term_equals_the_leave_one_out_prediction_rule(seed):
     power = rng.uniform(0.8, 2.0, n_draws)
     # includes the smallest grid value: tight clusters, large Mahalanobis distances
     scales = prior.scale_grid[[0, 10, 45, 70, 90]]
-    got = pointwise_log_likelihood(x, labels, prior, alpha=alpha, power=power, scales=scales)
+    got = pointwise_log_likelihood(
+        x, labels, prior, alpha=alpha, power=power, scales=scales, nu0s=prior.nu0
+    )
     for s in range(n_draws):
         want = _direct(x, labels[s], prior, alpha[s], power[s], scales[s])
         np.testing.assert_allclose(got[s], want, rtol=1e-10, atol=1e-10)
@@ -87,7 +89,7 @@ def test_pointwise_term_is_the_mixture_of_the_package_prediction_rule():
     prior = pcrp.NIWPrior.from_data(x)
     z = rng.integers(0, 3, size=10)
     s = prior.scale_grid[50]
-    got = pointwise_log_likelihood(x, z, prior, alpha=1.5, power=1.2, scales=[s])[0]
+    got = pointwise_log_likelihood(x, z, prior, alpha=1.5, power=1.2, scales=[s], nu0s=prior.nu0)[0]
     for i in range(10):
         keep = np.delete(np.arange(10), i)
         pred = PartitionPredictor(x[keep], prior)(z[keep], s)
@@ -122,7 +124,9 @@ def _exact_loo_by_enumeration(x, alpha, r, prior):
     post = log_joint - scipy.special.logsumexp(log_joint)
     labels = np.repeat(np.array(partitions), grid.size, axis=0)
     scales = np.tile(grid, len(partitions))
-    ell = pointwise_log_likelihood(x, labels, prior, alpha=alpha, power=r, scales=scales)
+    ell = pointwise_log_likelihood(
+        x, labels, prior, alpha=alpha, power=r, scales=scales, nu0s=prior.nu0
+    )
     identity = -scipy.special.logsumexp(post.reshape(-1)[:, None] - ell, axis=0)
     return exact, identity
 
@@ -343,9 +347,13 @@ def test_blocks_of_draws_give_the_same_terms(monkeypatch):
     prior = pcrp.NIWPrior.from_data(x)
     labels = rng.integers(0, rng.integers(1, 8, size=(9, 1)), size=(9, 15))
     scales = prior.scale_grid[rng.integers(0, 91, size=9)]
-    whole = pointwise_log_likelihood(x, labels, prior, alpha=0.9, power=1.4, scales=scales)
+    whole = pointwise_log_likelihood(
+        x, labels, prior, alpha=0.9, power=1.4, scales=scales, nu0s=prior.nu0
+    )
     monkeypatch.setattr(pcrp.posterior.pointwise, "_BLOCK_ELEMENTS", 1)
-    single = pointwise_log_likelihood(x, labels, prior, alpha=0.9, power=1.4, scales=scales)
+    single = pointwise_log_likelihood(
+        x, labels, prior, alpha=0.9, power=1.4, scales=scales, nu0s=prior.nu0
+    )
     np.testing.assert_allclose(single, whole, rtol=1e-12)
     for s in range(9):
         np.testing.assert_allclose(

@@ -34,7 +34,11 @@ def _idata(labels, x=None, n_clusters=True):
         groups["observed_data"] = {"x": x}
         # every draw at one value of the learned scale grid of NIWPrior.from_data(x)
         scale = pcrp.NIWPrior.from_data(x).scale_grid[60]
-        groups["sample_stats"] = {"niw_scale": np.full(labels.shape[:2], scale)}
+        nu0 = pcrp.NIWPrior.from_data(x).nu0  # and at the learned nu0's start value
+        groups["sample_stats"] = {
+            "niw_scale": np.full(labels.shape[:2], scale),
+            "niw_nu0": np.full(labels.shape[:2], nu0),
+        }
     return az.from_dict(**groups)
 
 

@@ -53,7 +53,10 @@ def test_same_seed_same_draws_and_extend():
     scale = pcrp.NIWPrior.from_data(x).scale_grid[50]
     idata = az.from_dict(
         posterior={"z": np.zeros((1, 4, 6), dtype=int)},
-        sample_stats={"niw_scale": np.full((1, 4), scale)},
+        sample_stats={
+            "niw_scale": np.full((1, 4), scale),
+            "niw_nu0": np.full((1, 4), pcrp.NIWPrior.from_data(x).nu0),
+        },
     )
     a = pcrp.sample_posterior_predictive(idata, model, random_seed=3)
     b = pcrp.sample_posterior_predictive(idata, model, random_seed=3)

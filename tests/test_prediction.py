@@ -28,9 +28,10 @@ def _idata(labels, x, scales=None):
     labels = np.asarray(labels, dtype=np.int64)
     if scales is None:
         scales = np.full(labels.shape[:2], _default_scale(x))
-    return az.from_dict(
-        posterior={"z": labels}, observed_data={"x": x}, sample_stats={"niw_scale": scales}
-    )
+    # every draw at the nu0 chains start from (the learned nu0's start value)
+    nu0s = np.full(labels.shape[:2], pcrp.NIWPrior.from_data(x).nu0)
+    stats = {"niw_scale": scales, "niw_nu0": nu0s}
+    return az.from_dict(posterior={"z": labels}, observed_data={"x": x}, sample_stats=stats)
 
 
 def _rule_by_hand(x, labels, points, prior, power, alpha):

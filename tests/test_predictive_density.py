@@ -20,7 +20,10 @@ def _default_scale(x):
 def _idata(labels, x, log_joint=None):
     """InferenceData holding label draws of shape (chain, draw, N), the data and niw_scale."""
     labels = np.asarray(labels, dtype=np.int64)
-    stats = {"niw_scale": np.full(labels.shape[:2], _default_scale(x))}
+    stats = {
+        "niw_scale": np.full(labels.shape[:2], _default_scale(x)),
+        "niw_nu0": np.full(labels.shape[:2], pcrp.NIWPrior.from_data(x).nu0),
+    }
     if log_joint is not None:
         stats["log_joint"] = np.asarray(log_joint, dtype=float)
     groups = {"posterior": {"z": labels}, "observed_data": {"x": x}, "sample_stats": stats}

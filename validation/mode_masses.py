@@ -155,7 +155,9 @@ def main(argv=None) -> int:
         parser.error("--betas must start at 1 and increase")
     x, truth = standardised_breast_cancer()
     power, alpha = args.power, 1.0
-    model = pcrp.build_model(x, power=power, alpha=alpha)
+    # nu0 fixed at D + 2 (the model of the recorded run): the tempered kernel does not learn it
+    prior = pcrp.NIWPrior.from_data(x, nu0=x.shape[1] + 2.0)
+    model = pcrp.build_model(x, power=power, alpha=alpha, prior=prior)
     start = time.time()
     print(f"# mode masses, breast cancer (N={x.shape[0]}, D={x.shape[1]}), r = {power}")
     print(f"- date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC")
@@ -172,6 +174,7 @@ def main(argv=None) -> int:
         x,
         power=power,
         alpha=alpha,
+        prior=prior,
         draws=args.draws,
         tune=args.tune,
         chains=4,

@@ -24,6 +24,17 @@ so after one ``O(D^3)`` eigen-decomposition per cluster every grid value costs
 occupied slots' Cholesky factors (``O(K D^3)``) and every point's new-cluster
 weight (``O(N)``, from the cached ``q_i = x_i^T P^{-1} x_i``) are recomputed.
 
+A hyperprior on ``nu0`` as well: ``nu0`` takes values ``nu_1 < ... < nu_H`` with
+prior weights ``v_h``, independent of ``s``. After the sweeps of a draw,
+:func:`advance_scaled` draws ``nu0`` exactly from its conditional given ``z``
+and ``s``. The sums ``A_g = sum_k sum_j log(s_g + lambda_kj)`` and
+``B_g = sum_k n_k sum_j log(s_g + lambda_kj)`` do not depend on ``nu0``, so
+with them every ``(s_g, nu_h)`` pair costs ``O(1)`` beyond the ``O(K D)``
+multivariate gamma constants of each ``nu_h``. A change of ``nu0`` rewrites the
+size tables of the sweep (``O(N)``); the Cholesky factors of ``Psi_n = s P + B``
+do not depend on ``nu0``. With one ``nu0`` value (``H = 1``) nothing is drawn
+and the chain is the scale-only chain.
+
 The data are centred at the prior mean, as everywhere in :mod:`pymc_pcrp._kernels`.
 """
 
@@ -46,17 +57,20 @@ from pymc_pcrp._kernels.log_joint import (
     prior_terms,
     resync_state,
 )
-from pymc_pcrp._kernels.niw import log_multigamma
+from pymc_pcrp._kernels.niw import log_multigamma, predictive_constants
 from pymc_pcrp._kernels.state import NIWParams, SweepState, refresh_slot
 
 __all__ = [
     "ScaleGrid",
     "advance_scaled",
     "cluster_eigenvalues",
+    "draw_nu0",
     "log_marginal_grid",
     "make_scale_grid",
+    "nu0_constants",
     "partition_log_joint_scaled",
     "scale_conditional",
+    "set_nu0",
 ]
 
 _LOG_PI = math.log(math.pi)
@@ -68,10 +82,12 @@ FRESH_CHAIN = 2  # a new chain: draw s from its conditional given the initial pa
 
 
 class ScaleGrid(NamedTuple):
-    """Grid of the scale ``s``, the base matrix ``P`` and the chain's current ``s``.
+    """Grids of ``s`` and of ``nu0``, the base matrix ``P`` and the chain's current values.
 
     ``psi0`` and ``chol0`` hold ``s P`` and its Cholesky factor for the current
-    ``s``; ``current`` is ``[grid index of s, status]`` (see the module constants).
+    ``s``; ``current`` is ``[grid index of s, status, grid index of nu0]`` (see
+    the module constants for the status). ``nu0s`` and ``nu_log_w`` are the
+    ``nu0`` grid and its log prior weights (one value for a fixed ``nu0``).
     """
 
     log_s: np.ndarray
@@ -83,10 +99,28 @@ class ScaleGrid(NamedTuple):
     psi0: np.ndarray
     chol0: np.ndarray
     current: np.ndarray
+    nu0s: np.ndarray
+    nu_log_w: np.ndarray
 
 
-def make_scale_grid(xc: np.ndarray, base: np.ndarray, grid, log_weights) -> ScaleGrid:
-    """Build a :class:`ScaleGrid` for centred data ``xc`` (status: fresh chain, ``s = s_1``)."""
+def make_scale_grid(
+    xc: np.ndarray,
+    base: np.ndarray,
+    grid,
+    log_weights,
+    nu0s,
+    nu_log_weights=None,
+    start_nu: int = 0,
+) -> ScaleGrid:
+    """Build a :class:`ScaleGrid` for centred data ``xc``.
+
+    ``nu0s`` is the fixed ``nu0`` (a number) or the grid of a random one, with
+    log prior weights ``nu_log_weights`` (default: zeros). Status: fresh chain,
+    ``s = s_1`` and ``nu0 = nu0s[start_nu]`` until the kernel draws them.
+    """
+    nu0s = np.atleast_1d(np.asarray(nu0s, dtype=np.float64))
+    if nu_log_weights is None:
+        nu_log_weights = np.zeros(nu0s.shape[0])
     base = np.ascontiguousarray(base, dtype=np.float64)
     chol = np.linalg.cholesky(base)
     chol_inv = np.ascontiguousarray(np.linalg.inv(chol))
@@ -105,7 +139,9 @@ def make_scale_grid(xc: np.ndarray, base: np.ndarray, grid, log_weights) -> Scal
         q,
         s * base,
         math.sqrt(s) * chol,
-        np.array([0, FRESH_CHAIN], dtype=np.int64),
+        np.array([0, FRESH_CHAIN, start_nu], dtype=np.int64),
+        np.ascontiguousarray(nu0s),
+        np.ascontiguousarray(np.asarray(nu_log_weights, dtype=np.float64)),
     )
 
 
@@ -158,6 +194,42 @@ def cluster_eigenvalues(
 
 
 @numba.njit(**NJIT_KWARGS)
+def nu0_constants(
+    sizes: np.ndarray, k: int, d: int, kappa0: float, nu0: float, logdet_base: float
+) -> float:
+    """Return the terms of ``sum_k log m(X_k | s P, nu0)`` that do not involve ``s``."""
+    const = 0.0
+    for p in range(k):
+        n = sizes[p]
+        kappa_n = kappa0 + n
+        nu_n = nu0 + n
+        const += (
+            -0.5 * n * d * _LOG_PI
+            + log_multigamma(0.5 * nu_n, d)
+            - log_multigamma(0.5 * nu0, d)
+            + 0.5 * d * math.log(kappa0 / kappa_n)
+            - 0.5 * n * logdet_base
+        )
+    return const
+
+
+@numba.njit(**NJIT_KWARGS)
+def _log_det_sum(eig: np.ndarray, p: int, s: float) -> float:
+    """``sum_j log(s + lambda_pj)`` as the log of a product, one log per ~D factors.
+
+    The product is flushed before it can overflow or underflow.
+    """
+    inner = 0.0
+    prod = 1.0
+    for j in range(eig.shape[1]):
+        prod *= s + eig[p, j]
+        if prod > 1e150 or prod < 1e-150:
+            inner += math.log(prod)
+            prod = 1.0
+    return inner + math.log(prod)
+
+
+@numba.njit(**NJIT_KWARGS)
 def log_marginal_grid(
     sizes: np.ndarray,
     eig: np.ndarray,
@@ -170,37 +242,14 @@ def log_marginal_grid(
 ) -> None:
     """Write ``sum_k log m(X_k | s_g P)`` for every grid value ``s_g`` into ``out``."""
     d = eig.shape[1]
-    g_count = log_s.shape[0]
-    const = 0.0
-    nu_total = 0.0
-    for p in range(k):
-        n = sizes[p]
-        kappa_n = kappa0 + n
-        nu_n = nu0 + n
-        const += (
-            -0.5 * n * d * _LOG_PI
-            + log_multigamma(0.5 * nu_n, d)
-            - log_multigamma(0.5 * nu0, d)
-            + 0.5 * d * math.log(kappa0 / kappa_n)
-            - 0.5 * n * logdet_base
-        )
-        nu_total += nu0
-    for g in range(g_count):
+    const = nu0_constants(sizes, k, d, kappa0, nu0, logdet_base)
+    nu_total = k * nu0
+    for g in range(log_s.shape[0]):
         ls = log_s[g]
         s = math.exp(ls)
         acc = const + 0.5 * nu_total * d * ls
         for p in range(k):
-            # sum_j log(s + lambda_j) as the log of a product, one log per ~D
-            # factors (the product is flushed before it can overflow or underflow)
-            inner = 0.0
-            prod = 1.0
-            for j in range(d):
-                prod *= s + eig[p, j]
-                if prod > 1e150 or prod < 1e-150:
-                    inner += math.log(prod)
-                    prod = 1.0
-            inner += math.log(prod)
-            acc -= 0.5 * (nu0 + sizes[p]) * inner
+            acc -= 0.5 * (nu0 + sizes[p]) * _log_det_sum(eig, p, s)
         out[g] = acc
 
 
@@ -250,11 +299,12 @@ def _draw_index(rng: np.random.Generator, logp: np.ndarray, top: float) -> int:
 
 @numba.njit(**NJIT_KWARGS)
 def _params_at(params: NIWParams, grid: ScaleGrid) -> NIWParams:
-    """``params`` with ``Psi_0 = s P`` for the chain's current ``s``."""
+    """``params`` with ``Psi_0 = s P`` and ``nu0`` at the chain's current grid values."""
     d = grid.base_chol.shape[0]
     logdet0 = grid.logdet_base + d * grid.log_s[grid.current[0]]
+    nu0 = grid.nu0s[grid.current[2]]
     return NIWParams(
-        params.log_alpha, params.power, params.kappa0, params.nu0, grid.psi0, grid.chol0, logdet0
+        params.log_alpha, params.power, params.kappa0, nu0, grid.psi0, grid.chol0, logdet0
     )
 
 
@@ -311,14 +361,99 @@ def set_scale(
 
 
 @numba.njit(**NJIT_KWARGS)
+def set_nu0(
+    h: int, grid: ScaleGrid, params: NIWParams, tables: tuple[np.ndarray, np.ndarray, np.ndarray]
+) -> NIWParams:
+    """Make ``nu0 = grid.nu0s[h]`` current: rewrite the sweep's tables in place (``O(N)``).
+
+    The Cholesky factors of ``Psi_n = s P + B`` do not involve ``nu0``; the
+    per-size constants, the per-size table and the new-cluster weights do.
+    """
+    grid.current[2] = h
+    local = _params_at(params, grid)
+    pred_const, by_size = tables[1], tables[2]
+    n = pred_const.shape[0] - 1
+    pred_const[:] = predictive_constants(n, grid.base_chol.shape[0], local.kappa0, local.nu0)
+    # the columns of size_table that involve nu0 (the others depend on kappa0 and r only)
+    by_size[0, 0] = pred_const[0]
+    for m in range(1, n + 1):
+        by_size[m, 0] = local.power * math.log(m) + pred_const[m]
+    for m in range(n + 1):
+        by_size[m, 1] = -0.5 * (local.nu0 + m + 1.0)
+    new_cluster_log_weights(grid, local, pred_const[0], tables[0])
+    return local
+
+
+@numba.njit(**NJIT_KWARGS)
+def _log_det_sums(
+    sizes: np.ndarray, eig: np.ndarray, k: int, log_s: np.ndarray, a: np.ndarray, b: np.ndarray
+) -> None:
+    """Write ``a[g] = sum_k sum_j log(s_g + lambda_kj)`` and ``b[g]``, weighted by ``n_k``."""
+    for g in range(log_s.shape[0]):
+        s = math.exp(log_s[g])
+        acc_a = 0.0
+        acc_b = 0.0
+        for p in range(k):
+            inner = _log_det_sum(eig, p, s)
+            acc_a += inner
+            acc_b += sizes[p] * inner
+        a[g] = acc_a
+        b[g] = acc_b
+
+
+@numba.njit(**NJIT_KWARGS)
+def draw_nu0(
+    rng: np.random.Generator,
+    state: SweepState,
+    params: NIWParams,
+    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+    grid: ScaleGrid,
+) -> tuple[float, NIWParams]:
+    """Draw ``nu0`` exactly from its conditional given the partition and ``s``.
+
+    Returns ``log sum_{g,h} w_g v_h prod_k m(X_k | s_g P, nu_h)`` (the log
+    likelihood of the partition with ``s`` and ``nu0`` integrated out) and the
+    parameters at the new ``nu0`` (the tables are rewritten when it changed).
+    """
+    d = grid.base_chol.shape[0]
+    k = state.k[0]
+    sizes = np.empty(k, dtype=np.int64)
+    eig = np.empty((k, d))
+    cluster_eigenvalues(state, params.kappa0, grid.base_chol_inv, sizes, eig)
+    g_count = grid.log_s.shape[0]
+    h_count = grid.nu0s.shape[0]
+    a = np.empty(g_count)
+    b = np.empty(g_count)
+    _log_det_sums(sizes, eig, k, grid.log_s, a, b)
+    joint = np.empty((g_count, h_count))
+    for h in range(h_count):
+        nu = grid.nu0s[h]
+        const = grid.nu_log_w[h] + nu0_constants(sizes, k, d, params.kappa0, nu, grid.logdet_base)
+        for g in range(g_count):
+            joint[g, h] = (
+                const
+                + grid.log_w[g]
+                + 0.5 * k * nu * d * grid.log_s[g]
+                - 0.5 * nu * a[g]
+                - 0.5 * b[g]
+            )
+    row = joint[grid.current[0], :].copy()
+    h = _draw_index(rng, row, _log_sum_exp(row))
+    total = _log_sum_exp(joint.ravel())
+    if h != grid.current[2]:
+        return total, set_nu0(h, grid, params, tables)
+    return total, _params_at(params, grid)
+
+
+@numba.njit(**NJIT_KWARGS)
 def partition_log_joint_scaled(
     xc: np.ndarray, labels: np.ndarray, params: NIWParams, grid: ScaleGrid
 ) -> float:
-    """Compute the log joint with the NIW scale ``s`` integrated out, from scratch.
+    """Compute the log joint with ``s`` (and a random ``nu0``) integrated out, from scratch.
 
-    ``K log alpha + r sum_k log Gamma(n_k) + log sum_g w_g prod_k m(X_k | s_g P)``
-    for canonical ``labels`` (the value :func:`~pymc_pcrp._kernels.hyper.advance_scaled`
-    reports).
+    ``K log alpha + r sum_k log Gamma(n_k) + log sum_{g,h} w_g v_h prod_k
+    m(X_k | s_g P, nu_h)`` for canonical ``labels`` (the value
+    :func:`~pymc_pcrp._kernels.hyper.advance_scaled` reports).
     """
     k = n_blocks(labels)
     d = xc.shape[1]
@@ -348,37 +483,36 @@ def partition_log_joint_scaled(
                 acc += vecs[i, j] * lm[i]
             u[c, j] = acc
     g_count = grid.log_s.shape[0]
-    out = np.empty(g_count)
-    const = 0.0
-    for c in range(k):
-        n = sizes[c]
-        kappa_n = params.kappa0 + n
-        const += (
-            -0.5 * n * d * _LOG_PI
-            + log_multigamma(0.5 * (params.nu0 + n), d)
-            - log_multigamma(0.5 * params.nu0, d)
-            + 0.5 * d * math.log(params.kappa0 / kappa_n)
-            - 0.5 * n * grid.logdet_base
+    h_count = grid.nu0s.shape[0]
+    consts = np.empty(h_count)
+    for h in range(h_count):
+        consts[h] = grid.nu_log_w[h] + nu0_constants(
+            sizes, k, d, params.kappa0, grid.nu0s[h], grid.logdet_base
         )
+    out = np.empty(g_count * h_count)
+    inner = np.empty(k)
     top = -np.inf
     for g in range(g_count):
         ls = grid.log_s[g]
         s = math.exp(ls)
-        acc = const + grid.log_w[g] + 0.5 * k * params.nu0 * d * ls
         for c in range(k):
-            inner = 0.0
+            acc = 0.0
             quad = 0.0
             for j in range(d):
-                inner += math.log(s + lam[c, j])
+                acc += math.log(s + lam[c, j])
                 quad += u[c, j] * u[c, j] / (s + lam[c, j])
-            inner += math.log1p(mean_weight(params.kappa0, sizes[c]) * quad)
-            acc -= 0.5 * (params.nu0 + sizes[c]) * inner
-        out[g] = acc
-        if acc > top:
-            top = acc
+            inner[c] = acc + math.log1p(mean_weight(params.kappa0, sizes[c]) * quad)
+        for h in range(h_count):
+            nu = grid.nu0s[h]
+            acc = consts[h] + grid.log_w[g] + 0.5 * k * nu * d * ls
+            for c in range(k):
+                acc -= 0.5 * (nu + sizes[c]) * inner[c]
+            out[g * h_count + h] = acc
+            if acc > top:
+                top = acc
     total = 0.0
-    for g in range(g_count):
-        total += math.exp(out[g] - top)
+    for i in range(out.shape[0]):
+        total += math.exp(out[i] - top)
     return prior_terms(sizes, params) + top + math.log(total)
 
 
@@ -399,6 +533,9 @@ def advance_scaled(
 ) -> float:
     """:func:`~pymc_pcrp._kernels.chain.advance` with an exact draw of ``s`` after each sweep.
 
+    With a grid of ``nu0`` values (``grid.nu0s``), ``nu0`` is drawn exactly
+    after the last sweep (:func:`draw_nu0`).
+
     ``grid.current[1]`` says what changed since the last call: nothing
     (``IN_SYNC``: the state's factors and ``tables[0]`` already hold the current
     ``s``), the state, ``params`` or ``tables`` were rebuilt (``REBUILT``: they
@@ -406,11 +543,12 @@ def advance_scaled(
     them), or a new chain (``FRESH_CHAIN``: ``s`` is first drawn given the
     initial partition). ``tables[0]`` is overwritten.
 
-    Returns the log joint of the new labels with ``s`` integrated out,
-    ``K log alpha + r sum_k log Gamma(n_k) + log sum_g w_g prod_k m(X_k | s_g P)``,
+    Returns the log joint of the new labels with ``s`` (and ``nu0``) integrated out,
+    ``K log alpha + r sum_k log Gamma(n_k) + log sum_{g,h} w_g v_h prod_k m(X_k | s_g P, nu_h)``,
     computed afresh from the labels (:func:`partition_log_joint_scaled`; the
     state is rebuilt from its labels when its running value has drifted); the
-    drawn ``s`` is ``exp(grid.log_s[grid.current[0]])``. ``alpha_args``: an owned
+    drawn ``s`` is ``exp(grid.log_s[grid.current[0]])`` and ``nu0`` is
+    ``grid.nu0s[grid.current[2]]``. ``alpha_args``: an owned
     ``alpha``, as in :func:`~pymc_pcrp._kernels.chain.advance`.
     """
     if alpha_args is not None:
@@ -418,8 +556,11 @@ def advance_scaled(
     g_count = grid.log_s.shape[0]
     logp = np.empty(g_count)
     status = grid.current[1]
+    learn_nu0 = grid.nu0s.shape[0] > 1
+    if status != IN_SYNC and learn_nu0:
+        set_nu0(grid.current[2], grid, params, tables)  # tables for the chain's nu0
     if status == FRESH_CHAIN:
-        top = scale_conditional(state, params.kappa0, params.nu0, grid, logp)
+        top = scale_conditional(state, params.kappa0, grid.nu0s[grid.current[2]], grid, logp)
         local = set_scale(_draw_index(rng, logp, top), grid, state, params, tables)
     elif status == REBUILT:
         local = set_scale(grid.current[0], grid, state, params, tables)
@@ -434,11 +575,14 @@ def advance_scaled(
         run_moves(rng, chain, (np.int64(1), n_split_merge, n_scans), counts)
         for j in range(4):
             total[j] += counts[j]
-        top = scale_conditional(state, params.kappa0, params.nu0, grid, logp)
+        top = scale_conditional(state, params.kappa0, local.nu0, grid, logp)
         running = add_state_prior_terms(top, state, params.log_alpha, params.power)
         g = _draw_index(rng, logp, top)
         if g != grid.current[0]:
             local = set_scale(g, grid, state, params, tables)
+    if learn_nu0:
+        top, local = draw_nu0(rng, state, params, tables, grid)
+        running = add_state_prior_terms(top, state, params.log_alpha, params.power)
     counts[:] = total
     finish_draw(state, labels_out)
     fresh = partition_log_joint_scaled(xc, labels_out, params, grid)

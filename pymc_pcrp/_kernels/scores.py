@@ -32,6 +32,7 @@ __all__ = [
     "log_weight_upper_bound",
     "loo_log_weight",
     "loo_lower_bound",
+    "size_table",
     "sweep_tables",
 ]
 
@@ -95,7 +96,7 @@ def _sample_log_weights(rng: np.random.Generator, logw: np.ndarray, m: int) -> i
 
 
 @numba.njit(**NJIT_KWARGS)
-def _size_table(n: int, d: int, params: NIWParams) -> np.ndarray:
+def size_table(n: int, d: int, params: NIWParams) -> np.ndarray:
     """Per-size constants of a cluster's log weight, one row per size ``0..n``.
 
     Columns: ``r log(m) + const[m]`` (the pCRP weight and the size-dependent part
@@ -119,14 +120,14 @@ def sweep_tables(xc: np.ndarray, params: NIWParams) -> tuple[np.ndarray, np.ndar
 
     Returns ``(log_new, pred_const, by_size)``: each point's ``log alpha + log
     prior predictive``, the size-dependent constants of the log predictive, and
-    the per-size table of :func:`_size_table`. A caller that sweeps the same
+    the per-size table of :func:`size_table`. A caller that sweeps the same
     data many times computes them once.
     """
     n, d = xc.shape
     return (
         _new_cluster_log_weights(xc, params),
         predictive_constants(n, d, params.kappa0, params.nu0),
-        _size_table(n, d, params),
+        size_table(n, d, params),
     )
 
 

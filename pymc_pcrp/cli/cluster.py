@@ -103,6 +103,9 @@ def _marginal_prior(prior: NIWPrior, keep: int) -> NIWPrior | None:
             psi0=prior.psi0[:keep, :keep],
             scale_grid=prior.scale_grid,  # Psi_0 = s P: the marginal keeps s
             scale_log_weights=prior.scale_log_weights,
+            # an inverse-Wishart's leading block has nu0 - drop degrees of freedom
+            nu0_grid=None if prior.nu0_grid is None else prior.nu0_grid - drop,
+            nu0_log_weights=prior.nu0_log_weights,
         )
     except ValueError:
         return None

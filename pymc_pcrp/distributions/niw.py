@@ -24,6 +24,7 @@ from pymc_pcrp.distributions.pcrp import PowerCRPRV
 
 __all__ = [
     "COVARIANCE_FAMILIES",
+    "DEFAULT_NU0_OFFSETS",
     "DEFAULT_SCALE_FRACTIONS",
     "DiagNIWMixtureRV",
     "NIWMixture",
@@ -38,6 +39,11 @@ __all__ = [
 #: variance, of the learned scale of :meth:`NIWPrior.from_data`: log-spaced on
 #: ``[1e-4, 3]``, 20 values per decade, equal weights (log-uniform ``s``).
 DEFAULT_SCALE_FRACTIONS = np.logspace(-4.0, np.log10(3.0), 91)
+
+#: Grid of ``t = nu0 - (D - 1)`` of :meth:`NIWPrior.from_data` with ``nu0="learn"``:
+#: ``exp(u)`` with ``u`` on 20 equally spaced values of ``[0.01, 3]``, equal weights
+#: (bayesm's ``rDPGibbs`` default range and grid size for its ``nu``).
+DEFAULT_NU0_OFFSETS = np.exp(np.linspace(0.01, 3.0, 20))
 
 #: Cluster covariance families: ``"full"`` (Normal-Inverse-Wishart) and ``"diag"``
 #: (a diagonal covariance, Normal-Inverse-Gamma independently per dimension).
@@ -84,6 +90,16 @@ class NIWPrior:
         ``D (D + 3) / 2``. ``psi0`` must then be diagonal and ``nu0 > 0``;
         dimension ``j`` is exactly the one-dimensional NIW model
         ``(kappa0, nu0, psi0_jj)``. See docs/model.md.
+    nu0_grid : array-like of shape (H,), optional
+        A hyperprior on ``nu0`` (full family only): ``nu0`` takes the values of
+        ``nu0_grid`` (finite, ``> D - 1``, distinct), independently of the
+        scale ``s``. ``nu0`` must then be one of them: the value each chain
+        starts from. The model integrates ``nu0`` out exactly;
+        :class:`~pymc_pcrp.PCRPGibbs` samples it along with the labels and
+        records it as the sample stat ``niw_nu0``. ``None`` (default) fixes
+        ``nu0``.
+    nu0_log_weights : array-like of shape (H,), optional
+        Log prior weights of the ``nu0_grid`` values. Defaults to equal weights.
 
     See Also
     --------
@@ -102,6 +118,8 @@ class NIWPrior:
     scale_grid: np.ndarray | None = field(default=None, repr=False)
     scale_log_weights: np.ndarray | None = field(default=None, repr=False)
     covariance: str = "full"
+    nu0_grid: np.ndarray | None = field(default=None, repr=False)
+    nu0_log_weights: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         mu0 = np.atleast_1d(np.asarray(self.mu0, dtype=np.float64))
@@ -142,11 +160,37 @@ class NIWPrior:
         grid, log_w = _check_scale_grid(self.scale_grid, self.scale_log_weights)
         object.__setattr__(self, "scale_grid", grid)
         object.__setattr__(self, "scale_log_weights", log_w)
+        nu_grid, nu_log_w = _check_grid(
+            self.nu0_grid, self.nu0_log_weights, "nu0_grid", "nu0_log_weights"
+        )
+        if nu_grid is not None:
+            if self.covariance == "diag":
+                raise ValueError(
+                    "Argument 'nu0_grid' is supported for covariance='full' only; leave it out "
+                    "for the diagonal family."
+                )
+            if np.any(nu_grid <= d - 1):
+                raise ValueError(
+                    f"Argument 'nu0_grid' must hold values greater than D - 1 = {d - 1}, got "
+                    f"{nu_grid.min()}."
+                )
+            if not np.any(nu_grid == nu0):
+                raise ValueError(
+                    f"Argument 'nu0' ({nu0}) must be one of the values of 'nu0_grid' (the value "
+                    "every chain starts from)."
+                )
+        object.__setattr__(self, "nu0_grid", nu_grid)
+        object.__setattr__(self, "nu0_log_weights", nu_log_w)
 
     @property
     def learns_scale(self) -> bool:
         """Whether the prior has a hyperprior on the scale of ``psi0`` (a ``scale_grid``)."""
         return self.scale_grid is not None
+
+    @property
+    def learns_nu0(self) -> bool:
+        """Whether the prior has a hyperprior on ``nu0`` (a ``nu0_grid``)."""
+        return self.nu0_grid is not None
 
     def grid_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """``(scale_grid, scale_log_weights)``; ``([1.0], [0.0])`` for a fixed scale."""
@@ -154,13 +198,22 @@ class NIWPrior:
             return np.ones(1), np.zeros(1)
         return self.scale_grid, self.scale_log_weights
 
-    def at_scale(self, s: float) -> NIWPrior:
-        """Return the fixed-scale prior with ``Psi_0 = s * psi0`` (for a draw of ``s``)."""
+    def nu0_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(nu0_grid, nu0_log_weights)``; ``([nu0], [0.0])`` for a fixed ``nu0``."""
+        if self.nu0_grid is None:
+            return np.array([self.nu0]), np.zeros(1)
+        return self.nu0_grid, self.nu0_log_weights
+
+    def at_scale(self, s: float, nu0: float | None = None) -> NIWPrior:
+        """Return the fixed prior with ``Psi_0 = s * psi0`` (and ``nu0``) of one posterior draw.
+
+        ``nu0`` defaults to the prior's own (a fixed ``nu0``).
+        """
         s = check_positive_scalar(s, "s")
         return NIWPrior(
             mu0=self.mu0,
             kappa0=self.kappa0,
-            nu0=self.nu0,
+            nu0=self.nu0 if nu0 is None else nu0,
             psi0=s * self.psi0,
             covariance=self.covariance,
         )
@@ -181,7 +234,7 @@ class NIWPrior:
         X,
         *,
         kappa0: float = 0.01,
-        nu0: float | None = None,
+        nu0: float | str | None = None,
         scale: float | str = "learn",
         covariance: str = "full",
     ) -> NIWPrior:
@@ -189,13 +242,20 @@ class NIWPrior:
 
         * ``mu0`` is the mean of the data;
         * ``kappa0 = 0.01``: the component means are almost unconstrained;
-        * ``nu0 = D + 2``: the least informative choice for which the prior mean
-          of each covariance, ``psi0 / (nu0 - D - 1)``, exists;
+        * ``nu0`` is learned (full family with a learned scale): a discrete
+          hyperprior on ``nu0 = D - 1 + t`` with ``log t`` uniform on
+          ``[0.01, 3]`` (:data:`DEFAULT_NU0_OFFSETS`), so the data choose how
+          much the clusters' covariances may differ from ``psi0``'s shape;
+          chains start at the grid value nearest ``D + 2``. A number fixes it;
+          ``D + 2`` (the default before the hyperprior, and of a fixed scale)
+          is the least informative value for which the prior mean of each
+          covariance, ``psi0 / (nu0 - D - 1)``, exists;
         * the scale matrix is ``s * diag(var(X))``: no prior correlation, and a
           size ``s`` that is learned from the data by default.
 
         With ``scale="learn"`` (default) ``s`` has a discrete log-uniform
-        hyperprior, ``s = nu0 * c`` with ``c`` on :data:`DEFAULT_SCALE_FRACTIONS`
+        hyperprior, ``s = nu0 * c`` (``nu0 = D + 2`` here when ``nu0`` is
+        learned) with ``c`` on :data:`DEFAULT_SCALE_FRACTIONS`
         (91 values, 20 per decade, from ``1e-4`` to ``3``): ``c`` is the typical
         (harmonic) within-cluster variance as a fraction of the data variance,
         since ``E[Sigma^{-1}] = diag(var(X))^{-1} / c``. The data then choose
@@ -214,8 +274,13 @@ class NIWPrior:
         X : array-like of shape (N, D) or (N,)
             The data to be clustered.
         kappa0 : float, default=0.01
-        nu0 : float, optional
-            Defaults to ``D + 2``.
+        nu0 : float or "learn", optional
+            ``"learn"`` (the default for the full family with a learned scale)
+            puts the hyperprior of :data:`DEFAULT_NU0_OFFSETS` on it:
+            ``nu0 = D - 1 + t`` with ``t`` log-uniform on ``[1.01, 20.1]``
+            (20 values), the range of bayesm's ``rDPGibbs``. A number fixes
+            ``nu0``; otherwise the default is ``D + 2`` (3 for the diagonal
+            family).
         scale : "learn" or float, default="learn"
             ``"learn"`` for the hyperprior on the scale, or a fixed prior
             cluster covariance as a fraction of the data variance.
@@ -240,7 +305,19 @@ class NIWPrior:
                 f"Argument 'covariance' must be one of {COVARIANCE_FAMILIES}, got {covariance!r}."
             )
         diag = covariance == "diag"
-        if nu0 is None:
+        if nu0 is None and learn and not diag:
+            nu0 = "learn"
+        learn_nu0 = isinstance(nu0, str)
+        if learn_nu0 and (nu0 != "learn" or diag or not learn):
+            raise ValueError(
+                f"Argument 'nu0' must be a number > D - 1, None or 'learn' (with the full "
+                f"covariance family and scale='learn'), got {nu0!r}."
+            )
+        nu_grid = None
+        if learn_nu0:
+            nu_grid = d - 1.0 + DEFAULT_NU0_OFFSETS
+            nu0 = float(nu_grid[np.argmin(np.abs(nu_grid - (d + 2.0)))])
+        elif nu0 is None:
             nu0 = 3.0 if diag else float(d + 2)
         nu0 = float(nu0)
         var = data.var(axis=0, ddof=1)
@@ -256,8 +333,9 @@ class NIWPrior:
                 kappa0=kappa0,
                 nu0=nu0,
                 psi0=np.diag(var),
-                scale_grid=nu0 * DEFAULT_SCALE_FRACTIONS,
+                scale_grid=(float(d + 2) if learn_nu0 else nu0) * DEFAULT_SCALE_FRACTIONS,
                 covariance=covariance,
+                nu0_grid=nu_grid,
             )
         dof = nu0 - 2.0 if diag else nu0 - d - 1
         psi0 = np.diag(max(dof, 1.0) * scale * var)
@@ -266,28 +344,40 @@ class NIWPrior:
 
 def _check_scale_grid(grid, log_weights) -> tuple[np.ndarray | None, np.ndarray | None]:
     """Validate a scale grid and its log weights; return them (weights normalised)."""
-    if grid is None:
-        if log_weights is not None:
-            raise ValueError("Argument 'scale_log_weights' needs a 'scale_grid'.")
-        return None, None
-    g = np.atleast_1d(np.asarray(grid, dtype=np.float64))
-    if g.ndim != 1 or g.size == 0 or not np.all(np.isfinite(g)) or np.any(g <= 0):
+    g, w = _check_grid(grid, log_weights, "scale_grid", "scale_log_weights")
+    if g is not None and np.any(g <= 0):
         raise ValueError(
             f"Argument 'scale_grid' must be a non-empty vector of finite numbers > 0, got {grid!r}."
         )
+    return g, w
+
+
+def _check_grid(
+    grid, log_weights, grid_name: str, weights_name: str
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Validate a hyperprior grid and its log weights; return them (weights normalised)."""
+    if grid is None:
+        if log_weights is not None:
+            raise ValueError(f"Argument '{weights_name}' needs a '{grid_name}'.")
+        return None, None
+    g = np.atleast_1d(np.asarray(grid, dtype=np.float64))
+    if g.ndim != 1 or g.size == 0 or not np.all(np.isfinite(g)):
+        raise ValueError(
+            f"Argument '{grid_name}' must be a non-empty vector of finite numbers, got {grid!r}."
+        )
     if np.unique(g).size != g.size:
-        raise ValueError("Argument 'scale_grid' must not repeat a value.")
+        raise ValueError(f"Argument '{grid_name}' must not repeat a value.")
     if log_weights is None:
         w = np.zeros(g.size)
     else:
         w = np.atleast_1d(np.asarray(log_weights, dtype=np.float64))
         if w.shape != g.shape:
             raise ValueError(
-                f"Argument 'scale_log_weights' must have the shape of 'scale_grid' {g.shape}, "
+                f"Argument '{weights_name}' must have the shape of '{grid_name}' {g.shape}, "
                 f"got {w.shape}."
             )
         if not np.all(np.isfinite(w)):
-            raise ValueError("Argument 'scale_log_weights' must be finite.")
+            raise ValueError(f"Argument '{weights_name}' must be finite.")
     w = w - float(logsumexp(w))
     return g, w
 
@@ -299,8 +389,10 @@ class NIWMixtureRV(RandomVariable):
     dtype = "floatX"
     _print_name = ("NIWMixture", "\\operatorname{NIWMixture}")
 
-    def rng_fn(self, rng, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights, size):
-        """Draw the scale, each cluster's mean and covariance from the prior, then its points.
+    def rng_fn(
+        self, rng, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_w, nu0_grid, nu0_log_w, size
+    ):
+        """Draw the scale and ``nu0``, each cluster's mean and covariance, then its points.
 
         The 1-D variant (:data:`niw_mixture_1d`) returns a vector of length ``N``.
         """
@@ -309,8 +401,8 @@ class NIWMixtureRV(RandomVariable):
                 "NIWMixture draws one data set per label vector; batched sizes are not supported."
             )
         d = mu0.shape[0]
-        weights = np.exp(scale_log_weights - np.max(scale_log_weights))
-        psi0 = psi0 * scale_grid[rng.choice(scale_grid.shape[0], p=weights / weights.sum())]
+        psi0 = psi0 * _draw_grid_value(rng, scale_grid, scale_log_w)
+        nu0 = _draw_grid_value(rng, nu0_grid, nu0_log_w) if nu0_grid.shape[0] > 1 else nu0
         out = np.empty((z.shape[0], d))
         for label in np.unique(z):
             members = z == label
@@ -331,14 +423,15 @@ class DiagNIWMixtureRV(NIWMixtureRV):
     covariance = "diag"
 
     @classmethod
-    def rng_fn(cls, rng, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights, size):
+    def rng_fn(
+        cls, rng, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_w, nu0_grid, nu0_log_w, size
+    ):
         """Draw the scale, each cluster's variances and mean from the prior, then its points."""
         if size is not None or z.ndim != 1:
             raise NotImplementedError(
                 "NIWMixture draws one data set per label vector; batched sizes are not supported."
             )
-        weights = np.exp(scale_log_weights - np.max(scale_log_weights))
-        s = scale_grid[rng.choice(scale_grid.shape[0], p=weights / weights.sum())]
+        s = _draw_grid_value(rng, scale_grid, scale_log_w)
         rates = 0.5 * s * np.diag(psi0)
         out = np.empty((z.shape[0], mu0.shape[0]))
         for label in np.unique(z):
@@ -349,15 +442,23 @@ class DiagNIWMixtureRV(NIWMixtureRV):
         return out
 
 
-niw_mixture = NIWMixtureRV(signature="(n),(d),(),(),(d,d),(g),(g)->(n,d)")
-niw_mixture_1d = NIWMixtureRV(signature="(n),(d),(),(),(d,d),(g),(g)->(n)")
-diag_niw_mixture = DiagNIWMixtureRV(signature="(n),(d),(),(),(d,d),(g),(g)->(n,d)")
-diag_niw_mixture_1d = DiagNIWMixtureRV(signature="(n),(d),(),(),(d,d),(g),(g)->(n)")
+def _draw_grid_value(rng, grid: np.ndarray, log_weights: np.ndarray) -> float:
+    """One value of a hyperprior grid, drawn with its prior weights."""
+    weights = np.exp(log_weights - np.max(log_weights))
+    return float(grid[rng.choice(grid.shape[0], p=weights / weights.sum())])
+
+
+_SIGNATURE = "(n),(d),(),(),(d,d),(g),(g),(h),(h)"
+niw_mixture = NIWMixtureRV(signature=_SIGNATURE + "->(n,d)")
+niw_mixture_1d = NIWMixtureRV(signature=_SIGNATURE + "->(n)")
+diag_niw_mixture = DiagNIWMixtureRV(signature=_SIGNATURE + "->(n,d)")
+diag_niw_mixture_1d = DiagNIWMixtureRV(signature=_SIGNATURE + "->(n)")
 
 
 class ScaleMarginalLogp(Op):
     """``log sum_g w_g prod_k m(X_k | s_g P)``: the log density with the scale integrated out.
 
+    With a grid of ``nu0`` values, ``log sum_{g,h} w_g v_h prod_k m(X_k | s_g P, nu_h)``.
     Computed in NumPy over the occupied clusters only, ``O(N D^2 + K D^3 + G K D)``
     (:func:`pymc_pcrp._niw_numpy.scale_marginal_loglik`). Invalid labels give
     ``-inf``. Its gradient in the data is :class:`ScaleMarginalGrad` (same cost),
@@ -371,10 +472,9 @@ class ScaleMarginalLogp(Op):
         self.covariance = covariance
         super().__init__()
 
-    def make_node(self, x, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights):
-        """Build the node: data ``(N, D)``, labels, NIW parameters, grid and log weights."""
-        inputs = [pt.as_tensor_variable(v) for v in (x, z, mu0, kappa0, nu0, psi0)]
-        inputs += [pt.as_tensor_variable(scale_grid), pt.as_tensor_variable(scale_log_weights)]
+    def make_node(self, x, z, mu0, kappa0, nu0, psi0, *grids):
+        """Build the node: data ``(N, D)``, labels, NIW parameters, grids and log weights."""
+        inputs = [pt.as_tensor_variable(v) for v in (x, z, mu0, kappa0, nu0, psi0, *grids)]
         return Apply(self, inputs, [pt.dscalar()])
 
     def perform(self, node, inputs, output_storage):
@@ -383,21 +483,16 @@ class ScaleMarginalLogp(Op):
         from pymc_pcrp._niw_numpy import scale_marginal_loglik
 
         loglik = diag_scale_marginal_loglik if self.covariance == "diag" else scale_marginal_loglik
-        x, z, mu0, kappa0, nu0, psi0, grid, log_w = inputs
+        x, z, mu0, kappa0, nu0, psi0, grid, log_w, nu_grid, nu_log_w = inputs
         n = x.shape[0]
         z = np.asarray(z)
         if z.shape[0] != n or (n and (z.min() < 0 or z.max() >= n)):
             value = -np.inf
         else:
-            value = loglik(
-                np.asarray(x, dtype=np.float64) - mu0,
-                z,
-                float(kappa0),
-                float(nu0),
-                psi0,
-                grid,
-                log_w,
-            )
+            xc = np.asarray(x, dtype=np.float64) - mu0
+            nus = [float(nu0)] if nu_grid.shape[0] == 1 else nu_grid
+            parts = [loglik(xc, z, float(kappa0), float(nu), psi0, grid, log_w) for nu in nus]
+            value = parts[0] if len(parts) == 1 else float(logsumexp(nu_log_w + np.array(parts)))
         output_storage[0][0] = np.asarray(value, dtype=np.float64)
 
     def L_op(self, inputs, outputs, output_grads):
@@ -420,24 +515,33 @@ class ScaleMarginalGrad(Op):
 
     __props__ = ()
 
-    def make_node(self, x, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights):
+    def make_node(self, x, z, mu0, kappa0, nu0, psi0, *grids):
         """Build the node on the inputs of :class:`ScaleMarginalLogp`."""
-        inputs = [pt.as_tensor_variable(v) for v in (x, z, mu0, kappa0, nu0, psi0)]
-        inputs += [pt.as_tensor_variable(scale_grid), pt.as_tensor_variable(scale_log_weights)]
+        inputs = [pt.as_tensor_variable(v) for v in (x, z, mu0, kappa0, nu0, psi0, *grids)]
         return Apply(self, inputs, [pt.dmatrix()])
 
     def perform(self, node, inputs, output_storage):
         """Evaluate the gradient in NumPy."""
-        from pymc_pcrp._niw_numpy import scale_marginal_grad
+        from pymc_pcrp._niw_numpy import scale_marginal_grad, scale_marginal_loglik
 
-        x, z, mu0, kappa0, nu0, psi0, grid, log_w = inputs
+        x, z, mu0, kappa0, nu0, psi0, grid, log_w, nu_grid, nu_log_w = inputs
         x = np.asarray(x, dtype=np.float64)
         n = x.shape[0]
         z = np.asarray(z)
         if z.shape[0] != n or (n and (z.min() < 0 or z.max() >= n)):
             out = np.zeros_like(x)
-        else:
+        elif nu_grid.shape[0] == 1:
             out = scale_marginal_grad(x - mu0, z, float(kappa0), float(nu0), psi0, grid, log_w)
+        else:
+            # the gradient of log sum_h v_h L_h is sum_h pi_h grad log L_h, pi_h ∝ v_h L_h
+            xc = x - mu0
+            args = (z, float(kappa0))
+            logs = [scale_marginal_loglik(xc, *args, nu, psi0, grid, log_w) for nu in nu_grid]
+            pi = np.exp(nu_log_w + np.array(logs) - logsumexp(nu_log_w + np.array(logs)))
+            out = np.zeros_like(x)
+            for weight, nu in zip(pi, nu_grid, strict=True):
+                if weight > 1e-15:
+                    out += weight * scale_marginal_grad(xc, *args, nu, psi0, grid, log_w)
         output_storage[0][0] = out
 
 
@@ -535,19 +639,27 @@ class NIWMixture(Continuous):
             op = diag_niw_mixture_1d if one_d else diag_niw_mixture
         else:
             op = niw_mixture_1d if one_d else niw_mixture
-        params = [z, prior.mu0, prior.kappa0, prior.nu0, prior.psi0, *prior.grid_arrays()]
+        params = [
+            z,
+            prior.mu0,
+            prior.kappa0,
+            prior.nu0,
+            prior.psi0,
+            *prior.grid_arrays(),
+            *prior.nu0_arrays(),
+        ]
         return op(*params, **{k: v for k, v in kwargs.items() if k in ("size", "rng")})
 
     @staticmethod
-    def support_point(rv, size, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights):
+    def support_point(rv, size, z, mu0, kappa0, nu0, psi0, *grids):
         """Every point at the prior mean ``mu0`` (the start of a latent NIWMixture)."""
         if rv.ndim == 1:
             return pt.broadcast_to(mu0[0], (z.shape[0],))
         return pt.broadcast_to(mu0, (z.shape[0], mu0.shape[0]))
 
     @staticmethod
-    def logp(value, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights):
-        """Sum of the NIW log marginal likelihoods of the clusters (scale integrated out).
+    def logp(value, z, mu0, kappa0, nu0, psi0, *grids):
+        """Sum of the NIW log marginal likelihoods of the clusters (scale and nu0 integrated out).
 
         A fixed scale is a one-point grid. The sum runs over the occupied
         clusters only, in NumPy (:class:`ScaleMarginalLogp`): memory
@@ -555,7 +667,7 @@ class NIWMixture(Continuous):
         for a fixed scale before, took 6.6 GB and 40 s at N = 100,000, D = 50.)
         """
         x = value if value.ndim == 2 else value[:, None]
-        res = ScaleMarginalLogp()(x, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights)
+        res = ScaleMarginalLogp()(x, z, mu0, kappa0, nu0, psi0, *grids)
         return check_parameters(
             res, kappa0 > 0, nu0 > mu0.shape[0] - 1, msg="kappa0 > 0, nu0 > D - 1"
         )
@@ -566,13 +678,13 @@ def _diag_logp(op, values, *params, **kwargs):
     """Log density of the diagonal family (:mod:`pymc_pcrp._diag_numpy`), scale integrated out.
 
     ``params`` are the node's inputs (random generator and size first); the last
-    seven are the distribution parameters.
+    nine are the distribution parameters.
     """
     [value] = values
-    z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights = params[-7:]
+    z, mu0, kappa0, nu0, psi0, *grids = params[-9:]
     x = value if value.ndim == 2 else value[:, None]
     op = ScaleMarginalLogp("diag")
-    res = op(x, z, mu0, kappa0, nu0, psi0, scale_grid, scale_log_weights)
+    res = op(x, z, mu0, kappa0, nu0, psi0, *grids)
     return check_parameters(res, kappa0 > 0, nu0 > 0, msg="kappa0 > 0, nu0 > 0")
 
 

@@ -85,7 +85,9 @@ def model_terms(model, idata, var_name: str | None) -> dict:
             "log-likelihood, predict and predictive_density support the full-covariance NIW "
             "family only so far. pymc_pcrp.sample_posterior_predictive supports both."
         )
-    z, mu0, kappa0, nu0, psi0, grid, log_weights = rv.owner.op.dist_params(rv.owner)
+    z, mu0, kappa0, nu0, psi0, grid, log_weights, nu_grid, nu_log_w = rv.owner.op.dist_params(
+        rv.owner
+    )
     if z.owner is None or not isinstance(z.owner.op, PowerCRPRV) or z not in umodel.free_RVs:
         raise ValueError(
             f"pymc_pcrp.posterior.log_likelihood: the labels of '{rv.name}' must be a "
@@ -107,10 +109,19 @@ def model_terms(model, idata, var_name: str | None) -> dict:
             ("psi0", psi0),
             ("scale grid", grid),
             ("scale weights", log_weights),
+            ("nu0 grid", nu_grid),
+            ("nu0 weights", nu_log_w),
         )
     }
     grid_values = np.atleast_1d(fixed["scale grid"])
-    if grid_values.size == 1:
+    nu_values = np.atleast_1d(fixed["nu0 grid"])
+    learned_nu0 = {}
+    if nu_values.size > 1:
+        learned_nu0 = {
+            "nu0_grid": nu_values,
+            "nu0_log_weights": np.atleast_1d(fixed["nu0 weights"]),
+        }
+    if grid_values.size == 1 and not learned_nu0:
         prior = NIWPrior(
             mu0=fixed["mu0"],
             kappa0=float(fixed["kappa0"]),
@@ -125,6 +136,7 @@ def model_terms(model, idata, var_name: str | None) -> dict:
             psi0=fixed["psi0"],
             scale_grid=grid_values,
             scale_log_weights=np.atleast_1d(fixed["scale weights"]),
+            **learned_nu0,
         )
     x = _constant(umodel.rvs_to_values[rv], "observed data").astype(np.float64)
     x = x[:, None] if x.ndim == 1 else x

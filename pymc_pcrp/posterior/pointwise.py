@@ -62,6 +62,8 @@ normal and Student-t models. Computational Statistics 36, 1243-1261.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import arviz as az
 import numpy as np
 import xarray as xr
@@ -69,6 +71,7 @@ import xarray as xr
 from scipy.special import gammaln, logsumexp, multigammaln
 
 from pymc_pcrp._idata import (
+    draw_nu0s,
     draw_scales,
     label_draws,
     observed_points,
@@ -210,6 +213,7 @@ def pointwise_log_likelihood(
     alpha,
     power,
     scales=None,
+    nu0s=None,
 ) -> np.ndarray:
     r"""``log p(x_i | x_{-i}, z_{-i}, s, alpha, r)`` for every draw and point.
 
@@ -230,6 +234,9 @@ def pointwise_log_likelihood(
     scales : array_like of shape (S,), optional
         Each draw's NIW scale ``s`` (``Psi_0 = s psi0``). Required when the prior
         learns its scale; for a fixed-scale prior it defaults to 1.
+    nu0s : array_like of shape (S,), optional
+        Each draw's ``nu0`` (the sample stat ``niw_nu0``). Required when the
+        prior learns ``nu0``; otherwise it defaults to the prior's ``nu0``.
 
     Returns
     -------
@@ -252,6 +259,16 @@ def pointwise_log_likelihood(
                 "its own s (the sample stat niw_scale)."
             )
         scales = np.ones(n_draws)
+    if nu0s is None:
+        if prior.learns_nu0:
+            raise ValueError(
+                "Argument 'nu0s' is required: the prior learns nu0, so each draw needs its own "
+                "nu0 (the sample stat niw_nu0)."
+            )
+        nu0s = np.full(n_draws, prior.nu0)
+    nu0s = np.broadcast_to(np.asarray(nu0s, dtype=np.float64), (n_draws,))
+    if not np.all(np.isfinite(nu0s) & (nu0s > prior.dim - 1)):
+        raise ValueError(f"Argument 'nu0s' must be finite and > D - 1 = {prior.dim - 1}.")
     per_draw = {
         name: np.broadcast_to(np.asarray(value, dtype=np.float64), (n_draws,))
         for name, value in (("alpha", alpha), ("power", power), ("scales", scales))
@@ -265,17 +282,20 @@ def pointwise_log_likelihood(
     ordered = np.sort(labels, axis=1)
     k_max = int((np.diff(ordered, axis=1) != 0).sum(axis=1).max(initial=0)) + 1
     step = max(1, _BLOCK_ELEMENTS // (k_max * n))
-    for start in range(0, n_draws, step):
-        block = slice(start, start + step)
-        out[block] = _chunk(
-            xc,
-            outer,
-            labels[block],
-            prior,
-            per_draw["scales"][block],
-            per_draw["alpha"][block],
-            per_draw["power"][block],
-        )
+    for nu0 in np.unique(nu0s):  # one pass per value of nu0 (one pass for a fixed nu0)
+        rows = np.flatnonzero(nu0s == nu0)
+        fixed = replace(prior, nu0=float(nu0), nu0_grid=None, nu0_log_weights=None)
+        for start in range(0, rows.size, step):
+            block = rows[start : start + step]
+            out[block] = _chunk(
+                xc,
+                outer,
+                labels[block],
+                fixed,
+                per_draw["scales"][block],
+                per_draw["alpha"][block],
+                per_draw["power"][block],
+            )
     return out
 
 
@@ -409,6 +429,7 @@ def log_likelihood(
     scales = draw_scales(
         idata, prior.grid_arrays()[0], (n_chains, n_draws), "log_likelihood"
     ).reshape(-1)
+    nu0s = draw_nu0s(idata, prior, (n_chains, n_draws), "log_likelihood").reshape(-1)
     values = pointwise_log_likelihood(
         terms["x"],
         labels.reshape(-1, n),
@@ -416,6 +437,7 @@ def log_likelihood(
         alpha=terms["alpha"],
         power=terms["power"],
         scales=scales,
+        nu0s=nu0s,
     ).reshape(n_chains, n_draws, n)
     post = idata.posterior
     dims = ("chain", "draw", terms["obs_dim"])

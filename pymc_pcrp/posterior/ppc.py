@@ -16,9 +16,9 @@ import pymc as pm
 from pymc.util import RandomState
 from scipy import stats
 
-from pymc_pcrp._idata import draw_scales
+from pymc_pcrp._idata import draw_nu0s, draw_scales
 from pymc_pcrp._niw_numpy import niw_posterior
-from pymc_pcrp.distributions.niw import NIWMixtureRV
+from pymc_pcrp.distributions.niw import NIWMixtureRV, NIWPrior
 
 __all__ = ["sample_posterior_predictive"]
 
@@ -62,7 +62,7 @@ def sample_posterior_predictive(
     for obs in model.observed_RVs:
         if not isinstance(obs.owner.op, NIWMixtureRV):
             continue
-        z_rv, mu0, kappa0, nu0, psi0, grid, _ = obs.owner.inputs[2:]
+        z_rv, mu0, kappa0, nu0, psi0, grid, _, nu_grid, nu_log_w = obs.owner.inputs[2:]
         if z_rv.name not in idata.posterior:
             raise ValueError(
                 f"The labels '{z_rv.name}' of '{obs.name}' are not in idata.posterior."
@@ -81,6 +81,11 @@ def sample_posterior_predictive(
                 "data's posterior first, or assign new points with pymc_pcrp.predict."
             )
         scales = draw_scales(idata, grid, labels.shape[:2], obs.name)
+        nu0s = np.full(labels.shape[:2], float(nu0))
+        if nu_grid.eval().size > 1:
+            grids = {"nu0_grid": nu_grid.eval(), "nu0_log_weights": nu_log_w.eval()}
+            learned = NIWPrior(mu0, kappa0, float(nu0), psi0, **grids)
+            nu0s = draw_nu0s(idata, learned, labels.shape[:2], obs.name)
         reps = np.empty((*labels.shape[:2], *x.shape))
         diag = getattr(obs.owner.op, "covariance", "full") == "diag"
         for c in range(labels.shape[0]):
@@ -100,7 +105,7 @@ def sample_posterior_predictive(
                         )[:, 0]
                     continue
                 reps[c, d] = _replicate(
-                    rng, x, labels[c, d], mu0, float(kappa0), float(nu0), scales[c, d] * psi0
+                    rng, x, labels[c, d], mu0, float(kappa0), nu0s[c, d], scales[c, d] * psi0
                 )
         out[obs.name] = reps if data.ndim == 2 else reps[..., 0]
     if not out:

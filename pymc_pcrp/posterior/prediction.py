@@ -53,6 +53,7 @@ from scipy.special import logsumexp
 
 from pymc_pcrp._idata import (
     draw_indices,
+    draw_nu0s,
     draw_scales,
     label_draws,
     observed_points,
@@ -171,6 +172,7 @@ def _draw_terms(
     power: float,
     alpha: float,
     scale: float = 1.0,
+    nu0: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return the prediction rule of one draw and its overlap with the training partition.
 
@@ -180,7 +182,7 @@ def _draw_terms(
     """
     n_point_clusters = int(training_index.max()) + 1
     _, draw_index = np.unique(z, return_inverse=True)
-    pred = predictor(z, scale)
+    pred = predictor(z, scale, nu0)
     log_score = pred.logpdf(x_new)  # (K + 1, M)
     log_score[:-1] += power * np.log(pred.sizes)[:, None]
     log_score[-1] += np.log(alpha)
@@ -283,12 +285,13 @@ def predict(
 
     predictor = PartitionPredictor(x, prior)
     scales = draw_scales(idata, prior.grid_arrays()[0], draws.shape[:2], "predict").reshape(-1)
+    nu0s = draw_nu0s(idata, prior, draws.shape[:2], "predict").reshape(-1)
     flat = draws.reshape(-1, n)
     chosen = draw_indices(draws.shape[0], draws.shape[1], max_draws)
     total = np.zeros((x_new.shape[0], n_point_clusters + 1))
     for index in chosen:
         rule, overlap = _draw_terms(
-            predictor, flat[index], x_new, training_index, power, alpha, scales[index]
+            predictor, flat[index], x_new, training_index, power, alpha, scales[index], nu0s[index]
         )
         total[:, :-1] += rule[:-1].T @ overlap
         total[:, -1] += rule[-1]
@@ -419,11 +422,12 @@ def predictive_density(
 
     n_chains, n_draws = labels.shape[:2]
     scales = draw_scales(idata, prior.grid_arrays()[0], (n_chains, n_draws), "predictive_density")
+    nu0s = draw_nu0s(idata, prior, (n_chains, n_draws), "predictive_density")
     flat = labels.reshape(n_chains * n_draws, -1)
     chosen = draw_indices(n_chains, n_draws, max_draws)
     density = np.zeros(points.shape[0])
     for index in chosen:
-        pred = predictor(flat[index], scales.reshape(-1)[index])
+        pred = predictor(flat[index], scales.reshape(-1)[index], nu0s.reshape(-1)[index])
         weights = prediction_weights(pred.sizes, power, alpha)
         density += weights @ np.exp(pred.logpdf(points))
     density /= chosen.size
@@ -431,7 +435,7 @@ def predictive_density(
         return density
 
     chain, draw = _representative_draw(idata, labels)
-    pred = predictor(labels[chain, draw], scales[chain, draw])
+    pred = predictor(labels[chain, draw], scales[chain, draw], nu0s[chain, draw])
     weights = prediction_weights(pred.sizes, power, alpha)
     parts = DensityComponents(
         densities=weights[:, None] * np.exp(pred.logpdf(points)),

@@ -92,12 +92,12 @@ class StepInputsMixin:
             )
         if niw is None:
             return None, None
-        _, mu0, kappa0, nu0, psi0, grid, log_w = niw.owner.op.dist_params(niw.owner)
+        _, *params = niw.owner.op.dist_params(niw.owner)
         if niw in model.observed_RVs:
             read_data = value_reader(model.rvs_to_values[niw])
         else:
             read_data = self._latest_values
-        readers = [read_data, *(value_reader(v) for v in (mu0, kappa0, nu0, psi0, grid, log_w))]
+        readers = [read_data, *(value_reader(v) for v in params)]
         return readers, niw
 
     @staticmethod
@@ -115,6 +115,12 @@ class StepInputsMixin:
                 "point: call the step with one."
             )
         return self._latest
+
+    def _learns_nu0(self) -> bool:
+        """Whether the NIWMixture's prior has a grid of ``nu0`` values (a hyperprior on it)."""
+        if self._data_readers is None:
+            return False
+        return int(np.size(self._data_readers[-2]())) > 1
 
     def _data_dimension(self) -> int:
         """``D`` of the NIWMixture data (0 without a likelihood), from the prior mean."""
@@ -209,9 +215,11 @@ class StepInputsMixin:
                 last = InputCache(values, (), (), SweepInputs(xc, params, sweep_tables(xc, params)))
                 self._inputs = last
             return last.inputs
-        data, mu0, kappa0, nu0, psi0, grid, log_w = (read() for read in self._data_readers)
+        data, mu0, kappa0, nu0, psi0, grid, log_w, nu_grid, nu_log_w = (
+            read() for read in self._data_readers
+        )
         values = (alpha, power, float(kappa0), float(nu0))
-        sources = (data, mu0, psi0, grid, log_w)
+        sources = (data, mu0, psi0, grid, log_w, nu_grid, nu_log_w)
         same_sources = last is not None and same_objects(sources, last.sources)
         if same_sources and values == last.values:
             return last.inputs
@@ -238,14 +246,21 @@ class StepInputsMixin:
             self._inputs = InputCache(values, sources, (), inputs)
             return inputs
         scale, fixed = None, (1.0, 0.0)
-        if grid.shape[0] == 1:
+        nu_grid = np.asarray(nu_grid, dtype=np.float64)
+        learn_nu0 = nu_grid.shape[0] > 1
+        if grid.shape[0] == 1 and not learn_nu0:
             fixed = (float(grid[0]), float(log_w[0]))
             if fixed[0] != 1.0:
                 psi0 = fixed[0] * np.asarray(psi0, dtype=np.float64)
         elif same_sources and last.inputs.scale is not None and xc is last.inputs.xc:
-            scale = last.inputs.scale  # keeps the chain's current s
+            scale = last.inputs.scale  # keeps the chain's current s (and nu0)
         else:
-            scale = make_scale_grid(xc, psi0, grid, log_w)
+            start = int(np.argmin(np.abs(nu_grid - float(nu0))))
+            self._nu0_start = start
+            nu_log_w = np.asarray(nu_log_w, dtype=np.float64)
+            scale = make_scale_grid(xc, psi0, grid, log_w, nu_grid, nu_log_w, start)
+        if scale is not None:  # the tables belong to the chain's nu0 (the kernel keeps them so)
+            nu0 = scale.nu0s[scale.current[2]]
         params = make_params(alpha, power, float(kappa0), float(nu0), psi0)
         inputs = SweepInputs(xc, params, sweep_tables(xc, params), scale, fixed)
         self._inputs = InputCache(values, sources, (), inputs)

@@ -156,7 +156,8 @@ class Replicas:
         if scale is None:
             return
         for m in range(len(labels)):
-            current = (scales[m], REBUILT) if scales else (0, FRESH_CHAIN)
+            # [s index, status, nu0 index]: nu0 is fixed with tempering (one grid value)
+            current = (scales[m], REBUILT, 0) if scales else (0, FRESH_CHAIN, 0)
             self.grids.append(
                 scale._replace(
                     psi0=scale.psi0.copy(),
@@ -238,8 +239,8 @@ class Replicas:
             if grids is not None:
                 # s travels with the state; each side applies it to its tables next time
                 g_m, g_n = int(grids[m].current[0]), int(grids[m + 1].current[0])
-                grids[m].current[:] = (g_n, REBUILT)
-                grids[m + 1].current[:] = (g_m, REBUILT)
+                grids[m].current[:2] = (g_n, REBUILT)
+                grids[m + 1].current[:2] = (g_m, REBUILT)
         self.proposed = betas.size - 1
         self.states = states[1:]
         cold = states[0]

@@ -209,7 +209,8 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         ``min(1, exp((beta_i - beta_j)(L_j - L_i)))``, ``L = log p(X | z, s)``;
         the chain stays exact (:mod:`pymc_pcrp.step_methods._tempering`). A hot
         replica's sweep scores every cluster, so a draw costs about ``M`` times
-        or more. Needs a fixed ``alpha`` and power.
+        or more. Needs a fixed ``alpha``, power and ``nu0`` (e.g.
+        ``NIWPrior.from_data(X, nu0=D + 2)``: the default prior learns ``nu0``).
     alpha_w : float, default=1.0
         Initial width, on the unconstrained scale, of the slice move of an
         ``alpha`` this step owns (see below); adapted during tuning. Ignored
@@ -230,8 +231,13 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
     model's posterior with ``s`` integrated out. The chain's ``s`` is kept
     between draws; a new chain draws its first ``s`` given its initial partition.
 
+    With a hyperprior on ``nu0`` as well (``NIWPrior.nu0_grid``, e.g.
+    ``NIWPrior.from_data(X, nu0="learn")``), ``nu0`` is drawn exactly from its
+    conditional given the partition and ``s`` after the sweeps of each draw.
+
     Sample stats: ``log_joint``, ``n_clusters``, ``niw_scale`` (the draw's ``s``;
-    1 for a fixed-scale prior, whose ``Psi_0`` is ``psi0`` itself), and the
+    1 for a fixed-scale prior, whose ``Psi_0`` is ``psi0`` itself), ``niw_nu0``
+    (the draw's ``nu0``), and the
     split-merge counts of the draw ``split_proposed``, ``split_accepted``,
     ``merge_proposed`` and ``merge_accepted`` (zeros when ``split_merge=0``); acceptance rates are
     their ratios, e.g. ``idata.sample_stats.split_accepted.sum() /
@@ -240,7 +246,8 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
     ``log_joint`` is the log density of the terms this step owns, the ``PowerCRP`` labels and the
     ``NIWMixture`` data given ``alpha``, exactly as PyMC computes them:
     ``K log alpha + r sum_k log Gamma(n_k) + sum_k log m(X_k)`` (with a learned
-    scale ``log sum_g w_g prod_k m(X_k | s_g)`` in place of the last sum), minus
+    scale ``log sum_g w_g prod_k m(X_k | s_g)`` in place of the last sum, and a
+    sum over the ``nu0`` grid as well when ``nu0`` is learned), minus
     ``log Z_N(alpha, r)`` when ``alpha`` or ``power`` is a random variable (for
     fixed ones the normaliser is a constant that ``PowerCRP`` leaves out). With a
     fixed ``alpha`` and no other terms it equals the model's log density.
@@ -256,6 +263,7 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         "merge_proposed": (np.int64, []),
         "merge_accepted": (np.int64, []),
         "niw_scale": (np.float64, []),
+        "niw_nu0": (np.float64, []),
         "swap_proposed": (np.int64, []),
         "swap_accepted": (np.int64, []),
     }
@@ -343,7 +351,7 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         self._diag = diag_family(self._niw, self._latent)
         if self._data_readers is not None and self._latent is None:
             # Before any sampling: a prior the cluster statistics would swamp.
-            data, mu0, _, _, psi0, grid, _ = (read() for read in self._data_readers)
+            data, mu0, _, _, psi0, grid, *_ = (read() for read in self._data_readers)
             check_prior_scale(
                 check_data(data, "observed"), np.asarray(mu0), np.asarray(psi0), np.min(grid)
             )
@@ -361,6 +369,7 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         self._kept: KeptState | None = None  # see step
         self._compiled: CompiledAdvance | None = None  # see _call_advance
         self._scale_inputs: SweepInputs | None = None  # inputs the current s was applied to
+        self._nu0_start = 0  # grid index of the nu0 every chain starts from (a learned nu0)
         self._prior_shifts = 0  # new alphas applied by shifting the new-cluster weights
         self.tune = True  # pm.sample sets it; adapts the width of alpha's slice move
         self._alpha_draws = 0  # owned-alpha draws since the new-cluster weights were recomputed
@@ -380,6 +389,9 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
             if self._diag
             else "with latent values"
             if self._latent is not None
+            else "with a learned nu0 (NIWPrior.nu0_grid); fix it, e.g. "
+            "NIWPrior.from_data(X, nu0=D + 2)"
+            if self._learns_nu0()
             else None,
         )
 
@@ -467,6 +479,8 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
             self.fresh_chain = False
             if scale is not None:
                 scale.current[1] = FRESH_CHAIN  # draw s given the initial partition
+                if not self._diag:  # and start nu0 where every chain starts it
+                    scale.current[2] = self._nu0_start
             return init_family_state(self._diag, xc, labels, params), 0
         if (
             kept is not None
@@ -514,6 +528,7 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         if scale is None:
             log_density = self._call_advance(inputs, args, kernel) + inputs.fixed_scale[1]
             niw_scale = inputs.fixed_scale[0]
+            niw_nu0 = inputs.params.nu0
         else:
             if self._scale_inputs is not inputs:
                 shifted = (
@@ -530,6 +545,7 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
             args = (*args[:5], scale, *args[5:])
             log_density = self._call_advance(inputs, args, kernel)
             niw_scale = math.exp(scale.log_s[scale.current[0]])
+            niw_nu0 = float(scale.nu0s[scale.current[2]])
         swaps = (0, 0)
         if self._replicas is not None:  # hot replicas' draws, then swaps (may change state)
             drawn = self._replicas.draw(
@@ -563,6 +579,7 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
             "merge_proposed": int(counts[2]),
             "merge_accepted": int(counts[3]),
             "niw_scale": niw_scale,
+            "niw_nu0": niw_nu0,
             "swap_proposed": swaps[0],
             "swap_accepted": swaps[1],
         }

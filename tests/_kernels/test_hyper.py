@@ -21,6 +21,7 @@ from pymc_pcrp._kernels.chain import advance
 from pymc_pcrp._kernels.hyper import (
     REBUILT,
     advance_scaled,
+    draw_nu0,
     make_scale_grid,
     scale_conditional,
     set_scale,
@@ -54,7 +55,7 @@ def _reference_loglik(x, labels, mu0, kappa0, nu0, psi0):
 def test_grid_conditional_matches_the_marginal_likelihood_at_each_scale(d):
     x, labels, mu0, kappa0, nu0, base = _problem(15, d, SEED + d)
     xc = x - mu0
-    grid = make_scale_grid(xc, base, GRID, LOG_W)
+    grid = make_scale_grid(xc, base, GRID, LOG_W, nu0)
     state = init_state(xc, labels, make_params(1.0, 1.0, kappa0, nu0, base))
     out = np.empty(GRID.size)
     top = scale_conditional(state, kappa0, nu0, grid, out)
@@ -84,7 +85,7 @@ def test_set_scale_refreshes_factors_and_the_new_cluster_table(d):
     # table and factor must equal a fresh build at that scale.
     x, labels, mu0, kappa0, nu0, base = _problem(20, d, SEED + 10 + d)
     xc = x - mu0
-    grid = make_scale_grid(xc, base, GRID, LOG_W)
+    grid = make_scale_grid(xc, base, GRID, LOG_W, nu0)
     params = make_params(0.7, 1.3, kappa0, nu0, base)
     tables = sweep_tables(xc, params)
     state = init_state(xc, labels, params)
@@ -109,7 +110,7 @@ def _run(x, mu0, kappa0, nu0, base, alpha, r, draws, seed, wrong=False):
     rng = np.random.default_rng(seed)
     xc = np.ascontiguousarray(x - mu0)
     n = xc.shape[0]
-    grid = make_scale_grid(xc, base, GRID, LOG_W)
+    grid = make_scale_grid(xc, base, GRID, LOG_W, nu0)
     params = make_params(alpha, r, kappa0, nu0, base)
     tables = sweep_tables(xc, params)
     state = init_state(xc, np.zeros(n, dtype=np.int64), params)
@@ -152,7 +153,7 @@ def test_kernel_chain_matches_exact_posterior_of_z_and_s(wrong):
 def test_fresh_chain_draws_s_and_rebuilt_state_is_refreshed():
     x, labels, mu0, kappa0, nu0, base = _problem(12, 2, SEED + 30)
     xc = np.ascontiguousarray(x - mu0)
-    grid = make_scale_grid(xc, base, GRID, LOG_W)
+    grid = make_scale_grid(xc, base, GRID, LOG_W, nu0)
     params = make_params(1.0, 1.0, kappa0, nu0, base)
     tables = sweep_tables(xc, params)
     state = init_state(xc, labels, params)
@@ -179,3 +180,53 @@ def test_fresh_chain_draws_s_and_rebuilt_state_is_refreshed():
     fresh = make_params(1.0, 1.0, kappa0, nu0, GRID[g] * base)
     k = out.max() + 1
     np.testing.assert_allclose(state2.logdet[:k], init_state(xc, out, fresh).logdet[:k])
+
+
+NU_OFFSETS = np.array([0.4, 1.0, 3.0, 10.0])
+NU_LOG_W = np.log(np.array([1.0, 2.0, 1.0, 1.5]) / 5.5)
+
+
+def test_nu0_draw_matches_its_exact_conditional_and_rewrites_the_tables():
+    # draw_nu0 is a Gibbs draw of nu0 given (z, s): its frequencies over repeated calls
+    # on one partition must match p(nu_h | z, s) ∝ v_h prod_k m(X_k | s P, nu_h) from
+    # brute-force marginals, and after each draw the sweep's tables must equal a fresh
+    # build at the drawn nu0 (stale tables would bias every later sweep silently).
+    d = 2
+    x, labels, mu0, kappa0, _, base = _problem(14, d, SEED + 40)
+    xc = np.ascontiguousarray(x - mu0)
+    nu0s = d - 1.0 + NU_OFFSETS
+    grid = make_scale_grid(xc, base, GRID, LOG_W, nu0s, NU_LOG_W, 1)
+    params = make_params(0.8, 1.2, kappa0, nu0s[1], base)
+    tables = sweep_tables(xc, params)
+    state = init_state(xc, labels, params)
+    set_scale(3, grid, state, params, tables)
+    s = GRID[3]
+    logp = NU_LOG_W + np.array(
+        [_reference_loglik(x, labels, mu0, kappa0, nu, s * base) for nu in nu0s]
+    )
+    exact = np.exp(logp - logsumexp(logp))
+    rng = np.random.default_rng(SEED + 41)
+    draws = 20_000
+    counts = np.zeros(nu0s.size)
+    for i in range(draws):
+        total, local = draw_nu0(rng, state, params, tables, grid)
+        h = grid.current[2]
+        counts[h] += 1
+        assert local.nu0 == nu0s[h]
+        if i < 8:  # the tables and the log likelihood with s and nu0 summed out
+            fresh = make_params(0.8, 1.2, kappa0, nu0s[h], s * base)
+            for mine, ref in zip(tables, sweep_tables(xc, fresh), strict=True):
+                np.testing.assert_allclose(mine, ref, rtol=1e-12, atol=1e-12)
+            ref_total = logsumexp(
+                [
+                    w + v + _reference_loglik(x, labels, mu0, kappa0, nu, g * base)
+                    for g, w in zip(GRID, LOG_W, strict=True)
+                    for nu, v in zip(nu0s, NU_LOG_W, strict=True)
+                ]
+            )
+            assert total == pytest.approx(ref_total, rel=1e-10)
+    tv = 0.5 * np.abs(counts / draws - exact).sum()
+    assert tv < 0.015, f"TV {tv:.4f} between the drawn nu0 and its exact conditional"
+    # The check can fail: the conditional without the prior weights v_h is far from it.
+    flat = np.exp(logp - NU_LOG_W - logsumexp(logp - NU_LOG_W))
+    assert 0.5 * np.abs(counts / draws - flat).sum() > 0.05

@@ -53,7 +53,7 @@ def test_fresh_log_joint_matches_the_reference(d):
     assert fresh == pytest.approx(ref, rel=1e-11)
     assert fresh == pytest.approx(log_joint(init_state(xc, labels, params), params, d), rel=1e-11)
 
-    grid = make_scale_grid(xc, psi0, GRID, LOG_W)
+    grid = make_scale_grid(xc, psi0, GRID, LOG_W, nu0)
     ref_scaled = _prior_terms(labels, alpha, r) + logsumexp(
         [
             w
@@ -89,7 +89,7 @@ def test_same_partition_gives_the_same_bits_in_every_chain(scaled):
         chain_rng = np.random.default_rng(seed)
         start = canonical_labels(chain_rng.integers(0, 3, size=7))
         state = init_state(xc, start, params)
-        grid = make_scale_grid(xc, np.eye(2), GRID, LOG_W)
+        grid = make_scale_grid(xc, np.eye(2), GRID, LOG_W, params.nu0)
         counts = np.empty(4, dtype=np.int64)
         out = step_labels_out(7)
         for _ in range(400):

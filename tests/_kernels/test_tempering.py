@@ -87,7 +87,7 @@ def hot_frequencies(x, alpha, r, beta, psi0, draws, seed, scaled):
     params = make_params(alpha, r, KAPPA0, x.shape[1] + 1.0, psi0)
     tables = sweep_tables(xc, params)
     state = init_state(xc, np.zeros(n, dtype=np.int64), params)
-    grid = make_scale_grid(xc, psi0, GRID, LOG_W) if scaled else None
+    grid = make_scale_grid(xc, psi0, GRID, LOG_W, params.nu0) if scaled else None
     chain = (xc, state, params, tables)
     if scaled:
         args = (rng, chain, grid, beta, np.int64(1))
@@ -108,7 +108,7 @@ def _chain_inputs(x, alpha, r, psi0, scaled):
     """The step inputs of a tempered chain on ``x``, and replica 0's one-cluster start."""
     xc = np.ascontiguousarray(x)
     params = make_params(alpha, r, KAPPA0, x.shape[1] + 1.0, psi0)
-    grid = make_scale_grid(xc, psi0, GRID, LOG_W) if scaled else None
+    grid = make_scale_grid(xc, psi0, GRID, LOG_W, params.nu0) if scaled else None
     inputs = SweepInputs(xc, params, sweep_tables(xc, params), grid)
     return inputs, init_state(xc, np.zeros(len(x), dtype=np.int64), params)
 

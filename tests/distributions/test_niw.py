@@ -67,11 +67,16 @@ def test_from_data_defaults():
     prior = pcrp.NIWPrior.from_data(x)
     np.testing.assert_allclose(prior.mu0, x.mean(0))
     assert prior.kappa0 == 0.01
-    assert prior.nu0 == 5.0
-    # the default learns the scale: psi0 is the base diag(var), s = nu0 * c on the grid
+    # the default learns nu0: nu0 = D - 1 + exp(u), u on 20 points of [0.01, 3], equal
+    # weights; chains start at the grid value nearest D + 2 = 5
+    assert prior.learns_nu0
+    np.testing.assert_allclose(prior.nu0_grid, 2.0 + np.exp(np.linspace(0.01, 3.0, 20)))
+    np.testing.assert_allclose(prior.nu0_log_weights, -np.log(20.0))
+    assert prior.nu0 == prior.nu0_grid[np.argmin(np.abs(prior.nu0_grid - 5.0))]
+    # and the scale: psi0 is the base diag(var), s = (D + 2) c on the grid
     assert prior.learns_scale
     np.testing.assert_allclose(prior.psi0, np.diag(x.var(0, ddof=1)))
-    c = prior.scale_grid / prior.nu0
+    c = prior.scale_grid / 5.0
     assert c.size == 91
     assert c[0] == pytest.approx(1e-4) and c[-1] == pytest.approx(3.0)
     np.testing.assert_allclose(np.diff(np.log10(c)), np.log10(3e4) / 90)  # ~20 per decade
@@ -94,6 +99,12 @@ def test_from_data_defaults():
         ({"scale_grid": [0.1, 1.0], "scale_log_weights": [0.0]}, "'scale_log_weights'.*shape"),
         ({"scale_grid": [0.1, 1.0], "scale_log_weights": [0.0, np.nan]}, "'scale_log_weights'"),
         ({"scale_log_weights": [0.0]}, "'scale_log_weights' needs a 'scale_grid'"),
+        ({"nu0_grid": [1.0, 4.0]}, r"'nu0_grid'.*greater than D - 1"),
+        ({"nu0_grid": [3.0, 5.0]}, r"'nu0' \(4.0\) must be one of the values of 'nu0_grid'"),
+        ({"nu0_grid": [4.0, 4.0]}, "'nu0_grid'.*repeat"),
+        ({"nu0_grid": [4.0, 6.0], "nu0_log_weights": [0.0]}, "'nu0_log_weights'.*shape"),
+        ({"nu0_log_weights": [0.0]}, "'nu0_log_weights' needs a 'nu0_grid'"),
+        ({"nu0_grid": [4.0, 6.0], "covariance": "diag"}, "'nu0_grid'.*covariance='full' only"),
     ],
 )
 def test_scale_grid_validation(kwargs, match):
@@ -108,6 +119,13 @@ def test_scale_validation_in_from_data():
         pcrp.NIWPrior.from_data(x, scale="fixed")
     with pytest.raises(ValueError, match="'scale'"):
         pcrp.NIWPrior.from_data(x, scale=-0.1)
+    # a learned nu0 needs the full family and a learned scale
+    with pytest.raises(ValueError, match=r"'nu0'.*'learn'"):
+        pcrp.NIWPrior.from_data(x, nu0="learn", scale=0.1)
+    with pytest.raises(ValueError, match=r"'nu0'.*'learn'"):
+        pcrp.NIWPrior.from_data(x, nu0="learned")
+    assert not pcrp.NIWPrior.from_data(x, nu0=4.0).learns_nu0
+    assert not pcrp.NIWPrior.from_data(x, covariance="diag").learns_nu0
 
 
 def test_model_logp_integrates_the_scale_out_exactly():

@@ -53,10 +53,24 @@ def test_pytensor_gradient_of_the_logp_is_the_numpy_gradient():
     logp = pm.logp(dist, value)
     fn = pytensor.function([value], pt.grad(logp, value))
     grid, log_w = prior.grid_arrays()
-    expected = scale_marginal_grad(
-        x0 - prior.mu0, labels, prior.kappa0, prior.nu0, prior.psi0, grid, log_w
+    # the default prior learns nu0 too: the gradient of log sum_h v_h L_h is the
+    # average of each nu0's gradient, weighted by the conditional of nu0
+    args = (x0 - prior.mu0, labels, prior.kappa0)
+    logs = prior.nu0_log_weights + np.array(
+        [scale_marginal_loglik(*args, nu, prior.psi0, grid, log_w) for nu in prior.nu0_grid]
     )
-    np.testing.assert_allclose(fn(x0), expected, rtol=1e-12, atol=1e-12)
+    weights = np.exp(logs - scipy.special.logsumexp(logs))
+    expected = sum(
+        w * scale_marginal_grad(*args, nu, prior.psi0, grid, log_w)
+        for w, nu in zip(weights, prior.nu0_grid, strict=True)
+    )
+    np.testing.assert_allclose(fn(x0), expected, rtol=1e-10, atol=1e-12)
+    # and a finite difference of the log density agrees
+    logp_fn = pytensor.function([value], logp)
+    step = np.zeros_like(x0)
+    step[2, 1] = 1e-6
+    numeric = (logp_fn(x0 + step) - logp_fn(x0 - step)) / 2e-6
+    assert numeric == pytest.approx(expected[2, 1], rel=1e-5)
 
 
 def _hierarchical(y, sigma, prior, alpha=1.0, power=1.1):

@@ -6,8 +6,9 @@ With ``Psi_0 = s P`` and ``s`` on a grid, the exact posterior of the partition i
 ``exact_posterior_scaled``, block marginals computed from scratch). The sampler's
 partition frequencies and the frequencies of its ``niw_scale`` stat must both be
 within total variation 0.02 of them, as in test_exact_enumeration.py. The default
-prior of ``NIWPrior.from_data`` (91 grid values) is used for one case, a coarse
-grid with unequal weights for the others.
+prior of ``NIWPrior.from_data`` (91 grid values) is used for one case, with ``nu0``
+fixed at ``D + 2`` (the learned ``nu0`` has its own test, test_nu0_hyperprior.py), a
+coarse grid with unequal weights for the others.
 """
 
 import numpy as np
@@ -75,7 +76,7 @@ def test_partition_and_scale_frequencies_match_exact_posterior(
 ):
     seed = 31 + 1000 * n + 100 * d + int(10 * r)
     x = _data(n, d, seed)
-    prior = pcrp.NIWPrior.from_data(x) if default_prior else _coarse_prior(d)
+    prior = pcrp.NIWPrior.from_data(x, nu0=d + 2.0) if default_prior else _coarse_prior(d)
     grid, log_w = prior.grid_arrays()
     partitions, pz, ps = exact_posterior_scaled(
         x, alpha, r, prior.mu0, prior.kappa0, prior.nu0, prior.psi0, grid, log_w

@@ -37,7 +37,7 @@ def test_true_split_log_joint_changes_sign_near_g_over_h():
     rng = np.random.default_rng(SEED)
     z = np.repeat([0, 1], N // 2).astype(np.int64)
     x = MEANS[z] + rng.standard_normal((N, 2))  # unit covariances, p = (1/2, 1/2)
-    prior = pcrp.NIWPrior.from_data(x)
+    prior = pcrp.NIWPrior.from_data(x, nu0=4.0)  # nu0 = D + 2 fixed: the log joint at one nu0
     xc = np.ascontiguousarray(x - prior.mu0)
     # Sigma_total = I + diag(9, 0): G = 1/2 log 10, H = log 2.
     g, h = 0.5 * math.log(10.0), math.log(2.0)

@@ -244,7 +244,8 @@ def test_learned_scale_step_replays_the_kernel():
     step, rng, new_point = _step_once("one", sweeps_per_draw=2, n=n, scale="learn")
     prior = pcrp.NIWPrior.from_data(x)
     xc = np.ascontiguousarray(x - prior.mu0)
-    grid = make_scale_grid(xc, prior.psi0, *prior.grid_arrays())
+    start = int(np.argmin(np.abs(prior.nu0_grid - prior.nu0)))  # the default learns nu0 too
+    grid = make_scale_grid(xc, prior.psi0, *prior.grid_arrays(), *prior.nu0_arrays(), start)
     params = make_params(1.0, 1.5, prior.kappa0, prior.nu0, prior.psi0)
     tables = sweep_tables(xc, params)
     state = init_state(xc, np.zeros(n, dtype=np.int64), params)
@@ -256,6 +257,7 @@ def test_learned_scale_step_replays_the_kernel():
     np.testing.assert_array_equal(new_point["z"], out)
     assert step.rng.bit_generator.state == rng.bit_generator.state
     assert step.last_stats["niw_scale"] == math.exp(grid.log_s[grid.current[0]])
+    assert step.last_stats["niw_nu0"] == grid.nu0s[grid.current[2]]
     assert step.last_stats["log_joint"] == pytest.approx(lj, rel=1e-12)
     # the fixed-scale prior records its scale factor 1 (psi0 itself)
     assert _step_once("one", n=n)[0].last_stats["niw_scale"] == 1.0
@@ -438,6 +440,6 @@ def test_learned_scale_tables_follow_a_changing_alpha():
         point["a_log__"] = np.log(alpha)
         point, stats = step.step(point)
         inputs = step._arrays(point)
-        s = stats[0]["niw_scale"]
-        fresh = make_params(alpha, 1.3, prior.kappa0, prior.nu0, s * prior.psi0)
+        s, nu0 = stats[0]["niw_scale"], stats[0]["niw_nu0"]
+        fresh = make_params(alpha, 1.3, prior.kappa0, nu0, s * prior.psi0)
         np.testing.assert_allclose(inputs.tables[0], sweep_tables(inputs.xc, fresh)[0], rtol=1e-12)

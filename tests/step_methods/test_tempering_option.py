@@ -19,8 +19,13 @@ def _data(n=30, seed=0):
     return x
 
 
+def _prior(x):
+    """The default prior with a fixed nu0 (= D + 2): tempering does not learn nu0."""
+    return pcrp.NIWPrior.from_data(x, nu0=x.shape[1] + 2.0)
+
+
 def _sample(x, temper, seed=1, draws=40, chains=1, **options):
-    with pcrp.build_model(x, power=1.1):
+    with pcrp.build_model(x, power=1.1, prior=_prior(x)):
         return pm.sample(
             draws=draws,
             tune=5,
@@ -59,11 +64,11 @@ def _log_joint(x, labels):
     from pymc_pcrp._kernels.partitions import canonical_labels
     from pymc_pcrp._kernels.state import make_params
 
-    prior = pcrp.NIWPrior.from_data(x)
+    prior = _prior(x)
     grid, log_w = prior.grid_arrays()
     xc = np.ascontiguousarray(x - prior.mu0)
     params = make_params(1.0, 1.1, prior.kappa0, prior.nu0, prior.psi0)
-    scale = make_scale_grid(xc, prior.psi0, grid, log_w)
+    scale = make_scale_grid(xc, prior.psi0, grid, log_w, prior.nu0)
     return partition_log_joint_scaled(xc, canonical_labels(labels), params, scale)
 
 
@@ -95,13 +100,19 @@ def test_random_alpha_and_no_likelihood_are_refused():
     with pm.Model():
         alpha = pm.Gamma("alpha", 2.0, 1.0)
         z = pcrp.PowerCRP("z", alpha=alpha, power=1.0, n=10)
-        pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(_data(10)), observed=_data(10))
+        pcrp.NIWMixture("x", z=z, prior=_prior(_data(10)), observed=_data(10))
         with pytest.raises(ValueError, match="fixed alpha"):
             pcrp.PCRPGibbs([z, alpha], temper=3)
     with pm.Model():
         z = pcrp.PowerCRP("z", alpha=1.0, power=1.0, n=10)
         with pytest.raises(ValueError, match="likelihood"):
             pcrp.PCRPGibbs([z], temper=3)
+
+
+def test_learned_nu0_is_refused_with_the_fix():
+    with pcrp.build_model(_data(), power=1.1) as model:  # the default prior learns nu0
+        with pytest.raises(ValueError, match=r"learned nu0.*nu0=D \+ 2"):
+            pcrp.PCRPGibbs([model["z"]], temper=3)
 
 
 def test_diagonal_family_is_refused():
