@@ -292,11 +292,12 @@ def _refit_densities(x, i, prior, r, alpha, seed, sample):
     idata = pcrp.fit(x[keep], power=r, alpha=alpha, prior=prior, random_seed=seed, **sample)
     labels = idata.posterior["z"].values.reshape(-1, len(keep))
     scales = idata.sample_stats["niw_scale"].values.reshape(-1)
+    nu0s = idata.sample_stats["niw_nu0"].values.reshape(-1)  # the default prior learns nu0
     predictor = PartitionPredictor(x[keep], prior)
     log_p = np.empty(len(labels))
     log_c = np.empty(len(labels))
-    for d, (z, s) in enumerate(zip(labels, scales, strict=True)):
-        pred = predictor(z, s)
+    for d, (z, s, nu0) in enumerate(zip(labels, scales, nu0s, strict=True)):
+        pred = predictor(z, s, nu0)
         weights = prediction_weights(pred.sizes, r, alpha)
         log_p[d] = scipy.special.logsumexp(np.log(weights) + pred.logpdf(x[i : i + 1])[:, 0])
         log_c[d] = np.log(np.sum(pred.sizes**r) + alpha)

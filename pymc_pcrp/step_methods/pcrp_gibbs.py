@@ -395,6 +395,10 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
             else None,
         )
 
+    def _fixed_nu0(self, params) -> float:
+        """Return the ``nu0`` of fixed kernel parameters (the diagonal family keeps ``nu0 / 2``)."""
+        return 2.0 * params.a0 if self._diag else params.nu0
+
     @staticmethod
     def competence(var, has_grad):
         """``IDEAL`` for PowerCRP variables and the alphas they may own, else ``INCOMPATIBLE``.
@@ -528,7 +532,7 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         if scale is None:
             log_density = self._call_advance(inputs, args, kernel) + inputs.fixed_scale[1]
             niw_scale = inputs.fixed_scale[0]
-            niw_nu0 = inputs.params.nu0
+            niw_nu0 = self._fixed_nu0(inputs.params)
         else:
             if self._scale_inputs is not inputs:
                 shifted = (
@@ -545,7 +549,11 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
             args = (*args[:5], scale, *args[5:])
             log_density = self._call_advance(inputs, args, kernel)
             niw_scale = math.exp(scale.log_s[scale.current[0]])
-            niw_nu0 = float(scale.nu0s[scale.current[2]])
+            niw_nu0 = (
+                self._fixed_nu0(inputs.params)
+                if self._diag
+                else float(scale.nu0s[scale.current[2]])
+            )
         swaps = (0, 0)
         if self._replicas is not None:  # hot replicas' draws, then swaps (may change state)
             drawn = self._replicas.draw(

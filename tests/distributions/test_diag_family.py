@@ -92,6 +92,7 @@ def test_sampling_log_joint_equals_the_model_log_density_and_ppc_works():
         assert abs(logp({"z": lab}) - value) < 1e-9 * abs(value)
         assert np.isfinite(prior_part)
     assert np.all(idata.sample_stats["niw_scale"].values > 0)
+    np.testing.assert_allclose(idata.sample_stats["niw_nu0"].values, prior.nu0)  # fixed here
     pp = pcrp.sample_posterior_predictive(idata, model, random_seed=0)
     reps = pp.posterior_predictive["x"].values
     assert reps.shape == (1, 30, 30, 2) and np.all(np.isfinite(reps))
