@@ -1,9 +1,12 @@
 """Brute-force enumeration of set partitions, for exact checks on tiny problems."""
 
 import numpy as np
+import pymc as pm
 import scipy.special
 
 from reference import niw_log_marginal
+
+import pymc_pcrp as pcrp
 
 #: Gibbs sweeps per kept draw in the tests that compare ``pm.sample`` with exact
 #: enumeration. They check that the move set leaves the posterior invariant, which
@@ -119,3 +122,31 @@ def exact_posterior_hyper(X, alpha, r, mu0, kappa0, base, grid, log_weights, nu0
     log_joint = np.array(log_joint)
     joint = np.exp(log_joint - scipy.special.logsumexp(log_joint))
     return partitions, joint.sum(axis=(1, 2)), joint.sum(axis=(0, 2)), joint.sum(axis=(0, 1))
+
+
+def two_groups(n, d, seed):
+    """``n`` standard normal points in ``d`` dimensions, the first half shifted by 2.5."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, d))
+    x[: n // 2] += 2.5
+    return x[:, 0] if d == 1 else x
+
+
+def sample_niw_model(x, prior, alpha, r, seed, split_merge=0, draws=40_000, chains=4):
+    """``pm.sample`` of ``PowerCRP`` labels of ``x`` under an ``NIWMixture`` with ``prior``.
+
+    Thinned by :data:`ENUMERATION_SWEEPS_PER_DRAW`; returns the InferenceData.
+    """
+    with pm.Model():
+        z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=len(x))
+        pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
+        return pm.sample(
+            draws=draws,
+            tune=100,
+            chains=chains,
+            cores=1,
+            random_seed=seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+            pcrp_gibbs={"split_merge": split_merge, "sweeps_per_draw": ENUMERATION_SWEEPS_PER_DRAW},
+        )

@@ -10,22 +10,14 @@ each be within total variation 0.02 of them, as in test_scale_hyperprior.py.
 """
 
 import numpy as np
-import pymc as pm
 import pytest
 
-from enumeration import ENUMERATION_SWEEPS_PER_DRAW, exact_posterior_hyper
+from enumeration import exact_posterior_hyper, sample_niw_model, two_groups
 
 import pymc_pcrp as pcrp
 
 DRAWS = 40_000
 CHAINS = 4
-
-
-def _data(n, d, seed):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n, d))
-    x[: n // 2] += 2.5
-    return x[:, 0] if d == 1 else x
 
 
 def _prior(d):
@@ -54,26 +46,14 @@ def _frequencies(values, grid):
 )
 def test_partition_scale_and_nu0_frequencies_match_exact_posterior(n, d, alpha, r, split_merge):
     seed = 57 + 1000 * n + 100 * d + int(10 * r) + split_merge
-    x = _data(n, d, seed)
+    x = two_groups(n, d, seed)
     prior = _prior(d)
     grid, log_w = prior.grid_arrays()
     nu0s, nu_log_w = prior.nu0_arrays()
     partitions, pz, ps, pnu = exact_posterior_hyper(
         x, alpha, r, prior.mu0, prior.kappa0, prior.psi0, grid, log_w, nu0s, nu_log_w
     )
-    with pm.Model():
-        z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=len(x))
-        pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
-        idata = pm.sample(
-            draws=DRAWS,
-            tune=100,
-            chains=CHAINS,
-            cores=1,
-            random_seed=seed,
-            progressbar=False,
-            compute_convergence_checks=False,
-            pcrp_gibbs={"split_merge": split_merge, "sweeps_per_draw": ENUMERATION_SWEEPS_PER_DRAW},
-        )
+    idata = sample_niw_model(x, prior, alpha, r, seed, split_merge, DRAWS, CHAINS)
     labels = idata.posterior["z"].values.reshape(-1, len(x))
     keys, counts = np.unique(labels, axis=0, return_counts=True)
     freq = {tuple(int(v) for v in k): c / len(labels) for k, c in zip(keys, counts, strict=True)}

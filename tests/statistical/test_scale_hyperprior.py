@@ -12,22 +12,14 @@ coarse grid with unequal weights for the others.
 """
 
 import numpy as np
-import pymc as pm
 import pytest
 
-from enumeration import ENUMERATION_SWEEPS_PER_DRAW, exact_posterior_scaled
+from enumeration import exact_posterior_scaled, sample_niw_model, two_groups
 
 import pymc_pcrp as pcrp
 
 DRAWS = 40_000
 CHAINS = 4
-
-
-def _data(n, d, seed):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(n, d))
-    x[: n // 2] += 2.5
-    return x[:, 0] if d == 1 else x
 
 
 def _coarse_prior(d):
@@ -44,19 +36,7 @@ def _coarse_prior(d):
 
 
 def _sample(x, prior, alpha, r, seed, split_merge=0):
-    with pm.Model():
-        z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=len(x))
-        pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
-        idata = pm.sample(
-            draws=DRAWS,
-            tune=100,
-            chains=CHAINS,
-            cores=1,
-            random_seed=seed,
-            progressbar=False,
-            compute_convergence_checks=False,
-            pcrp_gibbs={"split_merge": split_merge, "sweeps_per_draw": ENUMERATION_SWEEPS_PER_DRAW},
-        )
+    idata = sample_niw_model(x, prior, alpha, r, seed, split_merge, DRAWS, CHAINS)
     labels = idata.posterior["z"].values.reshape(-1, len(x))
     scales = idata.sample_stats["niw_scale"].values.reshape(-1)
     return labels, scales
@@ -75,7 +55,7 @@ def test_partition_and_scale_frequencies_match_exact_posterior(
     n, d, alpha, r, default_prior, split_merge
 ):
     seed = 31 + 1000 * n + 100 * d + int(10 * r)
-    x = _data(n, d, seed)
+    x = two_groups(n, d, seed)
     prior = pcrp.NIWPrior.from_data(x, nu0=d + 2.0) if default_prior else _coarse_prior(d)
     grid, log_w = prior.grid_arrays()
     partitions, pz, ps = exact_posterior_scaled(
