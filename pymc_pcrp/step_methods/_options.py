@@ -45,7 +45,9 @@ AUTO_SWEEP_WORK = 45000
 AUTO_SWEEPS_MAX = 30
 
 
-def check_options(sweeps_per_draw, split_merge, split_merge_scans, init, alpha_w=1.0) -> None:
+def check_options(
+    sweeps_per_draw, split_merge, split_merge_scans, init, alpha_w=1.0, restarts=None
+) -> None:
     """Raise ``ValueError`` naming the first invalid option of :class:`~pymc_pcrp.PCRPGibbs`."""
     if sweeps_per_draw is not None and (
         isinstance(sweeps_per_draw, bool)
@@ -87,6 +89,18 @@ def check_options(sweeps_per_draw, split_merge, split_merge_scans, init, alpha_w
     if not width_ok:
         raise ValueError(
             f"Argument 'alpha_w' must be a positive number (a slice width), got {alpha_w!r}."
+        )
+    if restarts is not None and (
+        isinstance(restarts, bool) or not isinstance(restarts, int | np.integer) or restarts < 1
+    ):
+        raise ValueError(
+            "Argument 'restarts' must be a positive integer (1: no restarts) or None "
+            f"(automatic), got {restarts!r}."
+        )
+    if restarts is not None and restarts > 1 and init not in ("random", "prior"):
+        raise ValueError(
+            f"Argument 'restarts' > 1 needs a random start, init='random' or 'prior'; with "
+            f"init={init!r} every start would be the same partition. Pass restarts=1."
         )
 
 

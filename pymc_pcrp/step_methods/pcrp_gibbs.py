@@ -27,7 +27,7 @@ from pymc_pcrp._kernels.state import NIWParams, SweepState
 from pymc_pcrp._validation import check_data, check_prior_scale
 from pymc_pcrp.distributions.normaliser import log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
-from pymc_pcrp.step_methods._alpha_update import AlphaUpdate
+from pymc_pcrp.step_methods._alpha_update import AlphaUpdate, OwnedAlphaMixin
 from pymc_pcrp.step_methods._compile_notice import announce_compilation
 from pymc_pcrp.step_methods._diag_inputs import advance_kernel, diag_family, init_family_state
 from pymc_pcrp.step_methods._input_building import StepInputsMixin
@@ -39,6 +39,7 @@ from pymc_pcrp.step_methods._options import (
     check_options,
     initial_labels,
 )
+from pymc_pcrp.step_methods._restarts import RestartTournament, auto_restarts, segment_draws
 from pymc_pcrp.step_methods._step_inputs import (
     REFRESH_EVERY,
     CompiledAdvance,
@@ -79,7 +80,7 @@ class PCRPGibbsState(StepMethodState):
     alpha_n_tunes: int
 
 
-class PCRPGibbs(StepInputsMixin, BlockedStep):
+class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
     """Collapsed Gibbs sampler for a :class:`~pymc_pcrp.PowerCRP` label vector.
 
     One step runs ``sweeps_per_draw`` sweeps of Algorithm 1 of Lu, Li & Dunson
@@ -211,6 +212,16 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         replica's sweep scores every cluster, so a draw costs about ``M`` times
         or more. Needs a fixed ``alpha``, power and ``nu0`` (e.g.
         ``NIWPrior.from_data(X, nu0=D + 2)``: the default prior learns ``nu0``).
+    restarts : int or None, default=None
+        Random starts each chain tries during tuning (:mod:`pymc_pcrp.step_methods._restarts`):
+        ``restarts`` starts of ``ceil(60 / sweeps_per_draw)`` draws, each drawn by
+        ``init``; the chain goes on from the start whose last third of draws had
+        the highest mean log joint (at the latest when tuning ends). Only tuning
+        draws change: the kept draws come from the exact kernel, and each chain
+        runs its own starts, so chains stuck in different basins still show in
+        R-hat. ``None``: ``min(16, 400 // ceil(60 / sweeps_per_draw))`` with
+        ``init="random"`` or ``"prior"``, else 1; ``1`` turns restarts off
+        (docs/mixing.md, "Restarts during tuning").
     alpha_w : float, default=1.0
         Initial width, on the unconstrained scale, of the slice move of an
         ``alpha`` this step owns (see below); adapted during tuning. Ignored
@@ -313,6 +324,7 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         split_merge: float | None = None,
         split_merge_scans: int = SPLIT_MERGE_SCANS,
         temper: int | Sequence[float] | None = None,
+        restarts: int | None = None,
         alpha_w: float = 1.0,
         model=None,
         rng=None,
@@ -325,7 +337,7 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
             (value_vars,), _ = group_vars(model, value_vars)
         vars = value_vars
         labels_var, alpha_var = split_vars(model, vars)
-        check_options(sweeps_per_draw, split_merge, split_merge_scans, init, alpha_w)
+        check_options(sweeps_per_draw, split_merge, split_merge_scans, init, alpha_w, restarts)
         self.vars = vars
         rv = model.values_to_rvs[labels_var]
         if not isinstance(getattr(rv.owner, "op", None), PowerCRPRV):
@@ -365,6 +377,12 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
             if split_merge is None
             else float(split_merge)
         )
+        self.restarts = (
+            auto_restarts(self.sweeps_per_draw, init) if restarts is None else int(restarts)
+        )
+        # random starts tried during tuning, the chain going on from the best (_restarts.py)
+        self._tournament = RestartTournament(self.restarts, segment_draws(self.sweeps_per_draw))
+        self._resume: np.ndarray | None = None  # the labels the tournament chose
         self._inputs: InputCache | None = None  # see _arrays
         self._kept: KeptState | None = None  # see step
         self._compiled: CompiledAdvance | None = None  # see _call_advance
@@ -414,29 +432,12 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
             return Competence.IDEAL
         return Competence.INCOMPATIBLE
 
-    @property
-    def alpha_w(self) -> float:
-        """Width of the owned ``alpha``'s slice move on the unconstrained scale (NaN: none)."""
-        return math.nan if self._alpha is None else self._alpha.w
-
-    @alpha_w.setter
-    def alpha_w(self, value: float) -> None:
-        if self._alpha is not None:
-            self._alpha.w = float(value)
-
-    @property
-    def alpha_n_tunes(self) -> int:
-        """Tuning draws that have adapted :attr:`alpha_w` so far (0 without an owned alpha)."""
-        return 0 if self._alpha is None else self._alpha.n_tunes
-
-    @alpha_n_tunes.setter
-    def alpha_n_tunes(self, value: int) -> None:
-        if self._alpha is not None:
-            self._alpha.n_tunes = int(value)
-
     def stop_tuning(self):
-        """Freeze the width of the alpha move (if the step owns an alpha)."""
+        """End the restarts (the chain goes on from the best start) and freeze alpha's move."""
         self.tune = False
+        resume = self._tournament.stop()
+        if resume is not None:
+            self._resume = resume
 
     def __getstate__(self) -> dict:
         """Pickle without the compiled function (looked up again on the first step)."""
@@ -450,6 +451,8 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
         super().set_rng(rng)
         self.fresh_chain = True
         self._kept = None
+        self._tournament.reset()
+        self._resume = None
 
     def _initial_labels(self, current: np.ndarray, params: NIWParams) -> np.ndarray:
         """Draw a new chain's start labels from the step's generator (:func:`initial_labels`)."""
@@ -503,6 +506,11 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
 
     def step(self, point):
         """Run ``sweeps_per_draw`` sweeps and return the new point and stats."""
+        if self._resume is not None:  # the restarts are over: go on from the best start
+            point = {**point, self._name: self._resume.astype(self._dtype)}
+            self._resume = None
+        elif self.tune and self._tournament.starts_new():
+            self.fresh_chain = True  # the next random start of the tournament
         inputs = self._arrays(point)
         xc, params, scale = inputs.xc, inputs.params, inputs.scale
         fresh = self.fresh_chain
@@ -591,6 +599,8 @@ class PCRPGibbs(StepInputsMixin, BlockedStep):
             "swap_proposed": swaps[0],
             "swap_accepted": swaps[1],
         }
+        if self.tune:
+            self._resume = self._tournament.record(new_labels, log_density)
         return new_point, [stats]
 
 

@@ -166,7 +166,7 @@ def test_sweep_state_is_kept_between_draws_and_rebuilt_now_and_then(monkeypatch)
     monkeypatch.setattr(pcrp_gibbs, "_REFRESH_EVERY", 3)
     x = _two_clusters(40)
     with pcrp.build_model(x, power=1.1) as model:
-        step = pcrp.PCRPGibbs([model["z"]], rng=5)
+        step = pcrp.PCRPGibbs([model["z"]], rng=5, restarts=1)
     point = {"z": np.zeros(40, dtype=np.int32)}
     states = []  # the state objects themselves: a freed one's id() could be reused
     for _ in range(9):
