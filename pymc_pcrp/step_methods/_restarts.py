@@ -8,14 +8,18 @@ then disagree, correctly, and no estimate is reported, although one basin holds
 nearly all of the posterior mass (docs/mixing.md, "Restarts during tuning").
 
 Tuning draws are discarded and may be made by any procedure, so the step spends
-the first part of tuning on ``restarts`` independent starts of ``segment`` draws
-each, every one drawn by the chain's ``init`` from the chain's own generator.
-Each start is scored by the mean log joint of its last third of draws; when the
-last start ends (or tuning ends first), the chain goes on from the labels of the
-best-scoring start's last draw. The kernel that makes the kept draws, and so
-the target, is unchanged. Chains stay independent of each other: each runs its
-own tournament, so R-hat still compares independent searches, and chains whose
-tournaments end in different basins are reported as not converged.
+the first part of tuning on a tournament in two rounds. In the first, the chain
+makes ``restarts`` independent starts of ``segment`` draws each, every one drawn
+by the chain's ``init`` from the chain's own generator; in the second, the
+``finalists`` best of them go on, one after the other, from where they stopped,
+for ``2 segment`` draws each (a start that has found the best basin may not have
+settled in it yet after one segment). A start is scored by the mean log joint of
+the last third of its latest segment. When the tournament ends (or tuning ends
+first), the chain goes on from the labels of the best-scoring candidate. The
+kernel that makes the kept draws, and so the target, is unchanged. Chains stay
+independent of each other: each runs its own tournament, so R-hat still compares
+independent searches, and chains whose tournaments end in different basins are
+reported as not converged.
 """
 
 from __future__ import annotations
@@ -25,109 +29,165 @@ import math
 import numpy as np
 
 __all__ = [
+    "FRESH",
     "RESTARTS_MAX",
     "RESTART_DRAWS_MAX",
     "RESTART_SWEEPS",
     "RestartTournament",
     "auto_restarts",
+    "finalists",
     "segment_draws",
 ]
 
 # restarts=None: each start runs RESTART_SWEEPS sweeps (rounded up to whole draws); at most
-# RESTARTS_MAX starts and at most RESTART_DRAWS_MAX tuning draws in all (docs/mixing.md).
-RESTART_SWEEPS = 60
+# RESTARTS_MAX starts, and the whole tournament at most RESTART_DRAWS_MAX tuning draws
+# (docs/mixing.md, "Restarts during tuning"). The final round takes the best quarter of the
+# starts, at most RESTART_FINALISTS.
+RESTART_SWEEPS = 45
 RESTARTS_MAX = 16
 RESTART_DRAWS_MAX = 400
+RESTART_FINALISTS = 4
+
+FRESH = "fresh"  # RestartTournament.before_draw: the coming draw starts from a new random start
 
 
 def segment_draws(sweeps_per_draw: int, restart_sweeps: int = RESTART_SWEEPS) -> int:
-    """Draws of one start: ``ceil(restart_sweeps / sweeps_per_draw)``, at least 1."""
+    """Draws of one start's first segment: ``ceil(restart_sweeps / sweeps_per_draw)``, >= 1."""
     return max(1, math.ceil(restart_sweeps / max(int(sweeps_per_draw), 1)))
+
+
+def finalists(restarts: int) -> int:
+    """Return the starts that go on to the final round: ``min(4, restarts // 4)``."""
+    return min(RESTART_FINALISTS, int(restarts) // 4)
+
+
+def tournament_draws(restarts: int, segment: int) -> int:
+    """Tuning draws of a whole tournament: ``(restarts + 2 finalists) segment``."""
+    return (int(restarts) + 2 * finalists(restarts)) * int(segment)
 
 
 def auto_restarts(sweeps_per_draw: int, init: str) -> int:
     """Return the starts per chain of ``restarts=None``.
 
-    ``min(16, 400 // segment)`` starts of ``segment = ceil(60 / sweeps_per_draw)``
-    draws for the random inits (``"random"``, ``"prior"``), 1 (no restarts) for
-    the others, whose starts are not over-dispersed draws.
+    The most starts, up to 16, whose tournament fits in 400 tuning draws
+    (:func:`tournament_draws` with segments of :func:`segment_draws`), for the
+    random inits (``"random"``, ``"prior"``); 1 (no restarts) for the others,
+    whose starts are not over-dispersed draws.
     """
     if init not in ("random", "prior"):
         return 1
-    return max(1, min(RESTARTS_MAX, RESTART_DRAWS_MAX // segment_draws(sweeps_per_draw)))
+    segment = segment_draws(sweeps_per_draw)
+    for restarts in range(RESTARTS_MAX, 1, -1):
+        if tournament_draws(restarts, segment) <= RESTART_DRAWS_MAX:
+            return restarts
+    return 1
 
 
 class RestartTournament:
     """The bookkeeping of one chain's restarts (see the module docstring).
 
+    The step asks :meth:`before_draw` what the coming tuning draw starts from,
+    and hands every tuning draw's labels and log joint to :meth:`record`;
+    :meth:`stop` ends the tournament when tuning ends.
+
     Parameters
     ----------
     restarts : int
-        Starts in all (1: none, the chain starts once).
+        Starts in the first round (1: no tournament, the chain starts once).
     segment : int
-        Draws of each start.
+        Draws of each start in the first round (twice as many in the final).
     """
 
     def __init__(self, restarts: int, segment: int):
         self.restarts = int(restarts)
         self.segment = int(segment)
+        self.n_finalists = finalists(self.restarts)
         self.reset()
 
     def reset(self) -> None:
         """Forget everything: a new chain begins (``set_rng``)."""
-        self.draw = 0
-        self.scores: list[float] = []
+        self.round = 0
+        self.index = 0  # the start (round 0) or the finalist (round 1) now running
+        self.candidates: list[tuple[float, np.ndarray]] = []  # (score, labels) per start
+        self.final: list[int] = []  # the candidates in the final round, best first
         self._log_joints: list[float] = []
         self._labels: np.ndarray | None = None
-        self._best: np.ndarray | None = None
-        self._best_score = -math.inf
+        self._pending: np.ndarray | None = None
         self.done = self.restarts <= 1
 
-    def starts_new(self) -> bool:
-        """Whether the coming draw begins a new start (the first start is the chain's own)."""
-        return not self.done and self.draw > 0 and self.draw % self.segment == 0
+    @property
+    def scores(self) -> list[float]:
+        """The latest score of every start so far."""
+        return [score for score, _ in self.candidates]
 
-    def record(self, labels: np.ndarray, log_joint: float) -> np.ndarray | None:
-        """Record a tuning draw; return the labels to go on from once the last start ends."""
-        if self.done:
+    def before_draw(self) -> np.ndarray | str | None:
+        """Return what the coming draw starts from.
+
+        ``None``: the chain's current state; :data:`FRESH`: a new random start;
+        an array: these labels (a finalist, or the winner once the tournament
+        has ended).
+        """
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            return pending
+        if self.done or self._log_joints:
             return None
+        if self.round == 0:
+            return FRESH if self.index > 0 else None
+        return self.candidates[self.final[self.index]][1]
+
+    def record(self, labels: np.ndarray, log_joint: float) -> None:
+        """Record a tuning draw's labels and log joint."""
+        if self.done:
+            return
         self._log_joints.append(float(log_joint))
         self._labels = labels
-        self.draw += 1
-        if self.draw % self.segment:
-            return None
-        self._close_start()
-        return self._finish() if len(self.scores) == self.restarts else None
+        if len(self._log_joints) < self._length():
+            return
+        self._score_segment()
+        self.index += 1
+        if self.round == 0 and self.index == self.restarts:
+            if self.n_finalists == 0:
+                self._finish()
+                return
+            ranked = np.argsort([-score for score in self.scores], kind="stable")
+            self.final = [int(c) for c in ranked[: self.n_finalists]]
+            self.round, self.index = 1, 0
+        elif self.round == 1 and self.index == len(self.final):
+            self._finish()
 
-    def stop(self) -> np.ndarray | None:
-        """Tuning ends: score a start cut short (if it ran half its draws) and return the best.
+    def stop(self) -> None:
+        """Tuning ends: score a segment cut short if it ran half its draws, and pick the best.
 
-        Returns ``None`` when nothing is to change: no tournament, one already
-        finished, or no tuning draw made.
+        The winner's labels are what the next :meth:`before_draw` returns; nothing
+        changes when there is no tournament, it already ended, or no tuning draw
+        was made.
         """
         if self.done:
-            return None
-        if self._log_joints and (2 * len(self._log_joints) >= self.segment or not self.scores):
-            self._close_start()
-        if not self.scores:  # tuning ended before the first draw
-            self._end()
-            return None
-        return self._finish()
+            return
+        if self._log_joints and (
+            2 * len(self._log_joints) >= self._length() or not self.candidates
+        ):
+            self._score_segment()
+        self._finish()
 
-    def _close_start(self) -> None:
+    def _length(self) -> int:
+        return self.segment if self.round == 0 else 2 * self.segment
+
+    def _score_segment(self) -> None:
         tail = self._log_joints[-max(1, len(self._log_joints) // 3) :]
-        score = float(np.mean(tail))
-        self.scores.append(score)
-        if score > self._best_score:
-            self._best_score, self._best = score, np.array(self._labels, copy=True)
+        entry = (float(np.mean(tail)), np.array(self._labels, copy=True))
+        if self.round == 0:
+            self.candidates.append(entry)
+        else:
+            self.candidates[self.final[self.index]] = entry
         self._log_joints = []
 
-    def _finish(self) -> np.ndarray | None:
-        best = self._best
-        self._end()
-        return best
-
-    def _end(self) -> None:
+    def _finish(self) -> None:
+        if self.candidates:
+            best = int(np.argmax(self.scores))
+            self._pending = self.candidates[best][1]
         self.done = True
+        self.candidates = [(score, np.empty(0, dtype=np.int64)) for score in self.scores]
         self._labels = None
         self._log_joints = []

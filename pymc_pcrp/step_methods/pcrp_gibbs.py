@@ -39,7 +39,12 @@ from pymc_pcrp.step_methods._options import (
     check_options,
     initial_labels,
 )
-from pymc_pcrp.step_methods._restarts import RestartTournament, auto_restarts, segment_draws
+from pymc_pcrp.step_methods._restarts import (
+    FRESH,
+    RestartTournament,
+    auto_restarts,
+    segment_draws,
+)
 from pymc_pcrp.step_methods._step_inputs import (
     REFRESH_EVERY,
     CompiledAdvance,
@@ -213,15 +218,18 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         or more. Needs a fixed ``alpha``, power and ``nu0`` (e.g.
         ``NIWPrior.from_data(X, nu0=D + 2)``: the default prior learns ``nu0``).
     restarts : int or None, default=None
-        Random starts each chain tries during tuning (:mod:`pymc_pcrp.step_methods._restarts`):
-        ``restarts`` starts of ``ceil(60 / sweeps_per_draw)`` draws, each drawn by
-        ``init``; the chain goes on from the start whose last third of draws had
-        the highest mean log joint (at the latest when tuning ends). Only tuning
-        draws change: the kept draws come from the exact kernel, and each chain
-        runs its own starts, so chains stuck in different basins still show in
-        R-hat. ``None``: ``min(16, 400 // ceil(60 / sweeps_per_draw))`` with
-        ``init="random"`` or ``"prior"``, else 1; ``1`` turns restarts off
-        (docs/mixing.md, "Restarts during tuning").
+        Random starts each chain tries during tuning, in a tournament of two
+        rounds (:mod:`pymc_pcrp.step_methods._restarts`): ``restarts`` starts of
+        ``ceil(45 / sweeps_per_draw)`` draws, each drawn by ``init``, then the
+        best ``min(4, restarts // 4)`` go on for twice as many draws each; the
+        chain goes on from the candidate whose latest segment ended with the
+        highest mean log joint (over its last third), at the latest when tuning
+        ends. Only tuning draws change: the kept draws come from the exact
+        kernel, and each chain runs its own tournament, so chains that end in
+        different basins still show in R-hat. ``None``: the most starts, up to
+        16, whose tournament fits in 400 tuning draws, with ``init="random"`` or
+        ``"prior"``, else 1; ``1`` turns restarts off (docs/mixing.md, "Restarts
+        during tuning").
     alpha_w : float, default=1.0
         Initial width, on the unconstrained scale, of the slice move of an
         ``alpha`` this step owns (see below); adapted during tuning. Ignored
@@ -382,7 +390,6 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         )
         # random starts tried during tuning, the chain going on from the best (_restarts.py)
         self._tournament = RestartTournament(self.restarts, segment_draws(self.sweeps_per_draw))
-        self._resume: np.ndarray | None = None  # the labels the tournament chose
         self._inputs: InputCache | None = None  # see _arrays
         self._kept: KeptState | None = None  # see step
         self._compiled: CompiledAdvance | None = None  # see _call_advance
@@ -435,9 +442,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
     def stop_tuning(self):
         """End the restarts (the chain goes on from the best start) and freeze alpha's move."""
         self.tune = False
-        resume = self._tournament.stop()
-        if resume is not None:
-            self._resume = resume
+        self._tournament.stop()
 
     def __getstate__(self) -> dict:
         """Pickle without the compiled function (looked up again on the first step)."""
@@ -452,7 +457,6 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         self.fresh_chain = True
         self._kept = None
         self._tournament.reset()
-        self._resume = None
 
     def _initial_labels(self, current: np.ndarray, params: NIWParams) -> np.ndarray:
         """Draw a new chain's start labels from the step's generator (:func:`initial_labels`)."""
@@ -506,11 +510,11 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
 
     def step(self, point):
         """Run ``sweeps_per_draw`` sweeps and return the new point and stats."""
-        if self._resume is not None:  # the restarts are over: go on from the best start
-            point = {**point, self._name: self._resume.astype(self._dtype)}
-            self._resume = None
-        elif self.tune and self._tournament.starts_new():
-            self.fresh_chain = True  # the next random start of the tournament
+        start = self._tournament.before_draw()  # restarts during tuning (_restarts.py)
+        if start is FRESH:
+            self.fresh_chain = True
+        elif start is not None:  # a finalist of the tournament, or its winner
+            point = {**point, self._name: start.astype(self._dtype)}
         inputs = self._arrays(point)
         xc, params, scale = inputs.xc, inputs.params, inputs.scale
         fresh = self.fresh_chain
@@ -600,7 +604,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
             "swap_accepted": swaps[1],
         }
         if self.tune:
-            self._resume = self._tournament.record(new_labels, log_density)
+            self._tournament.record(new_labels, log_density)
         return new_point, [stats]
 
 

@@ -7,84 +7,119 @@ import pytest
 import pymc_pcrp as pcrp
 
 from pymc_pcrp.step_methods import pcrp_gibbs
-from pymc_pcrp.step_methods._restarts import RestartTournament, auto_restarts, segment_draws
+from pymc_pcrp.step_methods._restarts import (
+    FRESH,
+    RestartTournament,
+    auto_restarts,
+    finalists,
+    segment_draws,
+    tournament_draws,
+)
 
 
 def _labels(value, n=4):
     return np.full(n, value, dtype=np.int64)
 
 
-def _run(tournament, log_joints):
-    """Record one draw per log joint (labels = the draw's index); return what record returned."""
-    returned = []
+def _play(tournament, log_joints):
+    """Play draws (labels = the draw's index); return what before_draw said before each."""
+    said = []
     for i, lj in enumerate(log_joints):
-        returned.append(tournament.record(_labels(i), lj))
-    return returned
+        start = tournament.before_draw()
+        said.append(start if start is None or start is FRESH else int(start[0]))
+        tournament.record(_labels(i), lj)
+    return said
 
 
-def test_each_start_is_scored_by_the_last_third_of_its_draws():
-    t = RestartTournament(restarts=3, segment=3)
+def test_first_round_scores_each_start_by_the_last_third_of_its_draws():
+    t = RestartTournament(restarts=3, segment=3)  # 3 starts, no final (3 // 4 = 0)
     # start 0 ends well (last draw -1), start 1 starts well but ends badly, start 2 is poor
-    lj = [-50.0, -40.0, -1.0, 0.0, 0.0, -30.0, -20.0, -20.0, -20.0]
-    starts = []
-    for i, value in enumerate(lj):
-        starts.append(t.starts_new())
-        out = t.record(_labels(i), value)
-        if i < len(lj) - 1:
-            assert out is None
-    assert starts == [False, False, False, True, False, False, True, False, False]
-    assert t.scores == [-1.0, -30.0, -20.0]
-    np.testing.assert_array_equal(out, _labels(2))  # the last draw of start 0
-    assert t.done and not t.starts_new()
-    assert t.record(_labels(99), 100.0) is None  # nothing after the tournament
-    assert t.stop() is None
+    said = _play(t, [-50.0, -40.0, -1.0, 0.0, 0.0, -30.0, -20.0, -20.0, -20.0])
+    assert said == [None, None, None, FRESH, None, None, FRESH, None, None]
+    assert t.scores == [-1.0, -30.0, -20.0] and t.done
+    np.testing.assert_array_equal(t.before_draw(), _labels(2))  # start 0's last draw
+    assert t.before_draw() is None  # once only
+    t.record(_labels(99), 100.0)  # nothing after the tournament
+    t.stop()
+    assert t.before_draw() is None
 
 
-def test_the_best_labels_are_a_copy():
+def test_the_best_quarter_of_the_starts_plays_a_final_of_double_length():
+    t = RestartTournament(restarts=4, segment=1)  # 4 starts of 1 draw, 1 finalist of 2
+    assert finalists(4) == 1 and finalists(16) == 4 and finalists(40) == 4
+    said = _play(t, [-5.0, -1.0, -3.0, -2.0, -9.0, -0.5])
+    # starts 1..3 are new random starts; the final resumes start 1 (the best, labels 1)
+    assert said == [None, FRESH, FRESH, FRESH, 1, None]
+    assert t.done
+    # the finalist's new score (-0.5, its last draw) beats the others: its latest labels win
+    np.testing.assert_array_equal(t.before_draw(), _labels(5))
+
+
+def test_a_finalist_that_gets_worse_can_lose():
+    t = RestartTournament(restarts=8, segment=1)  # 2 finalists, of 2 draws each
+    said = _play(t, [-5.0, -1.0, -2.0, -9.0, -9.0, -9.0, -9.0, -9.0, 0.0, -7.0, -3.0, -1.5])
+    assert said[8] == 1 and said[10] == 2  # finalists: start 1, then start 2
+    assert t.scores[1] == -7.0 and t.scores[2] == -1.5
+    np.testing.assert_array_equal(t.before_draw(), _labels(11))
+
+
+def test_the_labels_kept_are_copies():
     t = RestartTournament(restarts=2, segment=1)
     labels = _labels(7)
     t.record(labels, 5.0)
     labels[:] = 0  # the caller reuses its array
-    out = t.record(_labels(1), 1.0)
-    np.testing.assert_array_equal(out, _labels(7))
+    t.before_draw()
+    t.record(_labels(1), 1.0)
+    np.testing.assert_array_equal(t.before_draw(), _labels(7))
 
 
 def test_tuning_that_ends_early_keeps_the_best_start_so_far():
     # the running start has made half its draws: it is scored too
     t = RestartTournament(restarts=4, segment=4)
-    _run(t, [-9.0, -9.0, -9.0, -9.0, -2.0, -1.0])
-    np.testing.assert_array_equal(t.stop(), _labels(5))
+    _play(t, [-9.0, -9.0, -9.0, -9.0, -2.0, -1.0])
+    t.stop()
+    np.testing.assert_array_equal(t.before_draw(), _labels(5))
     # fewer than half: it is not scored, the best complete start wins
     t = RestartTournament(restarts=4, segment=4)
-    _run(t, [-9.0, -9.0, -9.0, -9.0, 5.0])
-    np.testing.assert_array_equal(t.stop(), _labels(3))
-    assert t.done and t.stop() is None
+    _play(t, [-9.0, -9.0, -9.0, -9.0, 5.0])
+    t.stop()
+    np.testing.assert_array_equal(t.before_draw(), _labels(3))
+    assert t.done
     # the first start cut short is the only one: it is kept
     t = RestartTournament(restarts=4, segment=4)
-    _run(t, [-3.0])
-    np.testing.assert_array_equal(t.stop(), _labels(0))
+    _play(t, [-3.0])
+    t.stop()
+    np.testing.assert_array_equal(t.before_draw(), _labels(0))
     # no draw at all (tune=0): nothing to change
-    assert RestartTournament(restarts=4, segment=4).stop() is None
+    t = RestartTournament(restarts=4, segment=4)
+    t.stop()
+    assert t.done and t.before_draw() is None
 
 
 def test_one_start_is_no_tournament():
     t = RestartTournament(restarts=1, segment=2)
-    assert all(out is None for out in _run(t, [0.0] * 6))
-    assert not t.starts_new() and t.stop() is None
+    assert _play(t, [0.0] * 6) == [None] * 6
+    t.stop()
+    assert t.before_draw() is None
 
 
 def test_reset_forgets_the_last_chain():
     t = RestartTournament(restarts=2, segment=1)
-    _run(t, [0.0, 1.0])
+    _play(t, [0.0, 1.0])
     assert t.done
     t.reset()
-    assert not t.done and t.scores == [] and t.draw == 0
+    assert not t.done and t.scores == [] and t.before_draw() is None
 
 
 def test_automatic_number_of_starts():
-    assert segment_draws(3) == 20 and segment_draws(30) == 2 and segment_draws(100) == 1
-    assert auto_restarts(3, "random") == 16  # breast cancer: 16 starts of 20 draws
-    assert auto_restarts(1, "prior") == 6  # 6 starts of 60 draws: at most 400 tuning draws
+    assert segment_draws(3) == 15 and segment_draws(30) == 2 and segment_draws(100) == 1
+    # breast cancer (3 sweeps per draw): 16 starts of 15 draws and 4 finalists of 30
+    assert auto_restarts(3, "random") == 16 and tournament_draws(16, 15) == 360
+    # one sweep per draw: 45-draw segments, 6 starts and 1 finalist, 360 draws
+    assert auto_restarts(1, "prior") == 6 and tournament_draws(6, 45) == 360
+    for spd in range(1, 31):
+        restarts = auto_restarts(spd, "random")
+        assert tournament_draws(restarts, segment_draws(spd)) <= 400
     for init in ("one", "singletons", "point"):
         assert auto_restarts(3, init) == 1
 
@@ -104,46 +139,41 @@ def test_restarts_need_a_random_start():
 
 
 def test_the_step_restarts_during_tuning_and_goes_on_from_the_best(monkeypatch):
-    rng = np.random.default_rng(3)
-    x = np.r_[rng.normal(-4, 1, (20, 2)), rng.normal(4, 1, (20, 2))]
-    fresh_draws, seen, chosen = [], [], []
+    x = np.random.default_rng(3).uniform(size=(40, 2))  # a diffuse posterior: starts differ
+    fresh_draws, seen = [], []
     original_sweep_state = pcrp_gibbs.PCRPGibbs._sweep_state
-    original_record = RestartTournament.record
 
     def sweep_state(self, point, inputs, params):
         fresh_draws.append(self.fresh_chain)
         seen.append(np.array(point[self._name]))
         return original_sweep_state(self, point, inputs, params)
 
-    def record(self, labels, log_joint):
-        out = original_record(self, labels, log_joint)
-        chosen.append(None if out is None else out.copy())
-        return out
-
     monkeypatch.setattr(pcrp_gibbs.PCRPGibbs, "_sweep_state", sweep_state)
-    monkeypatch.setattr(RestartTournament, "record", record)
-    # 3 starts of segment_draws(30) = 2 draws: the tournament ends after 6 of 10 tuning draws
-    with pcrp.build_model(x, power=1.1):
+    # 4 starts of segment_draws(30) = 2 draws (draws 0-7), then 1 finalist of 4 draws (8-11)
+    with pcrp.build_model(x, power=1.0):
         idata = pm.sample(
-            draws=5,
-            tune=10,
+            draws=3,
+            tune=14,
             chains=1,
             random_seed=4,
             progressbar=False,
             compute_convergence_checks=False,
             discard_tuned_samples=False,
-            pcrp_gibbs={"restarts": 3, "sweeps_per_draw": 30},
+            pcrp_gibbs={"restarts": 4, "sweeps_per_draw": 30},
         )
-    assert fresh_draws == [True, False, True, False, True, False] + [False] * 9
-    assert len(chosen) == 10 and all(c is None for c in chosen[:5] + chosen[6:])
-    best = chosen[5]
-    # the draw after the tournament starts from the chosen labels, which are the last
-    # labels of the best start (draw 1, 3 or 5)
-    np.testing.assert_array_equal(seen[6], best)
+    assert fresh_draws == [True, False] * 4 + [False] * 9
     warm = idata.warmup_posterior["z"].values[0]
     lj = idata.warmup_sample_stats["log_joint"].values[0]
-    last = int(np.argmax([lj[1], lj[3], lj[5]]))  # segment of two draws: the last one scores
-    np.testing.assert_array_equal(best, warm[2 * last + 1])
+    # a segment of 2 draws is scored by its last draw: the final resumes the best start
+    scores = [lj[1], lj[3], lj[5], lj[7]]
+    best = int(np.argmax(scores))
+    assert len({tuple(warm[i]) for i in (1, 3, 5, 7)}) > 1  # so the next check can fail
+    np.testing.assert_array_equal(seen[8], warm[2 * best + 1])
+    # the finalist's 4 draws are scored by their last one; the winner's labels start draw 12
+    scores[best] = lj[11]
+    winner = int(np.argmax(scores))
+    expected = warm[11] if winner == best else warm[2 * winner + 1]
+    np.testing.assert_array_equal(seen[12], expected)
 
 
 def test_restarts_leave_a_chain_reproducible():
