@@ -24,9 +24,10 @@ from pymc_pcrp.cli.reproduce.protocol import ReproductionResult, RunResult
 from pymc_pcrp.distributions.niw import NIWPrior
 from pymc_pcrp.step_methods.pcrp_gibbs import PCRPGibbs
 
-ALGORITHM_1: dict[str, object] = {"split_merge": 0, "init": "random"}
+ALGORITHM_1: dict[str, object] = {"split_merge": 0, "init": "random", "restarts": 1}
 """``pcrp_gibbs`` options of every paper fit: the plain collapsed Gibbs sweep of the
-paper's Algorithm 1 (no split-merge proposals), from a random initial partition."""
+paper's Algorithm 1 (no split-merge proposals), from one random initial partition (no
+restarts during tuning)."""
 
 PRIOR_SCALE = 0.1
 """``scale`` of :meth:`NIWPrior.from_data` in every fit: a fixed prior whose cluster
