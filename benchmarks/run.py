@@ -39,6 +39,9 @@ moves      the default move set (sweep + split-merge at PCRPGibbs's default rate
 nu0        the learned nu0 of the default prior (a draw of nu0 per draw) against the same
            learned scale with nu0 fixed: CPU per draw of one sweep (the worst case, one
            nu0 draw per sweep), N=2,000 (D=2, 10), paired interleaved blocks
+restarts   a whole one-chain fit (1,000 draws after 500 tuning draws) with the default
+           restarts during tuning against restarts=1: CPU seconds, paired interleaved
+           fits, N=272 and 2,000 (D=2) and N=569 (D=30)
 logjoint   the log joint the step reports, computed afresh from the labels at each draw
            (fixed and learned NIW scale), against one plain sweep; N=2,000 (D=2, 10)
            and N=100,000 (D=10)
@@ -95,6 +98,7 @@ SECTIONS = (
     "scaling",
     "moves",
     "nu0",
+    "restarts",
     "logjoint",
     "start",
     "hyper",
@@ -146,6 +150,8 @@ class Config:
     moves: tuple = (2000, 2, 2000, 9)  # N, D, sweeps per block, paired blocks
     nu0: tuple = ((2000, 2), (2000, 10))  # (N, D) cases of the learned-nu0 cost
     nu0_draws: tuple = (400, 7)  # draws per block, paired blocks
+    restarts: tuple = ((272, 2), (2000, 2), (569, 30))  # (N, D) of the restart-cost fits
+    restarts_fit: tuple = (1000, 500, 3)  # draws, tune, paired blocks
     logjoint: tuple = ((2000, 2), (2000, 10), (100_000, 10))  # (N, D) cases
     logjoint_calls: int = 200
     start: tuple = (1_000_000, 10)
@@ -181,6 +187,8 @@ class Config:
             moves=(2000, 2, 500, 3),
             nu0=((2000, 2),),
             nu0_draws=(100, 3),
+            restarts=((272, 2),),
+            restarts_fit=(100, 100, 1),
             logjoint=((2000, 2),),
             logjoint_calls=20,
             start=(100_000, 10),
@@ -1078,6 +1086,64 @@ def _nu0_case(n: int, d: int, draws: int, blocks: int, rep: Report) -> None:
     )
 
 
+def section_restarts(cfg: Config, rep: Report, cache: dict) -> None:
+    """What the default restarts during tuning cost: a whole fit with them and without."""
+    draws, tune, blocks = cfg.restarts_fit
+    for n, d in cfg.restarts:
+        _restarts_case(n, d, draws, tune, blocks, rep)
+
+
+def _restarts_case(n: int, d: int, draws: int, tune: int, blocks: int, rep: Report) -> None:
+    import pymc as pm
+
+    from pymc_pcrp.step_methods._options import auto_sweeps_per_draw
+    from pymc_pcrp.step_methods._restarts import auto_restarts
+
+    x, _, prior, *_ = problem(n, d)
+    model = build_model(x, prior)
+
+    def fit(restarts, seed: int) -> float:
+        c0 = time.process_time()  # one chain, in this process
+        with model:
+            pm.sample(
+                draws=draws,
+                tune=tune,
+                chains=1,
+                cores=1,
+                progressbar=False,
+                quiet=True,
+                random_seed=seed,
+                compute_convergence_checks=False,
+                pcrp_gibbs={"restarts": restarts},
+            )
+        return time.process_time() - c0
+
+    fit(None, 0)  # warm-up: numba cache load
+    on, off, ratios = [], [], []
+    for b in range(blocks):
+        order = (1, None) if b % 2 else (None, 1)
+        got = {restarts: fit(restarts, 30 + b) for restarts in order}
+        on.append(got[None])
+        off.append(got[1])
+        ratios.append(got[None] / got[1])
+    ratio = med(ratios)
+    starts = auto_restarts(auto_sweeps_per_draw(n, d), "random")
+    rep.log(
+        f"  N={n} D={d}: {blocks} paired fits of one chain, {draws} draws after {tune} tuning "
+        f"draws (CPU s, load {load()}): default ({starts} restarts) {fmt_list(on)}, "
+        f"restarts=1 {fmt_list(off)}; ratios {fmt_list(ratios)}"
+    )
+    rep.row(
+        f"a fit with the default restarts during tuning ({starts} starts) / restarts=1, "
+        f"one chain, {draws} draws after {tune} tuning draws, N={n:,} D={d} "
+        "(CPU, median of paired ratios)",
+        f"{ratio:.2f} ({med(on):.2f} / {med(off):.2f} s)",
+        "- (reported, no goal)",
+        f"{ratio:.2f}",
+        "reported",
+    )
+
+
 def _cpu_per_call(calls: int, fn, *args) -> float:
     """CPU seconds per call of ``fn(*args)`` over ``calls`` calls, after one warm-up call."""
     fn(*args)  # numba cache load
@@ -1644,6 +1710,7 @@ def main(argv=None) -> int:
         "scaling": lambda c, r, k: section_scaling(c, r, k, plot),
         "moves": section_moves,
         "nu0": section_nu0,
+        "restarts": section_restarts,
         "logjoint": section_logjoint,
         "start": section_start,
         "hyper": section_hyper,
