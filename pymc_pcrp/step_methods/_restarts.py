@@ -32,11 +32,13 @@ __all__ = [
     "FRESH",
     "RESTARTS_MAX",
     "RESTART_DRAWS_MAX",
+    "RESTART_FINALISTS",
     "RESTART_SWEEPS",
     "RestartTournament",
     "auto_restarts",
     "finalists",
     "segment_draws",
+    "tournament_draws",
 ]
 
 # restarts=None: each start runs RESTART_SWEEPS sweeps (rounded up to whole draws); at most
