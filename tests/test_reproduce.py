@@ -91,7 +91,7 @@ def test_quick_run_writes_every_table_and_figure(quick):
     assert "1.389 (1.1e-03)" in tables  # pCRP, digits, N = 3000
     # The protocol's sampler and prior are named, and the default-moves rows sit beside it.
     assert "`NIWPrior.from_data(X, scale=0.1)`, fixed" in tables
-    assert "Algorithm 1 (init='random', split_merge=0)" in tables
+    assert "Algorithm 1 (init='random', restarts=1, split_merge=0)" in tables
     label = f"pCRP (default moves): {result.default_moves}"
     assert result.default_moves == _moves.describe_options(_moves.default_step_options())
     # Tables 1 and 2: one row per size of each data set; Old Faithful: one row.
@@ -177,7 +177,7 @@ def test_quick_run_pins_algorithm_1_and_the_fixed_prior(quick):
     unpinned = [kwargs for kwargs in main if "pcrp_gibbs" not in kwargs]
     assert len(pinned) == 21 and len(unpinned) == 7
     for kwargs in pinned + cv_fits:
-        assert kwargs["pcrp_gibbs"] == {"split_merge": 0, "init": "random"}
+        assert kwargs["pcrp_gibbs"] == {"split_merge": 0, "init": "random", "restarts": 1}
     chosen = {cv.result.chosen_power for cv in result.cv.values()}
     assert all(kwargs["alpha"] == 1.0 and kwargs["power"] in chosen for kwargs in unpinned)
 
