@@ -45,7 +45,7 @@ __all__ = [
 # RESTARTS_MAX starts, and the whole tournament at most RESTART_DRAWS_MAX tuning draws
 # (docs/mixing.md, "Restarts during tuning"). The final round takes the best quarter of the
 # starts, at most RESTART_FINALISTS.
-RESTART_SWEEPS = 45
+RESTART_SWEEPS = 30
 RESTARTS_MAX = 16
 RESTART_DRAWS_MAX = 400
 RESTART_FINALISTS = 4

@@ -220,7 +220,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
     restarts : int or None, default=None
         Random starts each chain tries during tuning, in a tournament of two
         rounds (:mod:`pymc_pcrp.step_methods._restarts`): ``restarts`` starts of
-        ``ceil(45 / sweeps_per_draw)`` draws, each drawn by ``init``, then the
+        ``ceil(30 / sweeps_per_draw)`` draws, each drawn by ``init``, then the
         best ``min(4, restarts // 4)`` go on for twice as many draws each; the
         chain goes on from the candidate whose latest segment ended with the
         highest mean log joint (over its last third), at the latest when tuning

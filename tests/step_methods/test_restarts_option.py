@@ -112,11 +112,11 @@ def test_reset_forgets_the_last_chain():
 
 
 def test_automatic_number_of_starts():
-    assert segment_draws(3) == 15 and segment_draws(30) == 2 and segment_draws(100) == 1
-    # breast cancer (3 sweeps per draw): 16 starts of 15 draws and 4 finalists of 30
-    assert auto_restarts(3, "random") == 16 and tournament_draws(16, 15) == 360
-    # one sweep per draw: 45-draw segments, 6 starts and 1 finalist, 360 draws
-    assert auto_restarts(1, "prior") == 6 and tournament_draws(6, 45) == 360
+    assert segment_draws(3) == 10 and segment_draws(15) == 2 and segment_draws(100) == 1
+    # breast cancer (3 sweeps per draw): 16 starts of 10 draws and 4 finalists of 20
+    assert auto_restarts(3, "random") == 16 and tournament_draws(16, 10) == 240
+    # one sweep per draw: 30-draw segments, 9 starts and 2 finalists, 390 draws
+    assert auto_restarts(1, "prior") == 9 and tournament_draws(9, 30) == 390
     for spd in range(1, 31):
         restarts = auto_restarts(spd, "random")
         assert tournament_draws(restarts, segment_draws(spd)) <= 400
@@ -149,7 +149,7 @@ def test_the_step_restarts_during_tuning_and_goes_on_from_the_best(monkeypatch):
         return original_sweep_state(self, point, inputs, params)
 
     monkeypatch.setattr(pcrp_gibbs.PCRPGibbs, "_sweep_state", sweep_state)
-    # 4 starts of segment_draws(30) = 2 draws (draws 0-7), then 1 finalist of 4 draws (8-11)
+    # 4 starts of segment_draws(15) = 2 draws (draws 0-7), then 1 finalist of 4 draws (8-11)
     with pcrp.build_model(x, power=1.0):
         idata = pm.sample(
             draws=3,
@@ -159,7 +159,7 @@ def test_the_step_restarts_during_tuning_and_goes_on_from_the_best(monkeypatch):
             progressbar=False,
             compute_convergence_checks=False,
             discard_tuned_samples=False,
-            pcrp_gibbs={"restarts": 4, "sweeps_per_draw": 30},
+            pcrp_gibbs={"restarts": 4, "sweeps_per_draw": 15},
         )
     assert fresh_draws == [True, False] * 4 + [False] * 9
     warm = idata.warmup_posterior["z"].values[0]
