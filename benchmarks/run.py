@@ -330,13 +330,26 @@ def time_kernel(xc, z, params, tables, sweeps: int, seed: int) -> tuple[float, i
 
 
 def sample(
-    model, *, draws, spd=1, chains=1, cores=1, tune=0, init="point", z0=None, seed=0, sm=0.0, **kw
+    model,
+    *,
+    draws,
+    spd=1,
+    chains=1,
+    cores=1,
+    tune=0,
+    init="point",
+    z0=None,
+    seed=0,
+    sm=0.0,
+    step=None,
+    **kw,
 ):
     """``pm.sample`` as a user calls it (no progress bar); returns (idata, wall seconds).
 
     ``sm`` is ``PCRPGibbs(split_merge=...)``: 0 (Algorithm 1 alone) unless given,
     so that the step is compared with kernels and baselines that run plain sweeps;
-    ``None`` leaves the step's default move set.
+    ``None`` leaves the step's default move set. ``step`` adds other ``PCRPGibbs``
+    options (it wins over ``spd``, ``init`` and ``sm``).
     """
     import pymc as pm
 
@@ -355,6 +368,7 @@ def sample(
                 "sweeps_per_draw": spd,
                 "init": init,
                 **({} if sm is None else {"split_merge": sm}),
+                **(step or {}),
             },
             **extra,
             **kw,
@@ -1094,8 +1108,6 @@ def section_restarts(cfg: Config, rep: Report, cache: dict) -> None:
 
 
 def _restarts_case(n: int, d: int, draws: int, tune: int, blocks: int, rep: Report) -> None:
-    import pymc as pm
-
     from pymc_pcrp.step_methods._options import auto_sweeps_per_draw
     from pymc_pcrp.step_methods._restarts import auto_restarts
 
@@ -1104,18 +1116,17 @@ def _restarts_case(n: int, d: int, draws: int, tune: int, blocks: int, rep: Repo
 
     def fit(restarts, seed: int) -> float:
         c0 = time.process_time()  # one chain, in this process
-        with model:
-            pm.sample(
-                draws=draws,
-                tune=tune,
-                chains=1,
-                cores=1,
-                progressbar=False,
-                quiet=True,
-                random_seed=seed,
-                compute_convergence_checks=False,
-                pcrp_gibbs={"restarts": restarts},
-            )
+        sample(
+            model,
+            draws=draws,
+            tune=tune,
+            spd=None,
+            init="random",
+            seed=seed,
+            sm=None,
+            step={"restarts": restarts},
+            compute_convergence_checks=False,
+        )
         return time.process_time() - c0
 
     fit(None, 0)  # warm-up: numba cache load

@@ -15,6 +15,7 @@ import numpy as np
 
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.prior_draws import sample_partitions
+from pymc_pcrp.step_methods._restarts import RANDOM_INITS
 
 __all__ = [
     "INIT_STRATEGIES",
@@ -97,7 +98,7 @@ def check_options(
             "Argument 'restarts' must be a positive integer (1: no restarts) or None "
             f"(automatic), got {restarts!r}."
         )
-    if restarts is not None and restarts > 1 and init not in ("random", "prior"):
+    if restarts is not None and restarts > 1 and init not in RANDOM_INITS:
         raise ValueError(
             f"Argument 'restarts' > 1 needs a random start, init='random' or 'prior'; with "
             f"init={init!r} every start would be the same partition. Pass restarts=1."

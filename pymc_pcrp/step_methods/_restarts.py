@@ -30,6 +30,7 @@ import numpy as np
 
 __all__ = [
     "FRESH",
+    "RANDOM_INITS",
     "RESTARTS_MAX",
     "RESTART_DRAWS_MAX",
     "RESTART_FINALISTS",
@@ -49,6 +50,8 @@ RESTART_SWEEPS = 30
 RESTARTS_MAX = 16
 RESTART_DRAWS_MAX = 400
 RESTART_FINALISTS = 4
+
+RANDOM_INITS = ("random", "prior")  # the inits whose starts are over-dispersed draws
 
 FRESH = "fresh"  # RestartTournament.before_draw: the coming draw starts from a new random start
 
@@ -76,7 +79,7 @@ def auto_restarts(sweeps_per_draw: int, init: str) -> int:
     random inits (``"random"``, ``"prior"``); 1 (no restarts) for the others,
     whose starts are not over-dispersed draws.
     """
-    if init not in ("random", "prior"):
+    if init not in RANDOM_INITS:
         return 1
     segment = segment_draws(sweeps_per_draw)
     for restarts in range(RESTARTS_MAX, 1, -1):
