@@ -1002,7 +1002,7 @@ def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
         state = init_state(xc, z, params)
         rng = np.random.default_rng(seed)
         c0 = time.thread_time()
-        advance(rng, xc, state, params, tables, sweeps, sm, sc, counts, out, None)
+        advance(rng, (xc, state, params, tables), (sweeps, sm, sc), (counts, out), None)
         return (time.thread_time() - c0) / sweeps, counts.copy()
 
     block(0.0, 0, 0)  # warm-up: numba cache load
@@ -1070,7 +1070,9 @@ def _nu0_case(n: int, d: int, draws: int, blocks: int, rep: Report) -> None:
         rng = np.random.default_rng(seed)
         c0 = time.thread_time()
         for _ in range(draws):
-            advance_scaled(rng, xc, state, params, tables, grid, 1, rate, scans, counts, out, None)
+            advance_scaled(
+                rng, (xc, state, params, tables), grid, (1, rate, scans), (counts, out), None
+            )
         return (time.thread_time() - c0) / draws
 
     block("learned", 0)  # warm-up: numba cache load

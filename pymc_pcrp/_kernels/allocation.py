@@ -259,18 +259,11 @@ def _restricted_scan(
 
 @numba.njit(**NJIT_KWARGS)
 def _launch(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    i: int,
-    j: int,
-    seats: tuple,
-    forced: bool,
-    n_restricted_scans: int,
-    groups: tuple,
-    work: tuple,
+    rng: np.random.Generator, xc: np.ndarray, proposal: tuple, groups: tuple, work: tuple
 ) -> float:
     """Build one proposal over ``S`` from the anchors ``i`` (group 0) and ``j`` (group 1).
 
+    ``proposal`` is ``(i, j, seats, forced, n_restricted_scans)``.
     ``seats`` is ``(members, m, side, target)``: ``S`` is ``members[:m]``,
     ``side`` receives the groups and ``target`` holds the current partition's
     (for a merge). The members (and ``target`` with them) are put in a
@@ -284,6 +277,7 @@ def _launch(
     ``target[t]``. Returns the log probability of the proposal step's choices;
     ``side`` and the group arrays hold the proposed groups.
     """
+    i, j, seats, forced, n_restricted_scans = proposal
     members, m, _, target = seats
     gcount, gsum, gsumsq, gchol, glogdet = groups
     params, _, _, _, buf = work
@@ -298,9 +292,8 @@ def _launch(
             gsumsq[1, a, b] = xc[j, a] * xc[j, b]
     for g in range(2):
         glogdet[g] = factorise(1, gsum[g], gsumsq[g], params, buf, gchol[g])
-    if n_restricted_scans < 0:
-        return _sequential_allocation(rng, xc, seats, forced, groups, work)
-    _sequential_allocation(rng, xc, seats, False, groups, work)
-    for _scan in range(n_restricted_scans):
-        _restricted_scan(rng, xc, seats, False, groups, work)
-    return _restricted_scan(rng, xc, seats, forced, groups, work)
+    # SAMS (n_restricted_scans < 0): the allocation is the proposal step.
+    log_q = _sequential_allocation(rng, xc, seats, forced and n_restricted_scans < 0, groups, work)
+    for t in range(n_restricted_scans + 1):
+        log_q = _restricted_scan(rng, xc, seats, forced and t == n_restricted_scans, groups, work)
+    return log_q

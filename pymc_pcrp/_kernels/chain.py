@@ -67,17 +67,7 @@ def finish_draw(state: SweepState, labels_out: np.ndarray) -> None:
 
 @numba.njit(**NJIT_KWARGS)
 def advance(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    state: SweepState,
-    params: NIWParams,
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
-    n_sweeps: int,
-    n_split_merge: float,
-    n_scans: int,
-    counts: np.ndarray,
-    labels_out: np.ndarray,
-    alpha_args: tuple | None,
+    rng: np.random.Generator, chain: tuple, plan: tuple, out: tuple, alpha_args: tuple | None
 ) -> float:
     """Run one draw's worth of updates in place and return the log joint of the new state.
 
@@ -85,25 +75,25 @@ def advance(
     ----------
     rng : numpy.random.Generator
         The chain's generator.
-    xc, state, params, tables
-        Centred data, sweep state, parameters and :func:`~pymc_pcrp._kernels.scores.sweep_tables`.
-    n_sweeps : int
-        Sweeps of Algorithm 1.
-    n_split_merge : float
-        Expected split-merge proposals after each sweep: its integer part is
-        always made, and one more with probability its fractional part (a draw
-        from ``rng`` that does not look at the state, so each sweep applies a
-        fixed mixture of invariant kernels). With ``n_split_merge == 0`` the
-        sweeps run back to back; an integer value draws no extra random number.
-    n_scans : int
-        Restricted scans per proposal (see
+    chain : tuple
+        ``(xc, state, params, tables)``: centred data, sweep state, parameters
+        and :func:`~pymc_pcrp._kernels.scores.sweep_tables`.
+    plan : tuple
+        ``(n_sweeps, n_split_merge, n_scans)``. ``n_sweeps`` (int): sweeps of
+        Algorithm 1. ``n_split_merge`` (float): expected split-merge proposals
+        after each sweep: its integer part is always made, and one more with
+        probability its fractional part (a draw from ``rng`` that does not look
+        at the state, so each sweep applies a fixed mixture of invariant
+        kernels); with ``n_split_merge == 0`` the sweeps run back to back, and an
+        integer value draws no extra random number. ``n_scans`` (int):
+        restricted scans per proposal (see
         :func:`~pymc_pcrp._kernels.splitmerge.split_merge_moves`).
-    counts : numpy.ndarray
-        ``int64`` array of length 4, overwritten with the split-merge counts
-        (split proposed, split accepted, merge proposed, merge accepted).
-    labels_out : numpy.ndarray
-        Integer array of length ``N``, overwritten with the new partition in
-        canonical form (blocks numbered in order of first appearance).
+    out : tuple
+        ``(counts, labels_out)``, both overwritten: ``counts`` (``int64``, length
+        4) with the split-merge counts (split proposed, split accepted, merge
+        proposed, merge accepted), ``labels_out`` (integers, length ``N``) with
+        the new partition in canonical form (blocks numbered in order of first
+        appearance).
     alpha_args : tuple or None
         For a step that owns ``alpha``: the arguments of
         :func:`~pymc_pcrp._kernels.hyperprior.alpha_proposal`. The draw then runs
@@ -127,9 +117,11 @@ def advance(
         more than :data:`~pymc_pcrp._kernels.log_joint.DRIFT_TOLERANCE`
         (relative), the state's statistics are rebuilt from its labels.
     """
+    xc, state, params, tables = chain
+    counts, labels_out = out
     if alpha_args is not None:
         params = with_log_alpha(params, alpha_args[-1][0])
-    run_moves(rng, (xc, state, params, tables), (n_sweeps, n_split_merge, n_scans), counts)
+    run_moves(rng, (xc, state, params, tables), plan, counts)
     finish_draw(state, labels_out)
     fresh = partition_log_joint(xc, labels_out, params)
     if drifted(log_joint(state, params, xc.shape[1]), fresh):

@@ -205,16 +205,10 @@ def diag_moves(
 @numba.njit(**NJIT_KWARGS)
 def advance_diag(
     rng: np.random.Generator,
-    xc: np.ndarray,
-    state: DiagState,
-    params: DiagParams,
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+    chain: tuple,
     grid: DiagGrid,
-    n_sweeps: int,
-    n_split_merge: float,
-    n_scans: int,
-    counts: np.ndarray,
-    labels_out: np.ndarray,
+    plan: tuple,
+    out: tuple,
     alpha_args: tuple | None,
 ) -> float:
     """Run one draw's worth of updates in place; return the log joint of the new state.
@@ -225,11 +219,12 @@ def advance_diag(
     one value, an exact draw of ``s`` given the partition. ``grid.current[1]``
     says what changed since the last call, as in
     :func:`~pymc_pcrp._kernels.hyper.advance_scaled`; ``tables[0]`` is
-    overwritten when ``s`` changes. ``counts`` receives the four split-merge
-    counts, ``labels_out`` the canonical partition, and ``alpha_args`` an owned
-    ``alpha`` as in :func:`~pymc_pcrp._kernels.chain.advance`. (The step passes
-    every argument, ``alpha_args=None`` too: it looks the compiled function up
-    by its exact signature.)
+    overwritten when ``s`` changes. ``chain`` (with the diagonal family's state
+    and parameters), ``plan``, ``out`` (the four split-merge counts and the
+    canonical partition) and ``alpha_args`` (an owned ``alpha``) are as in
+    :func:`~pymc_pcrp._kernels.chain.advance`. (The step passes every argument,
+    ``alpha_args=None`` too: it looks the compiled function up by its exact
+    signature.)
 
     Returns
     -------
@@ -238,6 +233,9 @@ def advance_diag(
         computed afresh from the labels; the state is rebuilt from its labels
         when its running value has drifted from it.
     """
+    xc, state, params, tables = chain
+    n_sweeps, n_split_merge, n_scans = plan
+    counts, labels_out = out
     if alpha_args is not None:
         params = DiagParams(
             alpha_args[-1][0], params.power, params.kappa0, params.a0, params.b0, params.logb0

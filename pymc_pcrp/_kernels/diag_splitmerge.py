@@ -16,8 +16,6 @@ A group is held in two-slot arrays laid out like the slots of
 own :func:`~pymc_pcrp._kernels.diag_state.refresh_at`.
 """
 
-import math
-
 import numba
 import numpy as np
 
@@ -34,30 +32,7 @@ from pymc_pcrp._kernels.diag_state import (
 from pymc_pcrp._kernels.diag_sweep import loo_log_ratio, seat_log_weight
 from pymc_pcrp._kernels.draws import shuffle_pair_prefix
 
-__all__ = ["diag_log_marginal", "diag_split_merge_moves"]
-
-_LOG_2PI = math.log(2.0 * math.pi)
-
-
-@numba.njit(**NJIT_KWARGS)
-def diag_log_marginal(
-    n: int, logb_n: float, d: int, kappa0: float, a0: float, logb0: float
-) -> float:
-    """Log marginal likelihood of a cluster of ``n`` points from ``logb_n = sum_j log b_nj``.
-
-    ``sum_j [lgamma(a_n) - lgamma(a0) + a0 log b0_j - a_n log b_nj
-    + log(kappa0 / kappa_n) / 2 - n log(2 pi) / 2]``; zero for ``n = 0``.
-    """
-    if n == 0:
-        return 0.0
-    kappa_n = kappa0 + n
-    a_n = a0 + 0.5 * n
-    return (
-        d * (math.lgamma(a_n) - math.lgamma(a0) + 0.5 * math.log(kappa0 / kappa_n))
-        - 0.5 * n * d * _LOG_2PI
-        + a0 * logb0
-        - a_n * logb_n
-    )
+__all__ = ["diag_split_merge_moves"]
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -86,30 +61,24 @@ def _put_group(state: DiagState, slot: int, groups, g: int) -> None:
 
 
 @numba.njit(**NJIT_KWARGS)
-def _allocate(
-    rng: np.random.Generator, xc: np.ndarray, seats: tuple, forced: bool, groups, work: tuple
+def _seat(
+    rng: np.random.Generator,
+    xc: np.ndarray,
+    seats: tuple,
+    forced: bool,
+    groups,
+    work: tuple,
+    scan: bool,
 ) -> float:
-    """Sequential allocation of ``S`` (see :func:`pymc_pcrp._kernels.allocation._launch`)."""
-    members, m, side, target = seats
-    params, seat = work
-    a0 = params.a0
-    log_q = 0.0
-    for t in range(m):
-        p = members[t]
-        w0 = _group_weight(groups, 0, xc, p, seat, a0)
-        w1 = _group_weight(groups, 1, xc, p, seat, a0)
-        g, log_p = _choose(rng, w0, w1, target[t] if forced else -1)
-        log_q += log_p
-        side[t] = g
-        _shift_group(groups, g, xc, p, 1, params)
-    return log_q
+    """Seat ``S`` in the two groups; return the log probability of the choices made.
 
-
-@numba.njit(**NJIT_KWARGS)
-def _scan(
-    rng: np.random.Generator, xc: np.ndarray, seats: tuple, forced: bool, groups, work: tuple
-) -> float:
-    """One restricted Gibbs scan over ``S`` (the own group scored with the point left out)."""
+    ``seats`` is ``(members, m, side, target)``. Without ``scan``, sequential
+    allocation: the groups hold their anchors only and each point joins one given
+    the points seated before it. With ``scan``, one restricted Gibbs scan: each
+    point is re-seated given all the others (its own group scored with the point
+    left out). ``forced`` puts ``members[t]`` in group ``target[t]`` instead of
+    drawing it (see :func:`pymc_pcrp._kernels.allocation._launch`).
+    """
     members, m, side, target = seats
     params, seat = work
     gcount, gsum, gsumsq = groups[0], groups[1], groups[2]
@@ -117,6 +86,15 @@ def _scan(
     log_q = 0.0
     for t in range(m):
         p = members[t]
+        forced_g = target[t] if forced else -1
+        if not scan:
+            w0 = _group_weight(groups, 0, xc, p, seat, a0)
+            w1 = _group_weight(groups, 1, xc, p, seat, a0)
+            g, log_p = _choose(rng, w0, w1, forced_g)
+            log_q += log_p
+            side[t] = g
+            _shift_group(groups, g, xc, p, 1, params)
+            continue
         g = side[t]
         n_g = gcount[g]
         big_l = loo_log_ratio(
@@ -124,7 +102,6 @@ def _scan(
         )
         w_own = seat[n_g - 1] - 0.5 * groups[4][g] - (a0 + 0.5 * (n_g - 1)) * big_l
         w_other = _group_weight(groups, 1 - g, xc, p, seat, a0)
-        forced_g = target[t] if forced else -1
         if g == 0:
             new, log_p = _choose(rng, w_own, w_other, forced_g)
         else:
@@ -139,20 +116,13 @@ def _scan(
 
 @numba.njit(**NJIT_KWARGS)
 def _launch(
-    rng: np.random.Generator,
-    xc: np.ndarray,
-    i: int,
-    j: int,
-    seats: tuple,
-    forced: bool,
-    n_scans: int,
-    groups,
-    work: tuple,
+    rng: np.random.Generator, xc: np.ndarray, proposal: tuple, groups, work: tuple
 ) -> float:
     """Build one proposal (see :func:`pymc_pcrp._kernels.allocation._launch`); return log q.
 
-    ``work`` is ``(params, seat)``.
+    ``proposal`` is ``(i, j, seats, forced, n_scans)`` and ``work`` is ``(params, seat)``.
     """
+    i, j, seats, forced, n_scans = proposal
     members, m, _, target = seats
     gcount, gsum, gsumsq = groups[0], groups[1], groups[2]
     shuffle_pair_prefix(rng, members, target, m)
@@ -161,14 +131,11 @@ def _launch(
     gsumsq[:, :] = 0.0
     _shift_group(groups, 0, xc, i, 1, work[0])
     _shift_group(groups, 1, xc, j, 1, work[0])
-    # The skeleton of allocation._launch. (A shared skeleton taking the two
-    # functions as arguments would stop numba from caching every caller.)
-    if n_scans < 0:
-        return _allocate(rng, xc, seats, forced, groups, work)
-    _allocate(rng, xc, seats, False, groups, work)
-    for _scan_index in range(n_scans):
-        _scan(rng, xc, seats, False, groups, work)
-    return _scan(rng, xc, seats, forced, groups, work)
+    # As in allocation._launch: the allocation, then n_scans + 1 scans (none for SAMS).
+    log_q = _seat(rng, xc, seats, forced and n_scans < 0, groups, work, False)
+    for t in range(n_scans + 1):
+        log_q = _seat(rng, xc, seats, forced and t == n_scans, groups, work, True)
+    return log_q
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -207,7 +174,7 @@ def diag_split_merge_moves(
         np.zeros((2, d)),
     )
     gcount, gsum, gsumsq, gbn, glogb, gmean, ghinv = groups
-    kappa0, a0, logb0 = params.kappa0, params.a0, params.logb0
+    kappa0 = params.kappa0
     n_split = n_split_acc = n_merge = n_merge_acc = 0
     for _ in range(n_moves):
         i, j = moves.draw_pair(rng, state, head, nxt, n, False)
@@ -216,20 +183,12 @@ def diag_split_merge_moves(
         m = moves.gather_members(head, nxt, si, sj, i, j, members, target)
         merge = si != sj
         seats = (members, m, side, target)
-        log_q = _launch(rng, xc, i, j, seats, merge, n_scans, groups, (params, seat))
+        log_q = _launch(rng, xc, (i, j, seats, merge, n_scans), groups, (params, seat))
         if not merge:
             n_split += 1
-            n0 = gcount[0]
-            n1 = gcount[1]
-            lm = (
-                diag_log_marginal(n0, glogb[0], d, kappa0, a0, logb0),
-                diag_log_marginal(n1, glogb[1], d, kappa0, a0, logb0),
-                diag_log_marginal(n0 + n1, state.logb[sj], d, kappa0, a0, logb0),
-            )
-            log_a = moves.split_log_ratio(
-                params.log_alpha, ratio_power, n0, n1, lm, proposal_weight * log_q
-            )
-            if moves.accepts(rng, log_a):
+            stats = (glogb[0], glogb[1], state.logb[sj])
+            gain = moves.split_gain(params, ratio_power, (gcount[0], gcount[1]), stats, d)
+            if moves.accepts(rng, gain - proposal_weight * log_q):
                 n_split_acc += 1
                 new = moves.split_labels(state, sj, i, j, members, m, side, head, nxt)
                 _put_group(state, new, groups, 0)
@@ -238,20 +197,13 @@ def diag_split_merge_moves(
                 head = moves.cover_slots(head, state)
         else:
             n_merge += 1
-            ni = state.counts[si]
-            nj = state.counts[sj]
+            sizes = (state.counts[si], state.counts[sj])
             # The merged cluster's rates, in group slot 0 (the launch is finished).
             moves.merge_into_group(state, si, sj, gcount, gsum, gsumsq)
             refresh_at(gcount, gsum, gsumsq, gbn, glogb, gmean, ghinv, 0, kappa0, params.b0)
-            lm = (
-                diag_log_marginal(ni + nj, glogb[0], d, kappa0, a0, logb0),
-                diag_log_marginal(ni, state.logb[si], d, kappa0, a0, logb0),
-                diag_log_marginal(nj, state.logb[sj], d, kappa0, a0, logb0),
-            )
-            log_a = moves.merge_log_ratio(
-                params.log_alpha, ratio_power, ni, nj, lm, proposal_weight * log_q
-            )
-            if moves.accepts(rng, log_a):
+            stats = (state.logb[si], state.logb[sj], glogb[0])
+            gain = moves.split_gain(params, ratio_power, sizes, stats, d)
+            if moves.accepts(rng, proposal_weight * log_q - gain):
                 n_merge_acc += 1
                 _put_group(state, sj, groups, 0)
                 moves.merge_labels(state, si, sj, i, j, members, m, head, nxt)

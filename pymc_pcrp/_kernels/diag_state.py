@@ -48,6 +48,7 @@ __all__ = [
     "DiagGrid",
     "DiagParams",
     "DiagState",
+    "diag_log_marginal",
     "diag_tables",
     "init_diag_state",
     "log_prod_at",
@@ -356,3 +357,24 @@ def resync_diag_state(xc: np.ndarray, state: DiagState, params: DiagParams) -> N
         shift_at(state.counts, state.sums, state.sumsq, state.labels[i], xc, i, 1)
     for p in range(state.k[0]):
         refresh_slot(state, state.order[p], params)
+
+
+@numba.njit(**NJIT_KWARGS)
+def diag_log_marginal(
+    n: int, logb_n: float, d: int, kappa0: float, a0: float, logb0: float
+) -> float:
+    """Log marginal likelihood of a cluster of ``n`` points from ``logb_n = sum_j log b_nj``.
+
+    ``sum_j [lgamma(a_n) - lgamma(a0) + a0 log b0_j - a_n log b_nj
+    + log(kappa0 / kappa_n) / 2 - n log(2 pi) / 2]``; zero for ``n = 0``.
+    """
+    if n == 0:
+        return 0.0
+    kappa_n = kappa0 + n
+    a_n = a0 + 0.5 * n
+    return (
+        d * (math.lgamma(a_n) - math.lgamma(a0) + 0.5 * math.log(kappa0 / kappa_n))
+        - 0.5 * n * d * _LOG_2PI
+        + a0 * logb0
+        - a_n * logb_n
+    )

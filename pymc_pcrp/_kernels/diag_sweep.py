@@ -31,7 +31,7 @@ from pymc_pcrp._kernels.diag_state import (
     shift_at,
 )
 from pymc_pcrp._kernels.draws import next_sweep_order, sweep_order
-from pymc_pcrp._kernels.scores import SKIP_NATS
+from pymc_pcrp._kernels.scores import SKIP_NATS, sweep_workspace
 from pymc_pcrp._kernels.slots import free_slot, open_slot
 
 __all__ = ["diag_sweeps", "diag_sweeps_with", "loo_log_ratio", "seat_log_weight"]
@@ -180,28 +180,18 @@ def diag_sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hook
     skip_nats, visit = hooks
     n, d = xc.shape
     log_new, _, by_size = tables
-    logw = np.empty(n + 1)
-    wts = np.empty(n + 1)
-    skipped = np.empty(n + 1, dtype=np.int64)
-    wsk = np.empty(n + 1)
+    logw, skipped, wts, wsk, skip_weight = sweep_workspace(n, skip_nats)
+    moved = 0
     kappa0 = params.kappa0
     a0 = params.a0
     b0 = params.b0
-    skip_weight = math.exp(1e-9 - skip_nats)  # bound on one skipped weight / reference
     perm = sweep_order(n, visit)
-    labels = state.labels
-    counts = state.counts
-    order = state.order
-    where = state.where
-    logb = state.logb
-    mean = state.mean
-    hinv = state.hinv
-    n_occupied = state.k
-    moved = 0
+    labels, n_occupied = state.labels, state.k
+    counts, order, where = state.counts, state.order, state.where
+    logb, mean, hinv = state.logb, state.mean, state.hinv
     for _ in range(n_sweeps):
         next_sweep_order(rng, perm, visit)
-        for step in range(perm.shape[0]):
-            i = perm[step]
+        for i in perm:
             old = labels[i]
             m = counts[old]
             k = n_occupied[0]

@@ -519,19 +519,16 @@ def partition_log_joint_scaled(
 @numba.njit(**NJIT_KWARGS)
 def advance_scaled(
     rng: np.random.Generator,
-    xc: np.ndarray,
-    state: SweepState,
-    params: NIWParams,
-    tables: tuple[np.ndarray, np.ndarray, np.ndarray],
+    chain: tuple,
     grid: ScaleGrid,
-    n_sweeps: int,
-    n_split_merge: float,
-    n_scans: int,
-    counts: np.ndarray,
-    labels_out: np.ndarray,
+    plan: tuple,
+    out: tuple,
     alpha_args: tuple | None,
 ) -> float:
     """:func:`~pymc_pcrp._kernels.chain.advance` with an exact draw of ``s`` after each sweep.
+
+    ``chain``, ``plan``, ``out`` and ``alpha_args`` are as in
+    :func:`~pymc_pcrp._kernels.chain.advance`; ``grid`` is the scale grid.
 
     With a grid of ``nu0`` values (``grid.nu0s``), ``nu0`` is drawn exactly
     after the last sweep (:func:`draw_nu0`).
@@ -548,9 +545,11 @@ def advance_scaled(
     computed afresh from the labels (:func:`partition_log_joint_scaled`; the
     state is rebuilt from its labels when its running value has drifted); the
     drawn ``s`` is ``exp(grid.log_s[grid.current[0]])`` and ``nu0`` is
-    ``grid.nu0s[grid.current[2]]``. ``alpha_args``: an owned
-    ``alpha``, as in :func:`~pymc_pcrp._kernels.chain.advance`.
+    ``grid.nu0s[grid.current[2]]``.
     """
+    xc, state, params, tables = chain
+    n_sweeps, n_split_merge, n_scans = plan
+    counts, labels_out = out
     if alpha_args is not None:
         params = with_log_alpha(params, alpha_args[-1][0])
     g_count = grid.log_s.shape[0]
@@ -571,8 +570,7 @@ def advance_scaled(
     running = 0.0
     for _ in range(n_sweeps):
         # np.int64(1), not the literal 1, so that run_moves is compiled once (see chain.py)
-        chain = (xc, state, local, tables)
-        run_moves(rng, chain, (np.int64(1), n_split_merge, n_scans), counts)
+        run_moves(rng, (xc, state, local, tables), (np.int64(1), n_split_merge, n_scans), counts)
         for j in range(4):
             total[j] += counts[j]
         top = scale_conditional(state, params.kappa0, local.nu0, grid, logp)

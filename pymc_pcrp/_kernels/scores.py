@@ -34,6 +34,7 @@ __all__ = [
     "loo_lower_bound",
     "size_table",
     "sweep_tables",
+    "sweep_workspace",
 ]
 
 
@@ -296,6 +297,25 @@ def log_weight_upper_bound(const: float, e: float, t: float) -> float:
 # A cluster whose log weight is certainly this far below the largest one is not
 # scored exactly (see gibbs_sweeps): its weight is below exp(-6) = 2.5e-3 of the top.
 SKIP_NATS = 6.0
+
+
+@numba.njit(**NJIT_KWARGS)
+def sweep_workspace(n: int, skip_nats: float) -> tuple:
+    """Scratch arrays of one point's draw among at most ``n + 1`` options, and the skip bound.
+
+    Returns ``(logw, skipped, spare, spare2, skip_weight)``: a log weight per
+    option, the indices of the skipped options (``int64``), two float arrays for
+    what a sweep keeps per skipped option, all of length ``n + 1``, and
+    ``exp(1e-9 - skip_nats)``, a bound on one skipped option's weight relative to
+    the largest scored weight (which a sweep's reference is at most).
+    """
+    return (
+        np.empty(n + 1),
+        np.empty(n + 1, dtype=np.int64),
+        np.empty(n + 1),
+        np.empty(n + 1),
+        math.exp(1e-9 - skip_nats),
+    )
 
 
 @numba.njit(**NJIT_KWARGS)

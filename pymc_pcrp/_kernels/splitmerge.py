@@ -102,7 +102,6 @@ import numpy as np
 from pymc_pcrp._kernels import moves
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.allocation import _launch, _seat_constants
-from pymc_pcrp._kernels.niw import log_marginal_from_logdet
 from pymc_pcrp._kernels.state import NIWParams, SweepState, factorise, grow_if_full
 
 __all__ = ["split_merge_moves"]
@@ -149,36 +148,21 @@ def _log_ratio(
     """
     gcount, gsum, gsumsq, gchol, glogdet = groups
     ratio_power, proposal_weight, cluster_first, selection_weight = tuning
-    kappa0, nu0, logdet0 = params.kappa0, params.nu0, params.logdet0
     d = gsum.shape[1]
     if si == sj:
-        n0 = gcount[0]
-        n1 = gcount[1]
+        n0, n1 = gcount[0], gcount[1]
         for g in range(2):
             glogdet[g] = factorise(gcount[g], gsum[g], gsumsq[g], params, buf, gchol[g])
-        lm = (
-            log_marginal_from_logdet(n0, glogdet[0], d, kappa0, nu0, logdet0),
-            log_marginal_from_logdet(n1, glogdet[1], d, kappa0, nu0, logdet0),
-            log_marginal_from_logdet(n0 + n1, state.logdet[sj], d, kappa0, nu0, logdet0),
-        )
-        log_a = moves.split_log_ratio(
-            params.log_alpha, ratio_power, n0, n1, lm, proposal_weight * log_q
-        )
+        stats = (glogdet[0], glogdet[1], state.logdet[sj])
+        log_a = moves.split_gain(params, ratio_power, (n0, n1), stats, d) - proposal_weight * log_q
         if cluster_first:
             log_a += selection_weight * (math.log(k_now * (n0 + n1)) - math.log((k_now + 1) * n0))
         return log_a
-    ni = state.counts[si]
-    nj = state.counts[sj]
+    ni, nj = state.counts[si], state.counts[sj]
     moves.merge_into_group(state, si, sj, gcount, gsum, gsumsq)
     glogdet[0] = factorise(gcount[0], gsum[0], gsumsq[0], params, buf, gchol[0])
-    lm = (
-        log_marginal_from_logdet(ni + nj, glogdet[0], d, kappa0, nu0, logdet0),
-        log_marginal_from_logdet(ni, state.logdet[si], d, kappa0, nu0, logdet0),
-        log_marginal_from_logdet(nj, state.logdet[sj], d, kappa0, nu0, logdet0),
-    )
-    log_a = moves.merge_log_ratio(
-        params.log_alpha, ratio_power, ni, nj, lm, proposal_weight * log_q
-    )
+    stats = (state.logdet[si], state.logdet[sj], glogdet[0])
+    log_a = proposal_weight * log_q - moves.split_gain(params, ratio_power, (ni, nj), stats, d)
     if cluster_first:
         log_a += selection_weight * (math.log(k_now * ni) - math.log((k_now - 1) * (ni + nj)))
     return log_a
@@ -263,7 +247,8 @@ def _split_merge_moves(
         work = (params, seat_const, v, y, buf)
         merge = not is_split
         seats = (members, m, side, target)
-        log_q = _launch(rng, xc, i, j, seats, merge, n_restricted_scans, groups, work)
+        proposal = (i, j, seats, merge, n_restricted_scans)
+        log_q = _launch(rng, xc, proposal, groups, work)
 
         log_a = _log_ratio(state, params, si, sj, k_now, log_q, groups, buf, tuning)
         if is_split:

@@ -38,6 +38,7 @@ from pymc_pcrp._kernels.scores import (
     loo_log_weight,
     loo_lower_bound,
     sweep_tables,
+    sweep_workspace,
 )
 from pymc_pcrp._kernels.slots import free_slot, open_slot
 from pymc_pcrp._kernels.state import (
@@ -275,27 +276,18 @@ def sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hooks: tu
     inv_eig = np.empty((cap, 2))
     for p in range(state.k[0]):
         _sync_slot(state, state.order[p], by_size, (mean, inv_diag, const, inv_eig))
-    logw = np.empty(n + 1)
-    skipped = np.empty(n + 1, dtype=np.int64)
-    skipped_u = np.empty(n + 1)
-    skipped_w = np.empty(n + 1)
+    logw, skipped, skipped_u, skipped_w, skip_weight = sweep_workspace(n, skip_nats)
     y = np.empty(d)
     v = np.empty(d)
     buf = np.empty((d, d))
-    chol = state.chol
-    counts = state.counts
-    order = state.order
-    labels = state.labels
-    logdet = state.logdet
-    n_occupied = state.k
+    labels, n_occupied = state.labels, state.k
+    chol, counts, order, logdet = state.chol, state.counts, state.order, state.logdet
     kappa0 = params.kappa0
-    skip_weight = math.exp(1e-9 - skip_nats)  # bound on one skipped weight / top
     perm = sweep_order(n, visit)
     moved = 0
     for _ in range(n_sweeps):
         next_sweep_order(rng, perm, visit)
-        for step in range(perm.shape[0]):
-            i = perm[step]
+        for i in perm:
             old = labels[i]
             k = n_occupied[0]
             m = counts[old]

@@ -149,7 +149,7 @@ def call_compiled(
     inputs : SweepInputs
         The inputs ``args`` were built from.
     args : tuple
-        The kernel's arguments; ``args[2]`` is the sweep state.
+        The kernel's arguments; ``args[1]`` is the chain ``(xc, state, params, tables)``.
     kernel : numba dispatcher
         One of the ``advance`` kernels.
     label_dtype : numpy.dtype
@@ -162,7 +162,7 @@ def call_compiled(
     compiled : CompiledAdvance or None
         The cache to pass to the next call.
     """
-    label_dtypes = (args[2].labels.dtype, label_dtype)  # the state's, the returned labels'
+    label_dtypes = (args[1][1].labels.dtype, label_dtype)  # the state's, the returned labels'
     if (
         compiled is not None
         and compiled.kernel is kernel

@@ -523,18 +523,8 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         state, age = self._sweep_state(point, inputs, params)
         counts = np.empty(4, dtype=np.int64)
         new_labels = np.empty(self._n, dtype=self._dtype)
-        args = (
-            self.rng,
-            xc,
-            state,
-            params,
-            inputs.tables,
-            self.sweeps_per_draw,
-            self.split_merge,
-            self.split_merge_scans,
-            counts,
-            new_labels,
-        )
+        plan = (self.sweeps_per_draw, self.split_merge, self.split_merge_scans)
+        args = (self.rng, (xc, state, params, inputs.tables), plan, (counts, new_labels))
         alpha = self._alpha
         if alpha is not None:  # the same call sweeps at the tables' alpha, proposes the next
             log_alpha = float(alpha.log_alpha[0])
@@ -558,7 +548,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
                     scale.current[1] = max(scale.current[1], REBUILT)
                     self._prior_shifts = 0
                 self._scale_inputs = inputs
-            args = (*args[:5], scale, *args[5:])
+            args = (*args[:2], scale, *args[2:])
             log_density = self._call_advance(inputs, args, kernel)
             niw_scale = math.exp(scale.log_s[scale.current[0]])
             niw_nu0 = (

@@ -168,7 +168,9 @@ def test_state_after_moves_equals_a_fresh_state_and_log_joint_is_the_models(lear
     out = np.empty(80, dtype=np.int64)
     rng = np.random.default_rng(SEED)
     for _ in range(5):
-        value = advance_diag(rng, xc, state, params, tables, grid, 3, 1.0, -1, counts, out, None)
+        value = advance_diag(
+            rng, (xc, state, params, tables), grid, (3, 1.0, -1), (counts, out), None
+        )
         s = math.exp(grid.log_s[grid.current[0]])
         ref = _prior_terms(out, 1.0, 1.2) + diag_scale_marginal_loglik(
             xc, out, 0.05, 3.0, psi, np.exp(grid.log_s), grid.log_w

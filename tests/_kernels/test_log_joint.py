@@ -95,10 +95,12 @@ def test_same_partition_gives_the_same_bits_in_every_chain(scaled):
         for _ in range(400):
             if scaled:
                 value = advance_scaled(
-                    chain_rng, xc, state, params, tables, grid, 1, 0.5, -1, counts, out, None
+                    chain_rng, (xc, state, params, tables), grid, (1, 0.5, -1), (counts, out), None
                 )
             else:
-                value = advance(chain_rng, xc, state, params, tables, 1, 0.5, -1, counts, out, None)
+                value = advance(
+                    chain_rng, (xc, state, params, tables), (1, 0.5, -1), (counts, out), None
+                )
                 running = log_joint(state, params, 2)
                 running_differs |= running != value
             seen.setdefault(tuple(out), set()).add(value)
@@ -152,15 +154,9 @@ def test_drifted_state_is_rebuilt_from_its_labels():
     out = step_labels_out(30)
     value = advance(
         np.random.default_rng(0),
-        xc,
-        state,
-        params,
-        tables,
-        0,
-        0.0,
-        0,
-        np.empty(4, np.int64),
-        out,
+        (xc, state, params, tables),
+        (0, 0.0, 0),
+        (np.empty(4, np.int64), out),
         None,
     )
     np.testing.assert_array_equal(out, labels)

@@ -250,10 +250,9 @@ def test_learned_scale_step_replays_the_kernel():
     tables = sweep_tables(xc, params)
     state = init_state(xc, np.zeros(n, dtype=np.int64), params)
     out = step_labels_out(n)
-    moves = (step.split_merge, step.split_merge_scans)  # the step's default move set
-    lj = advance_scaled(
-        rng, xc, state, params, tables, grid, 2, *moves, np.empty(4, np.int64), out, None
-    )
+    plan = (2, step.split_merge, step.split_merge_scans)  # the step's default move set
+    chain = (xc, state, params, tables)
+    lj = advance_scaled(rng, chain, grid, plan, (np.empty(4, np.int64), out), None)
     np.testing.assert_array_equal(new_point["z"], out)
     assert step.rng.bit_generator.state == rng.bit_generator.state
     assert step.last_stats["niw_scale"] == math.exp(grid.log_s[grid.current[0]])

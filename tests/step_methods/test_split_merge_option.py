@@ -152,7 +152,7 @@ def test_integer_rate_draws_no_extra_random_number():
     rng_a = np.random.default_rng(9)
     counts = np.empty(4, dtype=np.int64)
     out = step_labels_out(50)
-    advance(rng_a, xc, a, params, tables, 4, 2.0, 0, counts, out, None)
+    advance(rng_a, (xc, a, params, tables), (4, 2.0, 0), (counts, out), None)
     b = init_state(xc, z0, params)
     rng_b = np.random.default_rng(9)
     for _ in range(4):
