@@ -69,7 +69,12 @@ import arviz as az
 import numpy as np
 
 from pymc_pcrp.cli.cluster_options import MAX_SIMILARITY_ROWS, add_cluster_parser
-from pymc_pcrp.cli.cluster_report import convergence_advice, power_choice, summary
+from pymc_pcrp.cli.cluster_report import (
+    ClusterRun,
+    convergence_advice,
+    power_choice,
+    summary,
+)
 from pymc_pcrp.cli.io import (
     ClusterData,
     InputError,
@@ -334,8 +339,9 @@ def _report_convergence(idata: az.InferenceData) -> ConvergenceReport:
     return report
 
 
-def _record_settings(idata, args, data: ClusterData, power, cv_info, scaling, seed) -> None:
+def _record_settings(idata, run: ClusterRun) -> None:
     """Write the run's settings into the attributes of the posterior group."""
+    args, data, scaling, power, seed, cv_info = run
     idata.posterior.attrs.update(
         pcrp_power=power,
         pcrp_alpha=args.alpha,
@@ -403,24 +409,13 @@ def run_cluster(args: argparse.Namespace) -> int:
         idata = _sample(args, x, power, prior, fit_seq)
         report = _report_convergence(idata)
         estimate = point_estimate(idata, loss="vi", random_seed=_seed_int(estimate_seq))
-        _record_settings(idata, args, data, power, cv_info, scaling, seed)
+        run = ClusterRun(args, data, scaling, power, seed, cv_info)
+        _record_settings(idata, run)
         write_labels(tmp / "labels.csv", estimate.labels)
         az.to_netcdf(idata, str(tmp / "idata.nc"))
         cv = None if cv_info is None else cv_info[0]
         files = _write_figures(tmp, idata, x, data.names, estimate, prior, power, args.alpha, cv)
-        text = summary(
-            args=args,
-            data=data,
-            scaling=scaling,
-            power=power,
-            seed=seed,
-            idata=idata,
-            report=report,
-            estimate=estimate,
-            cv_info=cv_info,
-            files=files,
-            seconds=time.perf_counter() - start,
-        )
+        text = summary(run, idata, (report, estimate, files), time.perf_counter() - start)
         (tmp / "summary.md").write_text(text, encoding="utf-8")
         publish(tmp, out)
     except (KeyboardInterrupt, SamplingInterrupted) as err:

@@ -7,6 +7,7 @@ import shlex
 import sys
 
 from pathlib import Path
+from typing import NamedTuple
 
 import arviz as az
 import numpy as np
@@ -219,21 +220,30 @@ def _point_estimate_section(estimate: PointEstimate) -> list[str]:
     ]
 
 
+class ClusterRun(NamedTuple):
+    """What a ``cluster`` run was asked and chose, before any output is written."""
+
+    args: argparse.Namespace
+    data: ClusterData
+    scaling: tuple[np.ndarray, np.ndarray] | None  # (mean, sd) when standardised
+    power: float
+    seed: int
+    cv_info: tuple[CVResult, tuple[int, int], list[str]] | None  # when r was chosen by CV
+
+
 def summary(
-    *,
-    args: argparse.Namespace,
-    data: ClusterData,
-    scaling: tuple[np.ndarray, np.ndarray] | None,
-    power: float,
-    seed: int,
+    run: ClusterRun,
     idata: az.InferenceData,
-    report: ConvergenceReport,
-    estimate: PointEstimate,
-    cv_info: tuple[CVResult, tuple[int, int], list[str]] | None,
-    files: list[str],
+    results: tuple[ConvergenceReport, PointEstimate, list[str]],
     seconds: float,
 ) -> str:
-    """Return the text of ``summary.md``."""
+    """Return the text of ``summary.md``.
+
+    ``results`` is the convergence report, the point estimate and the names of
+    the figure files written.
+    """
+    args, data, scaling, power, seed, cv_info = run
+    report, estimate, files = results
     lines = ["# pCRP clustering", ""]
     lines += _warnings_section(report, cv_info)
     lines += _data_section(args, data, scaling)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from pymc_pcrp.cli.reproduce.protocol import ReproductionResult, RunResult
-from pymc_pcrp.distributions.niw import NIWPrior
+from pymc_pcrp.distributions.niw_prior import NIWPrior
 from pymc_pcrp.step_methods.pcrp_gibbs import PCRPGibbs
 
 ALGORITHM_1: dict[str, object] = {"split_merge": 0, "init": "random", "restarts": 1}

@@ -110,17 +110,19 @@ def _code_version() -> str:
     return f"git commit {head} plus uncommitted changes to {', '.join(changed)}"
 
 
-def _k_diagnostics(idata: az.InferenceData) -> tuple[float, float, float]:
+def _k_diagnostics(idata: az.InferenceData) -> dict[str, float]:
+    """R-hat, bulk and tail ESS of ``K`` by their :class:`RunResult` names (NaN: K is fixed)."""
     import arviz as az
 
     k = idata.posterior["n_clusters"].astype(np.float64)
+    names = ("k_rhat", "k_ess_bulk", "k_ess_tail")
     if np.ptp(k.values) == 0 or k.sizes["draw"] < 4:
-        return math.nan, math.nan, math.nan
+        return dict.fromkeys(names, math.nan)
     dataset = k.to_dataset(name="K")
     rhat = float(az.rhat(dataset)["K"]) if k.sizes["chain"] > 1 else math.nan
     bulk = float(az.ess(dataset, method="bulk")["K"])
     tail = float(az.ess(dataset, method="tail")["K"])
-    return rhat, bulk, tail
+    return dict(zip(names, (rhat, bulk, tail), strict=True))
 
 
 def _point_estimate(idata: az.InferenceData, seed: int) -> tuple[np.ndarray, str]:
@@ -202,7 +204,6 @@ def _fit_method(
         )
     seconds = time.perf_counter() - start
     summary = clustering_summary(idata, sample.labels)
-    rhat, bulk, tail = _k_diagnostics(idata)
     labels, how = _point_estimate(idata, seed)
     sizes = tuple(int(s) for s in np.sort(np.unique(labels, return_counts=True)[1])[::-1])
     result = RunResult(
@@ -214,9 +215,7 @@ def _fit_method(
         seed=seed,
         summary=summary,
         k_draws=np.asarray(idata.posterior["n_clusters"].values, dtype=np.int64),
-        k_rhat=rhat,
-        k_ess_bulk=bulk,
-        k_ess_tail=tail,
+        **_k_diagnostics(idata),
         point_sizes=sizes,
         point_method=how,
         seconds=seconds,
@@ -225,7 +224,7 @@ def _fit_method(
         stream,
         f"{counter} {data.name}, N = {sample.n}, {method}: {seconds:.1f} s; "
         f"K {summary.k_mean:.2f} (max {summary.k_max}), NMI {summary.nmi_mean:.3f}, "
-        f"VI {summary.vi_mean:.3f}; R-hat(K) {rhat:.3f}, ESS(K) {bulk:.0f}; "
+        f"VI {summary.vi_mean:.3f}; R-hat(K) {result.k_rhat:.3f}, ESS(K) {result.k_ess_bulk:.0f}; "
         f"point estimate K = {len(sizes)}",
     )
     return result, idata, labels
