@@ -18,7 +18,8 @@ from scipy import stats
 
 from pymc_pcrp._idata import draw_nu0s, draw_scales
 from pymc_pcrp._niw_numpy import niw_posterior
-from pymc_pcrp.distributions.niw import NIWMixtureRV, NIWPrior
+from pymc_pcrp.distributions.niw import NIWMixtureRV
+from pymc_pcrp.distributions.niw_prior import NIWPrior
 
 __all__ = ["sample_posterior_predictive"]
 

@@ -17,7 +17,8 @@ from scipy.special import gammaln
 import pymc_pcrp as pcrp
 
 from pymc_pcrp._diag_numpy import diag_scale_marginal_loglik
-from pymc_pcrp.distributions.niw import DEFAULT_SCALE_FRACTIONS, DiagNIWMixtureRV
+from pymc_pcrp.distributions.niw import DiagNIWMixtureRV
+from pymc_pcrp.distributions.niw_prior import DEFAULT_SCALE_FRACTIONS
 
 
 def _data(n=40, d=3, seed=0):
