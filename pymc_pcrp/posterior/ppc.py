@@ -63,7 +63,9 @@ def sample_posterior_predictive(
     for obs in model.observed_RVs:
         if not isinstance(obs.owner.op, NIWMixtureRV):
             continue
-        z_rv, mu0, kappa0, nu0, psi0, grid, _, nu_grid, nu_log_w = obs.owner.inputs[2:]
+        z_rv, mu0, kappa0, nu0, psi0, grid, _, nu_grid, nu_log_w = obs.owner.op.dist_params(
+            obs.owner
+        )
         if z_rv.name not in idata.posterior:
             raise ValueError(
                 f"The labels '{z_rv.name}' of '{obs.name}' are not in idata.posterior."
