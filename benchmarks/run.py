@@ -994,6 +994,7 @@ def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
 
     n, d, sweeps, blocks = cfg.moves
     rate, scans = pcrp_gibbs.auto_split_merge(n, d), pcrp_gibbs.SPLIT_MERGE_SCANS
+    specks = pcrp_gibbs.auto_speck_moves(rate)
     _, z, _, xc, params, tables = problem(n, d)
     counts = np.empty(4, dtype=np.int64)
     out = np.empty(n, dtype=np.int64)
@@ -1001,8 +1002,9 @@ def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
     def block(sm: float, sc: int, seed: int) -> tuple[float, np.ndarray]:
         state = init_state(xc, z, params)
         rng = np.random.default_rng(seed)
+        plan = (sweeps, sm, sc, specks if sm > 0 else 0.0)
         c0 = time.thread_time()
-        advance(rng, (xc, state, params, tables), (sweeps, sm, sc), (counts, out), None)
+        advance(rng, (xc, state, params, tables), plan, (counts, out), None)
         return (time.thread_time() - c0) / sweeps, counts.copy()
 
     block(0.0, 0, 0)  # warm-up: numba cache load
@@ -1024,13 +1026,14 @@ def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
     rep.log(
         f"  N={n} D={d}, from the true clusters, {blocks} paired blocks of {sweeps} sweeps "
         f"(CPU time, load {load()}): plain ms/sweep {fmt_list([1e3 * v for v in plain])}, "
-        f"default (split_merge={rate}, split_merge_scans={scans}) "
+        f"default (split_merge={rate}, split_merge_scans={scans}, speck_moves={specks:g}) "
         f"{fmt_list([1e3 * v for v in moves])}; ratios {fmt_list(ratios)}; "
         f"split acc/prop {tally[1]}/{tally[0]}, merge {tally[3]}/{tally[2]}"
     )
     r, status = goal_max(ratio, 1.5)
     rep.row(
-        f"default move set (split_merge={rate}, split_merge_scans={scans}) / plain sweep "
+        f"default move set (split_merge={rate}, split_merge_scans={scans}, "
+        f"speck_moves={specks:g}) / plain sweep "
         f"(split_merge=0), CPU per sweep, N={n:,} D={d}, same data and start "
         "(median of paired ratios)",
         f"{ratio:.2f} ({1e3 * med(moves):.3f} / {1e3 * med(plain):.3f} ms)",
@@ -1071,7 +1074,7 @@ def _nu0_case(n: int, d: int, draws: int, blocks: int, rep: Report) -> None:
         c0 = time.thread_time()
         for _ in range(draws):
             advance_scaled(
-                rng, (xc, state, params, tables), grid, (1, rate, scans), (counts, out), None
+                rng, (xc, state, params, tables), grid, (1, rate, scans, 0.0), (counts, out), None
             )
         return (time.thread_time() - c0) / draws
 

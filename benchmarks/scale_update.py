@@ -44,7 +44,7 @@ def setup(x, seed=0):
     state = init_state(xc, labels, params)
     counts, out = np.empty(4, np.int64), np.empty(n, np.int64)
     for _ in range(300):
-        advance_scaled(rng, (xc, state, params, tables), grid, (1, 0, 3), (counts, out), None)
+        advance_scaled(rng, (xc, state, params, tables), grid, (1, 0, 3, 0.0), (counts, out), None)
     return rng, xc, state, params, tables, grid, counts, out
 
 
@@ -55,9 +55,11 @@ def calls(chain):
     logp = np.empty(grid.log_s.size)
     g0 = int(grid.current[0])
     return {
-        "sweep": lambda: advance(rng, (xc, state, local, tables), (1, 0, 3), (counts, out), None),
+        "sweep": lambda: advance(
+            rng, (xc, state, local, tables), (1, 0, 3, 0.0), (counts, out), None
+        ),
         "sweep+s": lambda: advance_scaled(
-            rng, (xc, state, params, tables), grid, (1, 0, 3), (counts, out), None
+            rng, (xc, state, params, tables), grid, (1, 0, 3, 0.0), (counts, out), None
         ),
         "conditional": lambda: scale_conditional(state, params.kappa0, params.nu0, grid, logp),
         "set_scale": lambda: set_scale(g0, grid, state, params, tables),

@@ -41,8 +41,8 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
         {
             "test_one_move_from_exact_draws_keeps_exact_posterior",
             "test_split_merge_chain_alone_reaches_exact_posterior",
-            "test_cluster_first_pair_keeps_exact_posterior",
-            "test_cluster_first_without_selection_ratio_is_detected",
+            "test_cluster_pair_rules_keep_exact_posterior",
+            "test_pair_rule_without_selection_ratio_is_detected",
             # prior-only moves against the exact prior on K (6-7 s warm)
             "test_prior_only_move_keeps_pcrp_prior",
         }

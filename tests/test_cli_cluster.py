@@ -196,7 +196,8 @@ def test_split_merge_option_reaches_the_step(tmp_path):
     np.save(tmp_path / "data.npy", x)
     out = tmp_path / "sm"
     args = _args(
-        tmp_path / "data.npy", "--power", 1.2, "--split-merge", 2, "--init", "one",
+        tmp_path / "data.npy", "--power", 1.2, "--split-merge", 2, "--speck-moves", 0,
+        "--init", "one",
         "--draws", 30, "--tune", 10, "--chains", 1, "--seed", 4, "--out", out,
     )  # fmt: skip
     assert run_cluster(args) == 0
@@ -210,6 +211,8 @@ def test_split_merge_option_reaches_the_step(tmp_path):
     _assert_recovers(labels, truth)
     summary_text = (out / "summary.md").read_text()
     assert "2 split-merge proposal(s) per sweep" in summary_text
+    assert "among the clusters" not in summary_text  # --speck-moves 0
+    assert "--split-merge 2 --speck-moves 0" in summary_text
     assert f"{sweeps} Gibbs sweep(s) per draw" in summary_text
     assert f"--sweeps-per-draw {sweeps}" in summary_text
 

@@ -13,7 +13,13 @@ import numpy as np
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import drifted, partition_log_joint, resync_state
-from pymc_pcrp._kernels.moves import add_counts, draw_n_moves
+from pymc_pcrp._kernels.moves import (
+    SMALL_PAIRS,
+    SMALL_SIZE,
+    UNIFORM_PAIRS,
+    add_counts,
+    draw_n_moves,
+)
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.scores import SKIP_NATS
 from pymc_pcrp._kernels.splitmerge import _split_merge_moves
@@ -27,14 +33,14 @@ def run_moves(rng: np.random.Generator, chain: tuple, plan: tuple, counts: np.nd
     """Run the sweeps and split-merge proposals of :func:`advance` in place.
 
     ``chain`` is ``(xc, state, params, tables)`` and ``plan`` is
-    ``(n_sweeps, n_split_merge, n_scans)``, both as in :func:`advance`;
-    ``counts`` is overwritten with the split-merge counts.
+    ``(n_sweeps, n_split_merge, n_scans, n_specks)``, both as in :func:`advance`;
+    ``counts`` is overwritten with the split-merge counts (both kinds of proposal).
     """
     xc, state, params, tables = chain
-    n_sweeps, n_split_merge, n_scans = plan
+    n_sweeps, n_split_merge, n_scans, n_specks = plan
     counts[:] = 0
     # sweeps_with(..., (SKIP_NATS, None)) is gibbs_sweeps, which is Python (see there)
-    if n_split_merge == 0:
+    if n_split_merge == 0 and n_specks == 0:
         sweeps_with(rng, chain, n_sweeps, (SKIP_NATS, None))
         return
     # r log n + size constant of the predictive, for n = 0..N: the sweep's table
@@ -44,19 +50,21 @@ def run_moves(rng: np.random.Generator, chain: tuple, plan: tuple, counts: np.nd
         # np.int64, not the literal 1: numba would compile a second copy of the sweep
         # for the literal type (tens of seconds on a cold cache).
         sweeps_with(rng, chain, np.int64(1), (SKIP_NATS, None))
-        n_moves = draw_n_moves(rng, n_split_merge)
-        if n_moves == 0:
-            continue
-        if seat_const.shape[0] == 0:
-            seat_const = np.ascontiguousarray(tables[2][:, 0])
-        found = _split_merge_moves(
-            rng,
-            (xc, state, params),
-            (n_moves, n_scans),
-            seat_const,
-            (params.power, 1.0, False, 1.0),
-        )
-        add_counts(counts, found)
+        # Pairs of points drawn uniformly, then pairs drawn among the small clusters.
+        for rule in (UNIFORM_PAIRS, SMALL_PAIRS):
+            n_moves = draw_n_moves(rng, n_split_merge if rule == UNIFORM_PAIRS else n_specks)
+            if n_moves == 0:
+                continue
+            if seat_const.shape[0] == 0:
+                seat_const = np.ascontiguousarray(tables[2][:, 0])
+            found = _split_merge_moves(
+                rng,
+                (xc, state, params),
+                (n_moves, n_scans),
+                seat_const,
+                (params.power, 1.0, (rule, SMALL_SIZE), 1.0),
+            )
+            add_counts(counts, found)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -79,15 +87,20 @@ def advance(
         ``(xc, state, params, tables)``: centred data, sweep state, parameters
         and :func:`~pymc_pcrp._kernels.scores.sweep_tables`.
     plan : tuple
-        ``(n_sweeps, n_split_merge, n_scans)``. ``n_sweeps`` (int): sweeps of
-        Algorithm 1. ``n_split_merge`` (float): expected split-merge proposals
-        after each sweep: its integer part is always made, and one more with
-        probability its fractional part (a draw from ``rng`` that does not look
-        at the state, so each sweep applies a fixed mixture of invariant
-        kernels); with ``n_split_merge == 0`` the sweeps run back to back, and an
-        integer value draws no extra random number. ``n_scans`` (int):
-        restricted scans per proposal (see
+        ``(n_sweeps, n_split_merge, n_scans, n_specks)``. ``n_sweeps`` (int):
+        sweeps of Algorithm 1. ``n_split_merge`` (float): expected split-merge
+        proposals after each sweep, each from a pair of points drawn uniformly:
+        its integer part is always made, and one more with probability its
+        fractional part (a draw from ``rng`` that does not look at the state, so
+        each sweep applies a fixed mixture of invariant kernels); an integer
+        value draws no extra random number. ``n_scans`` (int): restricted scans
+        per proposal (see
         :func:`~pymc_pcrp._kernels.splitmerge.split_merge_moves`).
+        ``n_specks`` (float): expected split-merge proposals after each sweep
+        whose pair is drawn among the clusters of at most
+        :data:`~pymc_pcrp._kernels.moves.SMALL_SIZE` points (``SMALL_PAIRS``,
+        made after the others, drawn in the same way). With both rates 0 the
+        sweeps run back to back (the paper's Algorithm 1).
     out : tuple
         ``(counts, labels_out)``, both overwritten: ``counts`` (``int64``, length
         4) with the split-merge counts (split proposed, split accepted, merge

@@ -40,7 +40,13 @@ from pymc_pcrp._kernels.diag_sweep import diag_sweeps_with
 from pymc_pcrp._kernels.hyper import _draw_index, _log_sum_exp
 from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import add_state_prior_terms, cluster_means, drifted, n_blocks
-from pymc_pcrp._kernels.moves import add_counts, draw_n_moves
+from pymc_pcrp._kernels.moves import (
+    SMALL_PAIRS,
+    SMALL_SIZE,
+    UNIFORM_PAIRS,
+    add_counts,
+    draw_n_moves,
+)
 from pymc_pcrp._kernels.scores import SKIP_NATS
 
 __all__ = [
@@ -187,19 +193,21 @@ def diag_moves(
     """One sweep, then the split-merge proposals after it (added to ``counts``).
 
     ``chain`` is ``(xc, state, params, tables)`` and ``plan`` is
-    ``(n_split_merge, n_scans)``, as in :func:`advance_diag`; ``seat`` is the
-    sweep's ``r log n + c(n)`` table (column 0 of ``tables[2]``).
+    ``(n_split_merge, n_scans, n_specks)``, as in :func:`advance_diag`; ``seat`` is
+    the sweep's ``r log n + c(n)`` table (column 0 of ``tables[2]``).
     """
     xc, state, params, _ = chain
-    n_split_merge, n_scans = plan
+    n_split_merge, n_scans, n_specks = plan
     diag_sweeps_with(rng, chain, np.int64(1), (SKIP_NATS, None))  # diag_sweeps, see there
-    n_moves = draw_n_moves(rng, n_split_merge)
-    if n_moves == 0:
-        return
-    found = diag_split_merge_moves(
-        rng, xc, state, params, n_moves, n_scans, seat, params.power, 1.0
-    )
-    add_counts(counts, found)
+    # Pairs of points drawn uniformly, then pairs drawn among the small clusters.
+    for rule in (UNIFORM_PAIRS, SMALL_PAIRS):
+        n_moves = draw_n_moves(rng, n_split_merge if rule == UNIFORM_PAIRS else n_specks)
+        if n_moves == 0:
+            continue
+        found = diag_split_merge_moves(
+            rng, xc, state, params, n_moves, n_scans, seat, params.power, 1.0, (rule, SMALL_SIZE)
+        )
+        add_counts(counts, found)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -234,7 +242,7 @@ def advance_diag(
         when its running value has drifted from it.
     """
     xc, state, params, tables = chain
-    n_sweeps, n_split_merge, n_scans = plan
+    n_sweeps, n_split_merge, n_scans, n_specks = plan
     counts, labels_out = out
     if alpha_args is not None:
         params = DiagParams(
@@ -254,7 +262,9 @@ def advance_diag(
     seat = np.ascontiguousarray(tables[2][:, 0])
     counts[:] = 0
     for _ in range(n_sweeps):
-        diag_moves(rng, (xc, state, local, tables), (n_split_merge, n_scans), seat, counts)
+        diag_moves(
+            rng, (xc, state, local, tables), (n_split_merge, n_scans, n_specks), seat, counts
+        )
         if g_count > 1:
             top = diag_scale_conditional(state, params.kappa0, params.a0, grid, logp)
             g = _draw_index(rng, logp, top)

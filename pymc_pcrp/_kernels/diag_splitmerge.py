@@ -149,6 +149,7 @@ def diag_split_merge_moves(
     seat: np.ndarray,
     ratio_power: float,
     proposal_weight: float,
+    pairs: tuple,
 ) -> tuple[int, int, int, int]:
     """Run ``n_moves`` split-merge proposals in place; return the four counts.
 
@@ -157,7 +158,10 @@ def diag_split_merge_moves(
     allocation alone (SAMS, the default move set), ``t >= 0`` adds ``t``
     intermediate and one final restricted scan. The move is exact only with
     ``ratio_power == params.power`` and ``proposal_weight == 1``; other values
-    let the tests show that a wrong acceptance ratio is detected.
+    let the tests show that a wrong acceptance ratio is detected. ``pairs`` is
+    ``(pair_rule, small)``, how each move draws its pair of points, as in
+    :func:`~pymc_pcrp._kernels.splitmerge._split_merge_moves` (the ratio of the
+    pair's probabilities enters the test).
     """
     n, d = xc.shape
     if n < 2 or n_moves <= 0:
@@ -177,7 +181,9 @@ def diag_split_merge_moves(
     kappa0 = params.kappa0
     n_split = n_split_acc = n_merge = n_merge_acc = 0
     for _ in range(n_moves):
-        i, j = moves.draw_pair(rng, state, head, nxt, n, False)
+        i, j, k_now = moves.draw_move(rng, state, head, nxt, n, pairs)
+        if j < 0:
+            continue  # no move (see moves.draw_move)
         si = labels[i]
         sj = labels[j]
         m = moves.gather_members(head, nxt, si, sj, i, j, members, target)
@@ -187,7 +193,9 @@ def diag_split_merge_moves(
         if not merge:
             n_split += 1
             stats = (glogb[0], glogb[1], state.logb[sj])
-            gain = moves.split_gain(params, ratio_power, (gcount[0], gcount[1]), stats, d)
+            sizes = (gcount[0], gcount[1])
+            gain = moves.split_gain(params, ratio_power, sizes, stats, d)
+            gain += moves.selection_log_ratio(pairs[0], k_now, sizes, True)
             if moves.accepts(rng, gain - proposal_weight * log_q):
                 n_split_acc += 1
                 new = moves.split_labels(state, sj, i, j, members, m, side, head, nxt)
@@ -203,6 +211,7 @@ def diag_split_merge_moves(
             refresh_at(gcount, gsum, gsumsq, gbn, glogb, gmean, ghinv, 0, kappa0, params.b0)
             stats = (state.logb[si], state.logb[sj], glogb[0])
             gain = moves.split_gain(params, ratio_power, sizes, stats, d)
+            gain -= moves.selection_log_ratio(pairs[0], k_now, sizes, False)
             if moves.accepts(rng, proposal_weight * log_q - gain):
                 n_merge_acc += 1
                 _put_group(state, sj, groups, 0)

@@ -548,7 +548,7 @@ def advance_scaled(
     ``grid.nu0s[grid.current[2]]``.
     """
     xc, state, params, tables = chain
-    n_sweeps, n_split_merge, n_scans = plan
+    n_sweeps, n_split_merge, n_scans, n_specks = plan
     counts, labels_out = out
     if alpha_args is not None:
         params = with_log_alpha(params, alpha_args[-1][0])
@@ -570,7 +570,8 @@ def advance_scaled(
     running = 0.0
     for _ in range(n_sweeps):
         # np.int64(1), not the literal 1, so that run_moves is compiled once (see chain.py)
-        run_moves(rng, (xc, state, local, tables), (np.int64(1), n_split_merge, n_scans), counts)
+        one = (np.int64(1), n_split_merge, n_scans, n_specks)
+        run_moves(rng, (xc, state, local, tables), one, counts)
         for j in range(4):
             total[j] += counts[j]
         top = scale_conditional(state, params.kappa0, local.nu0, grid, logp)

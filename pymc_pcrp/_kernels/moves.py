@@ -152,6 +152,52 @@ def gather_members(
     return m
 
 
+# Pair rules of a split-merge move (the ``pair_rule`` of :func:`draw_pair`).
+UNIFORM_PAIRS = 0  # i and j uniform among the points
+CLUSTER_FIRST = 1  # a cluster uniformly, i uniform in it; j uniform among the other points
+CLUSTER_PAIRS = 2  # two clusters uniformly (with replacement), i and j uniform in them
+SMALL_PAIRS = 3  # as CLUSTER_PAIRS among the clusters of at most `small` points
+
+# Largest cluster that the sampler's SMALL_PAIRS moves draw ("a speck"); such a move
+# visits at most this many points, so it costs a small fraction of a sweep.
+SMALL_SIZE = 8
+
+
+@numba.njit(**NJIT_KWARGS)
+def n_small(state, small: int) -> int:
+    """Count the occupied clusters of at most ``small`` points."""
+    count = 0
+    for p in range(state.k[0]):
+        if state.counts[state.order[p]] <= small:
+            count += 1
+    return count
+
+
+@numba.njit(**NJIT_KWARGS)
+def _small_slot(state, small: int, t: int) -> int:
+    """Return the slot of the ``t``-th occupied cluster of at most ``small`` points."""
+    for p in range(state.k[0]):
+        slot = state.order[p]
+        if state.counts[slot] <= small:
+            if t == 0:
+                return slot
+            t -= 1
+    return -1
+
+
+@numba.njit(**NJIT_KWARGS)
+def _member(head: np.ndarray, nxt: np.ndarray, slot: int, t: int, skip: int) -> int:
+    """Return the ``t``-th member of ``slot`` in its list, not counting the point ``skip``."""
+    p = head[slot]
+    if p == skip:
+        p = nxt[p]
+    for _step in range(t):
+        p = nxt[p]
+        if p == skip:
+            p = nxt[p]
+    return p
+
+
 @numba.njit(**NJIT_KWARGS)
 def draw_pair(
     rng: np.random.Generator,
@@ -159,25 +205,108 @@ def draw_pair(
     head: np.ndarray,
     nxt: np.ndarray,
     n: int,
-    cluster_first: bool,
+    pairs: tuple,
 ) -> tuple[int, int]:
     """Draw the ordered pair ``(i, j)`` of distinct points of a move.
 
-    ``i`` is uniform among the ``n`` points, or, with ``cluster_first``, uniform
-    in a cluster drawn uniformly among the occupied ones (walking its member
-    list); ``j`` is uniform among the other ``n - 1`` points.
+    ``pairs`` is ``(pair_rule, small)``; ``small`` matters to ``SMALL_PAIRS`` only.
+
+    ``UNIFORM_PAIRS``: ``i`` uniform among the ``n`` points, ``j`` uniform among
+    the other ``n - 1``. ``CLUSTER_FIRST``: ``i`` uniform in a cluster drawn
+    uniformly among the ``K`` occupied ones, ``j`` uniform among the other
+    points. ``CLUSTER_PAIRS``: two clusters drawn uniformly and independently,
+    ``i`` uniform in the first and ``j`` uniform among the second's members
+    other than ``i``; when both draws give the same singleton there is no such
+    ``j`` and ``j = -1`` is returned (the move then does nothing).
+    ``SMALL_PAIRS``: as ``CLUSTER_PAIRS``, the two clusters drawn among the
+    clusters of at most ``small`` points (``i = j = -1`` when there is none).
     """
-    if cluster_first:
-        slot = state.order[rng.integers(0, state.k[0])]
-        i = head[slot]
-        for _step in range(rng.integers(0, state.counts[slot])):
-            i = nxt[i]
-    else:
+    pair_rule, small = pairs
+    if pair_rule == SMALL_PAIRS:
+        count = n_small(state, small)
+        if count == 0:
+            return -1, -1
+        slot = _small_slot(state, small, rng.integers(0, count))
+        i = _member(head, nxt, slot, rng.integers(0, state.counts[slot]), -1)
+        slot_j = _small_slot(state, small, rng.integers(0, count))
+    elif pair_rule == UNIFORM_PAIRS:
         i = rng.integers(0, n)
+    else:
+        slot = state.order[rng.integers(0, state.k[0])]
+        i = _member(head, nxt, slot, rng.integers(0, state.counts[slot]), -1)
+    if pair_rule == CLUSTER_PAIRS:
+        slot_j = state.order[rng.integers(0, state.k[0])]
+    if pair_rule >= CLUSTER_PAIRS:
+        size = state.counts[slot_j] - (1 if slot_j == state.labels[i] else 0)
+        if size == 0:
+            return i, -1
+        return i, _member(head, nxt, slot_j, rng.integers(0, size), i)
     j = rng.integers(0, n - 1)
     if j >= i:
         j += 1
     return i, j
+
+
+@numba.njit(**NJIT_KWARGS)
+def draw_move(
+    rng: np.random.Generator, state, head: np.ndarray, nxt: np.ndarray, n: int, pairs: tuple
+) -> tuple[int, int, int]:
+    """Draw the pair ``(i, j)`` of the next move; return it with the ``k`` of its ratio.
+
+    :func:`draw_pair` under ``pairs = (pair_rule, small)``, and ``k`` for
+    :func:`selection_log_ratio`: the number of clusters, or for ``SMALL_PAIRS``
+    the number of clusters of at most ``small`` points. ``j = -1`` means no
+    move: the same singleton drawn twice, no small cluster, or a
+    ``SMALL_PAIRS`` merge whose union has more than ``small`` points (the rule
+    could not draw the reverse split, so that merge has acceptance 0).
+    """
+    pair_rule, small = pairs
+    k = state.k[0] if pair_rule != SMALL_PAIRS else n_small(state, small)
+    i, j = draw_pair(rng, state, head, nxt, n, pairs)
+    if j >= 0 and pair_rule == SMALL_PAIRS:
+        si, sj = state.labels[i], state.labels[j]
+        if si != sj and state.counts[si] + state.counts[sj] > small:
+            return i, -1, k
+    return i, j, k
+
+
+@numba.njit(**NJIT_KWARGS)
+def selection_log_ratio(pair_rule: int, k: int, sizes: tuple, split: bool) -> float:
+    """Log ratio of the probabilities of drawing the pair ``(i, j)`` back and forth.
+
+    The pair's probability from the proposed state over that from the current
+    one (a move's reverse uses the same ordered pair), for the rules of
+    :func:`draw_pair`; ``k`` is the current number of clusters. A split:
+    ``sizes = (n0, n1)`` are the groups of ``i`` and ``j``; a merge: the
+    clusters of ``i`` and ``j``. ``UNIFORM_PAIRS`` gives 0. For ``SMALL_PAIRS``
+    ``k`` is the current number of clusters of at most ``small`` points (a
+    split of such a cluster adds one, a merge whose union has at most ``small``
+    points removes one; a larger union cannot be split back by the rule, and
+    the caller rejects that merge).
+    """
+    n0, n1 = sizes
+    nc = n0 + n1
+    if pair_rule == CLUSTER_FIRST:
+        if split:
+            return math.log(k * nc) - math.log((k + 1) * n0)
+        return math.log(k * n0) - math.log((k - 1) * nc)
+    if pair_rule >= CLUSTER_PAIRS:
+        if split:
+            return (
+                2.0 * math.log(k / (k + 1.0))
+                + math.log(nc)
+                + math.log(nc - 1.0)
+                - math.log(n0)
+                - math.log(n1)
+            )
+        return (
+            2.0 * math.log(k / (k - 1.0))
+            + math.log(n0)
+            + math.log(n1)
+            - math.log(nc)
+            - math.log(nc - 1.0)
+        )
+    return 0.0
 
 
 def block_log_marginal(params, n: int, stat: float, d: int) -> float:

@@ -94,8 +94,6 @@ nonconjugate Dirichlet process mixture models", technical report, Texas A&M
 University.
 """
 
-import math
-
 import numba
 import numpy as np
 
@@ -143,11 +141,12 @@ def _log_ratio(
     (an exact ratio, no drift from the rank-one updates); an accepted split
     copies them. A merge: the merged cluster's statistics and factor are
     written into group 0 first (the launch is finished); an accepted merge
-    copies them. ``tuning`` is ``(ratio_power, proposal_weight, cluster_first,
-    selection_weight)``.
+    copies them. ``tuning`` is ``(ratio_power, proposal_weight, (pair_rule,
+    small), selection_weight)``.
     """
     gcount, gsum, gsumsq, gchol, glogdet = groups
-    ratio_power, proposal_weight, cluster_first, selection_weight = tuning
+    ratio_power, proposal_weight, pairs, selection_weight = tuning
+    pair_rule = pairs[0]
     d = gsum.shape[1]
     if si == sj:
         n0, n1 = gcount[0], gcount[1]
@@ -155,17 +154,15 @@ def _log_ratio(
             glogdet[g] = factorise(gcount[g], gsum[g], gsumsq[g], params, buf, gchol[g])
         stats = (glogdet[0], glogdet[1], state.logdet[sj])
         log_a = moves.split_gain(params, ratio_power, (n0, n1), stats, d) - proposal_weight * log_q
-        if cluster_first:
-            log_a += selection_weight * (math.log(k_now * (n0 + n1)) - math.log((k_now + 1) * n0))
-        return log_a
+        return log_a + selection_weight * moves.selection_log_ratio(
+            pair_rule, k_now, (n0, n1), True
+        )
     ni, nj = state.counts[si], state.counts[sj]
     moves.merge_into_group(state, si, sj, gcount, gsum, gsumsq)
     glogdet[0] = factorise(gcount[0], gsum[0], gsumsq[0], params, buf, gchol[0])
     stats = (state.logdet[si], state.logdet[sj], glogdet[0])
     log_a = proposal_weight * log_q - moves.split_gain(params, ratio_power, (ni, nj), stats, d)
-    if cluster_first:
-        log_a += selection_weight * (math.log(k_now * ni) - math.log((k_now - 1) * (ni + nj)))
-    return log_a
+    return log_a + selection_weight * moves.selection_log_ratio(pair_rule, k_now, (ni, nj), False)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -176,9 +173,9 @@ def _split_merge_moves(
 
     ``chain`` is ``(xc, state, params)`` and ``plan`` is
     ``(n_moves, n_restricted_scans)``, as in :func:`split_merge_moves`;
-    ``tuning`` is ``(ratio_power, proposal_weight, cluster_first,
+    ``tuning`` is ``(ratio_power, proposal_weight, (pair_rule, small),
     selection_weight)``, which the sampler passes as
-    ``(params.power, 1.0, False, 1.0)``.
+    ``(params.power, 1.0, (pair_rule, SMALL_SIZE), 1.0)``.
 
     ``seat_const`` is :func:`_seat_constants` up to some size (it is regrown
     when a move needs larger sizes); the sweep's own table (column 0 of
@@ -192,21 +189,27 @@ def _split_merge_moves(
     ``proposal_weight == 1``; other values exist so that the tests can show
     that they detect a wrong acceptance ratio.
 
-    ``cluster_first`` changes how the ordered pair ``(i, j)`` is drawn: a
-    cluster uniformly among the ``K`` occupied ones, ``i`` uniformly in it, then
-    ``j`` uniformly among the other ``N - 1`` points, so that small clusters
-    ("specks") are picked as often as large ones. The pair then has probability
-    ``1 / (K n_{c(i)} (N - 1))``, which depends on the state, and the test
-    multiplies in the ratio of the pair's probability from the proposed state
-    to that from the current one (the reverse move uses the same ordered pair):
-    ``K n_C / ((K + 1) n_0)`` for a split of ``C`` whose group 0 holds ``n_0``
-    points, ``K n_A / ((K - 1)(n_A + n_B))`` for a merge of ``A`` (holding
-    ``i``) and ``B``. ``selection_weight`` multiplies its log (1 is exact; 0
-    exists for the tests). Not used by the step yet: its mixing is not measured.
+    ``pair_rule`` says how the ordered pair ``(i, j)`` is drawn
+    (:func:`~pymc_pcrp._kernels.moves.draw_pair`): ``UNIFORM_PAIRS`` (two points
+    uniformly, the rule of Jain & Neal), ``CLUSTER_FIRST`` (a cluster uniformly
+    among the ``K`` occupied ones, ``i`` uniformly in it, ``j`` uniformly among
+    the other ``N - 1`` points) or ``CLUSTER_PAIRS`` (two clusters uniformly and
+    independently, ``i`` and ``j`` uniformly in them, so that two small clusters
+    ("specks") are paired as often as two large ones). Under the last two the
+    pair's probability depends on the state, and the test multiplies in the
+    ratio of the pair's probability from the proposed state to that from the
+    current one (the reverse move uses the same ordered pair;
+    :func:`~pymc_pcrp._kernels.moves.selection_log_ratio`). For
+    ``CLUSTER_PAIRS`` the pair has probability ``1 / (K^2 n_{c(i)} n')`` with
+    ``n'`` the size of ``j``'s cluster without ``i``; the ratio is
+    ``K^2 n_C (n_C - 1) / ((K + 1)^2 n_0 n_1)`` for a split of ``C`` into
+    groups of ``n_0`` and ``n_1`` points and ``K^2 n_A n_B / ((K - 1)^2 (n_A +
+    n_B)(n_A + n_B - 1))`` for a merge of ``A`` and ``B``. ``selection_weight``
+    multiplies its log (1 is exact; 0 exists for the tests).
     """
     xc, state, params = chain
     n_moves, n_restricted_scans = plan
-    cluster_first = tuning[2]
+    pairs = tuning[2]
     n, d = xc.shape
     if n < 2 or n_moves <= 0:
         return 0, 0, 0, 0
@@ -232,8 +235,9 @@ def _split_merge_moves(
     n_merge = 0
     n_merge_acc = 0
     for _ in range(n_moves):
-        k_now = state.k[0]
-        i, j = moves.draw_pair(rng, state, head, nxt, n, cluster_first)
+        i, j, k_now = moves.draw_move(rng, state, head, nxt, n, pairs)
+        if j < 0:
+            continue  # no move (see draw_move)
         si = labels[i]
         sj = labels[j]
         is_split = si == sj
@@ -314,6 +318,7 @@ def split_merge_moves(
     d = xc.shape[1]
     seat_const = _seat_constants(min(xc.shape[0], 16), d, params.power, params.kappa0, params.nu0)
     plan = (n_moves, n_restricted_scans)
+    pairs = (moves.UNIFORM_PAIRS, 0)
     return _split_merge_moves(
-        rng, (xc, state, params), plan, seat_const, (params.power, 1.0, False, 1.0)
+        rng, (xc, state, params), plan, seat_const, (params.power, 1.0, pairs, 1.0)
     )

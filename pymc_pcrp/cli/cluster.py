@@ -320,9 +320,12 @@ def _fit_settings(args: argparse.Namespace, prior: NIWPrior, *, cv: bool) -> dic
 
 def _step_options(args: argparse.Namespace) -> dict:
     """``pcrp_gibbs`` options given on the command line; none means the step's defaults."""
-    if args.split_merge is None:
-        return {}
-    return {"pcrp_gibbs": {"split_merge": args.split_merge}}
+    options = {
+        name: getattr(args, name)
+        for name in ("split_merge", "speck_moves")
+        if getattr(args, name) is not None
+    }
+    return {"pcrp_gibbs": options} if options else {}
 
 
 def _report_convergence(idata: az.InferenceData) -> ConvergenceReport:

@@ -278,6 +278,15 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
         metavar="M",
     )
     sampling.add_argument(
+        "--speck-moves",
+        type=_rate,
+        default=None,
+        help="expected further split-merge proposals per sweep whose two points are drawn "
+        "among the clusters of at most 8 points (see pymc_pcrp.PCRPGibbs, speck_moves); 0 "
+        "turns them off (default: the step's own, 4 per sweep, or 0 with --split-merge 0)",
+        metavar="M",
+    )
+    sampling.add_argument(
         "--init",
         choices=("random", "prior", "one", "singletons"),
         default="random",

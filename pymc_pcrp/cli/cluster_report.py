@@ -12,12 +12,13 @@ from typing import NamedTuple
 import arviz as az
 import numpy as np
 
+from pymc_pcrp._kernels.moves import SMALL_SIZE
 from pymc_pcrp._logging import quiet_loggers
 from pymc_pcrp.cli.io import ClusterData
 from pymc_pcrp.diagnostics import ConvergenceReport
 from pymc_pcrp.model_selection import CVResult
 from pymc_pcrp.posterior import PointEstimate
-from pymc_pcrp.step_methods.pcrp_gibbs import auto_split_merge
+from pymc_pcrp.step_methods.pcrp_gibbs import auto_speck_moves, auto_split_merge
 
 
 def _fmt(value: float, digits: int = 2) -> str:
@@ -54,6 +55,8 @@ def _full_command(args: argparse.Namespace, seed: int, power_text: str) -> str:
     parts += ["--init", args.init]
     if args.split_merge is not None:
         parts += ["--split-merge", f"{args.split_merge:g}"]
+    if args.speck_moves is not None:
+        parts += ["--speck-moves", f"{args.speck_moves:g}"]
     parts += ["--seed", str(seed)]
     if power_text == "auto":
         grid = ",".join(f"{r:g}" for r in args.cv_grid)
@@ -98,12 +101,13 @@ def _model_section(
     how = power_choice(cv)
     lines.append(f"- power r = {power:g} ({how}); alpha = {args.alpha:g}")
     lines.append("- NIW prior: `NIWPrior.from_data` of the clustered data (defaults)")
-    moves = (
-        "the step's default moves (PCRPGibbs without options: "
-        f"{auto_split_merge(*shape):.3g} split-merge proposal(s) per sweep)"
-        if args.split_merge is None
-        else f"{args.split_merge:g} split-merge proposal(s) per sweep"
+    rate = auto_split_merge(*shape) if args.split_merge is None else args.split_merge
+    specks = auto_speck_moves(rate) if args.speck_moves is None else args.speck_moves
+    moves = f"{rate:.3g} split-merge proposal(s) per sweep" + (
+        f" and {specks:g} among the clusters of at most {SMALL_SIZE} points" if specks else ""
     )
+    if args.split_merge is None and args.speck_moves is None:
+        moves = f"the step's default moves (PCRPGibbs without options: {moves})"
     lines.append(
         f"- {args.chains} chain(s) x {args.draws} draws after {args.tune} burn-in draws, "
         f"{args.sweeps_per_draw} Gibbs sweep(s) per draw, {moves}, initial partition "

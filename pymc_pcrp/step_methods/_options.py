@@ -1,7 +1,8 @@
 """The options of :class:`~pymc_pcrp.PCRPGibbs`: their checks and the rules behind ``None``.
 
 ``sweeps_per_draw=None`` and ``split_merge=None`` are resolved from the data's
-size by :func:`auto_sweeps_per_draw` and :func:`auto_split_merge`;
+size by :func:`auto_sweeps_per_draw` and :func:`auto_split_merge`,
+``speck_moves=None`` by :func:`auto_speck_moves`;
 ``init="random"`` draws at most :func:`random_init_max_k` initial clusters
 (docs/mixing.md explains each rule and the measurements behind its constants);
 :func:`initial_labels` draws a chain's start for each ``init``.
@@ -19,7 +20,9 @@ from pymc_pcrp.step_methods._restarts import RANDOM_INITS
 
 __all__ = [
     "INIT_STRATEGIES",
+    "SPECK_MOVES",
     "SPLIT_MERGE_SCANS",
+    "auto_speck_moves",
     "auto_split_merge",
     "auto_sweeps_per_draw",
     "check_options",
@@ -38,6 +41,10 @@ SPLIT_MERGE_RATE = 0.1
 SPLIT_MERGE_MAX = 1.0
 SPLIT_MERGE_WORK = 600
 SPLIT_MERGE_SCANS = -1
+# speck_moves=None with split-merge moves on: SPECK_MOVES proposals per sweep whose pair of
+# points is drawn among the clusters of at most moves.SMALL_SIZE points (docs/mixing.md,
+# "Moves among the specks"). Each visits at most 2 * SMALL_SIZE points.
+SPECK_MOVES = 4.0
 # init="random" draws K0 uniform on 1..min(ceil(sqrt(N)), RANDOM_INIT_MAX_K).
 RANDOM_INIT_MAX_K = 20
 # sweeps_per_draw=None: enough sweeps that a draw does about AUTO_SWEEP_WORK point-dimension
@@ -46,8 +53,27 @@ AUTO_SWEEP_WORK = 45000
 AUTO_SWEEPS_MAX = 30
 
 
+def _check_rate(name: str, value) -> None:
+    """Raise ``ValueError`` unless ``value`` is None or a finite non-negative number."""
+    try:
+        ok = value is None or (math.isfinite(float(value)) and float(value) >= 0)
+    except (TypeError, ValueError):
+        ok = False
+    if not ok or isinstance(value, bool):
+        raise ValueError(
+            f"Argument '{name}' must be a finite non-negative number (expected "
+            f"proposals per sweep) or None (automatic), got {value!r}."
+        )
+
+
 def check_options(
-    sweeps_per_draw, split_merge, split_merge_scans, init, alpha_w=1.0, restarts=None
+    sweeps_per_draw,
+    split_merge,
+    split_merge_scans,
+    init,
+    alpha_w=1.0,
+    restarts=None,
+    speck_moves=None,
 ) -> None:
     """Raise ``ValueError`` naming the first invalid option of :class:`~pymc_pcrp.PCRPGibbs`."""
     if sweeps_per_draw is not None and (
@@ -61,17 +87,8 @@ def check_options(
             "Argument 'sweeps_per_draw' must be a positive integer or None (automatic), "
             f"got {sweeps_per_draw!r}."
         )
-    try:
-        rate_ok = split_merge is None or (
-            math.isfinite(float(split_merge)) and float(split_merge) >= 0
-        )
-    except (TypeError, ValueError):
-        rate_ok = False
-    if not rate_ok or isinstance(split_merge, bool):
-        raise ValueError(
-            "Argument 'split_merge' must be a finite non-negative number (expected "
-            f"proposals per sweep) or None (automatic), got {split_merge!r}."
-        )
+    _check_rate("split_merge", split_merge)
+    _check_rate("speck_moves", speck_moves)
     try:
         scans_ok = int(split_merge_scans) == split_merge_scans and split_merge_scans >= -1
     except (TypeError, ValueError):
@@ -124,6 +141,15 @@ def auto_split_merge(n: int, d: int = 1) -> float:
     """
     work = max(int(n), 1) * max(int(d), 1)
     return min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, SPLIT_MERGE_WORK / work))
+
+
+def auto_speck_moves(split_merge: float) -> float:
+    """Speck proposals per sweep of ``speck_moves=None``: ``SPECK_MOVES`` (4), or 0.
+
+    0 when ``split_merge == 0``, so that ``split_merge=0`` alone still gives the
+    paper's Algorithm 1.
+    """
+    return SPECK_MOVES if split_merge > 0 else 0.0
 
 
 def random_init_max_k(n: int) -> int:

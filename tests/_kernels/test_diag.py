@@ -38,6 +38,7 @@ from pymc_pcrp._kernels.diag_state import (
     make_diag_params,
 )
 from pymc_pcrp._kernels.diag_sweep import loo_log_ratio, seat_log_weight
+from pymc_pcrp._kernels.moves import SMALL_PAIRS, UNIFORM_PAIRS
 from pymc_pcrp._kernels.niw import log_marginal_from_logdet
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp.step_methods._step_inputs import compiled_for
@@ -169,7 +170,7 @@ def test_state_after_moves_equals_a_fresh_state_and_log_joint_is_the_models(lear
     rng = np.random.default_rng(SEED)
     for _ in range(5):
         value = advance_diag(
-            rng, (xc, state, params, tables), grid, (3, 1.0, -1), (counts, out), None
+            rng, (xc, state, params, tables), grid, (3, 1.0, -1, 1.0), (counts, out), None
         )
         s = math.exp(grid.log_s[grid.current[0]])
         ref = _prior_terms(out, 1.0, 1.2) + diag_scale_marginal_loglik(
@@ -201,7 +202,12 @@ def _exact_diag_posterior(xc, alpha, r, kappa0, nu0, psi):
     return parts, np.exp(logp - logsumexp(logp))
 
 
-def _moves_alone_tv(proposal_weight, n_iter=150_000):
+def _moves_alone_tv(proposal_weight, n_iter=150_000, rules=(UNIFORM_PAIRS,)):
+    """TV to the exact posterior of a chain of split-merge moves alone.
+
+    Each iteration makes one move under each pair rule of ``rules`` (the small-pairs
+    rule counts clusters of at most 2 points as small).
+    """
     rng = np.random.default_rng(SEED)
     x = rng.normal(size=(5, 2))
     x[:2] += 2.5
@@ -215,7 +221,9 @@ def _moves_alone_tv(proposal_weight, n_iter=150_000):
     index = {p: k for k, p in enumerate(parts)}
     visits = np.zeros(len(parts))
     for _ in range(n_iter):
-        diag_split_merge_moves(rng, xc, state, params, 1, -1, seat, r, proposal_weight)
+        for rule in rules:
+            pairs = (rule, 2)
+            diag_split_merge_moves(rng, xc, state, params, 1, -1, seat, r, proposal_weight, pairs)
         visits[index[tuple(canonical_labels(state.labels).tolist())]] += 1
     return 0.5 * np.abs(visits / n_iter - probs).sum()
 
@@ -225,6 +233,12 @@ def test_split_merge_alone_reaches_the_exact_posterior_and_a_wrong_ratio_does_no
     broken = _moves_alone_tv(0.0)
     assert exact < 0.02, exact
     assert broken > 0.05, broken
+
+
+def test_speck_moves_with_uniform_moves_reach_the_exact_posterior():
+    """Uniform pairs and pairs among the small clusters, alternated, against enumeration."""
+    exact = _moves_alone_tv(1.0, rules=(UNIFORM_PAIRS, SMALL_PAIRS))
+    assert exact < 0.02, exact
 
 
 @pytest.mark.parametrize("skip_nats", [0.05])

@@ -122,10 +122,12 @@ def _run(x, mu0, kappa0, nu0, base, alpha, r, draws, seed, wrong=False):
         if wrong:
             # test-only: s drawn from its prior, ignoring the data term
             local = set_scale(grid.current[0], grid, state, params, tables)
-            advance(rng, (xc, state, local, tables), (1, 0.0, 0), (counts, out), None)
+            advance(rng, (xc, state, local, tables), (1, 0.0, 0, 0.0), (counts, out), None)
             set_scale(int(rng.choice(GRID.size, p=weights)), grid, state, params, tables)
         else:
-            advance_scaled(rng, (xc, state, params, tables), grid, (1, 0.0, 0), (counts, out), None)
+            advance_scaled(
+                rng, (xc, state, params, tables), grid, (1, 0.0, 0, 0.0), (counts, out), None
+            )
         key = tuple(int(v) for v in out)
         z_freq[key] = z_freq.get(key, 0) + 1
         s_freq[grid.current[0]] += 1
@@ -160,7 +162,9 @@ def test_fresh_chain_draws_s_and_rebuilt_state_is_refreshed():
     counts = np.empty(4, dtype=np.int64)
     out = step_labels_out(12)
     rng = np.random.default_rng(SEED)
-    lj = advance_scaled(rng, (xc, state, params, tables), grid, (1, 0.0, 0), (counts, out), None)
+    lj = advance_scaled(
+        rng, (xc, state, params, tables), grid, (1, 0.0, 0, 0.0), (counts, out), None
+    )
     out = out.astype(np.int64)
     assert grid.current[1] == 0
     # the returned log joint integrates s out

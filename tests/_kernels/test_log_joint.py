@@ -95,11 +95,16 @@ def test_same_partition_gives_the_same_bits_in_every_chain(scaled):
         for _ in range(400):
             if scaled:
                 value = advance_scaled(
-                    chain_rng, (xc, state, params, tables), grid, (1, 0.5, -1), (counts, out), None
+                    chain_rng,
+                    (xc, state, params, tables),
+                    grid,
+                    (1, 0.5, -1, 1.0),
+                    (counts, out),
+                    None,
                 )
             else:
                 value = advance(
-                    chain_rng, (xc, state, params, tables), (1, 0.5, -1), (counts, out), None
+                    chain_rng, (xc, state, params, tables), (1, 0.5, -1, 1.0), (counts, out), None
                 )
                 running = log_joint(state, params, 2)
                 running_differs |= running != value
@@ -155,7 +160,7 @@ def test_drifted_state_is_rebuilt_from_its_labels():
     value = advance(
         np.random.default_rng(0),
         (xc, state, params, tables),
-        (0, 0.0, 0),
+        (0, 0.0, 0, 0.0),
         (np.empty(4, np.int64), out),
         None,
     )

@@ -281,7 +281,7 @@ def test_slots_grow_as_clusters_open_and_the_chain_is_unchanged(d, split_merge):
             counts = np.empty(4, dtype=np.int64)
             labels = step_labels_out(n)
             lj = advance(
-                rng, (xc, state, params, tables), (2, split_merge, 0), (counts, labels), None
+                rng, (xc, state, params, tables), (2, split_merge, 0, 0.0), (counts, labels), None
             )
             out.append((lj, labels, counts.copy()))
         assert out[0][0] == out[1][0]

@@ -127,10 +127,10 @@ def _tempered_draws(rng, inputs, state, replicas, first, draws):
     for t in range(first, first + draws):
         if grid is not None:
             lj = advance_scaled(
-                rng, (xc, state, params, tables), grid, (1, 1.0, -1), (counts, out), None
+                rng, (xc, state, params, tables), grid, (1, 1.0, -1, 0.0), (counts, out), None
             )
         else:
-            lj = advance(rng, (xc, state, params, tables), (1, 1.0, -1), (counts, out), None)
+            lj = advance(rng, (xc, state, params, tables), (1, 1.0, -1, 0.0), (counts, out), None)
         drawn = replicas.draw(
             rng, inputs, state, out, lj, t == 0, lambda: np.arange(n, dtype=np.int64)
         )

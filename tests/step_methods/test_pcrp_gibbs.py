@@ -16,10 +16,11 @@ from pymc.step_methods.compound import Competence
 import pymc_pcrp as pcrp
 
 from pymc_pcrp._kernels.hyper import advance_scaled, make_scale_grid
+from pymc_pcrp._kernels.moves import SMALL_PAIRS, SMALL_SIZE, UNIFORM_PAIRS
 from pymc_pcrp._kernels.partitions import canonical_labels, log_prior_k
 from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp._kernels.scores import sweep_tables
-from pymc_pcrp._kernels.splitmerge import split_merge_moves
+from pymc_pcrp._kernels.splitmerge import _split_merge_moves
 from pymc_pcrp._kernels.state import init_state, make_params
 from pymc_pcrp._kernels.sweep import gibbs_sweeps
 from pymc_pcrp.step_methods import _convergence
@@ -151,18 +152,23 @@ def _kernel_sweeps(step, rng, start, n_sweeps):
     """The kernels alone: ``n_sweeps`` sweeps from ``start`` with the stream ``rng``.
 
     Each sweep is followed by the step's split-merge moves: the Bernoulli draw of
-    the fractional rate, then the proposals it calls for.
+    the fractional rate, then the proposals it calls for; then the same for the
+    speck moves (pairs drawn among the small clusters).
     """
     inputs = step._arrays()
     xc, params, tables = inputs.xc, inputs.params, inputs.tables
     state = init_state(xc, np.asarray(start, dtype=np.int64), params)
-    whole = int(step.split_merge)
-    frac = step.split_merge - whole
+    seat = np.ascontiguousarray(tables[2][:, 0])
+    scans = np.int64(step.split_merge_scans)
     for _ in range(n_sweeps):
         gibbs_sweeps(rng, (xc, state, params, tables), 1)
-        moves = whole + int(frac > 0 and rng.random() < frac)
-        if moves:
-            split_merge_moves(rng, xc, state, params, moves, step.split_merge_scans)
+        for rate, rule in ((step.split_merge, UNIFORM_PAIRS), (step.speck_moves, SMALL_PAIRS)):
+            whole = int(rate)
+            frac = rate - whole
+            moves = whole + int(frac > 0 and rng.random() < frac)
+            if moves:
+                tuning = (params.power, 1.0, (rule, SMALL_SIZE), 1.0)
+                _split_merge_moves(rng, (xc, state, params), (np.int64(moves), scans), seat, tuning)
     return canonical_labels(state.labels)
 
 
@@ -250,7 +256,7 @@ def test_learned_scale_step_replays_the_kernel():
     tables = sweep_tables(xc, params)
     state = init_state(xc, np.zeros(n, dtype=np.int64), params)
     out = step_labels_out(n)
-    plan = (2, step.split_merge, step.split_merge_scans)  # the step's default move set
+    plan = (2, step.split_merge, step.split_merge_scans, step.speck_moves)  # the default moves
     chain = (xc, state, params, tables)
     lj = advance_scaled(rng, chain, grid, plan, (np.empty(4, np.int64), out), None)
     np.testing.assert_array_equal(new_point["z"], out)

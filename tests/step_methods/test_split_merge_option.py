@@ -60,6 +60,10 @@ def test_split_merge_splits_what_gibbs_cannot():
         ("split_merge", float("inf")),
         ("split_merge", "often"),
         ("split_merge", True),
+        ("speck_moves", -0.5),
+        ("speck_moves", float("inf")),
+        ("speck_moves", True),
+        ("speck_moves", "many"),
         ("split_merge_scans", -2),
         ("split_merge_scans", 1.5),
         ("split_merge_scans", "many"),
@@ -72,16 +76,24 @@ def test_bad_split_merge_options_are_refused(arg, value):
 
 
 def test_default_is_split_merge_and_zero_is_algorithm_1():
-    """The default step makes split-merge proposals; ``split_merge=0`` makes none."""
+    """The default step makes split-merge proposals; ``split_merge=0`` makes none.
+
+    The default adds ``speck_moves`` proposals among the small clusters (counted in
+    the same statistics; none is made when no cluster is small, and ``split_merge=0``
+    turns them off too); ``speck_moves=0`` leaves the uniform pairs alone.
+    """
     x = _two_clusters(60)
     with pcrp.build_model(x, power=1.1) as model:
         default = pcrp.PCRPGibbs([model["z"]], rng=3, sweeps_per_draw=1)
         plain = pcrp.PCRPGibbs([model["z"]], rng=3, split_merge=0, sweeps_per_draw=1)
+        uniform = pcrp.PCRPGibbs([model["z"]], rng=3, speck_moves=0, sweeps_per_draw=1)
     # 60 points in 2-D: 600 / (N D) = 5, capped at one proposal per sweep
     assert default.split_merge == pcrp_gibbs.auto_split_merge(60, 2) == 1.0
     assert default.split_merge_scans == pcrp_gibbs.SPLIT_MERGE_SCANS
+    assert default.speck_moves == pcrp_gibbs.auto_speck_moves(1.0) == 4.0
+    assert plain.speck_moves == 0.0 and uniform.speck_moves == 0.0
     totals = {}
-    for name, step in (("default", default), ("plain", plain)):
+    for name, step in (("default", default), ("plain", plain), ("uniform", uniform)):
         point = {"z": np.zeros(60, dtype=np.int64)}
         proposed = 0
         for _ in range(200):
@@ -89,7 +101,8 @@ def test_default_is_split_merge_and_zero_is_algorithm_1():
             proposed += stats[0]["split_proposed"] + stats[0]["merge_proposed"]
         totals[name] = proposed
     assert totals["plain"] == 0
-    assert totals["default"] == 200, totals  # an integer rate: exactly one per sweep
+    assert totals["uniform"] == 200, totals  # an integer rate: exactly one per sweep
+    assert 200 < totals["default"] <= 200 * 5, totals
 
 
 @pytest.mark.parametrize(
@@ -122,7 +135,9 @@ def test_fractional_rate_gives_that_many_proposals_per_sweep(rate):
     """``split_merge=m`` makes ``floor(m)`` proposals per sweep plus one with prob. ``m % 1``."""
     x = _two_clusters(40)
     with pcrp.build_model(x, power=1.1) as model:
-        step = pcrp.PCRPGibbs([model["z"]], rng=4, split_merge=rate, sweeps_per_draw=5)
+        step = pcrp.PCRPGibbs(
+            [model["z"]], rng=4, split_merge=rate, sweeps_per_draw=5, speck_moves=0
+        )
     point = {"z": np.zeros(40, dtype=np.int64)}
     per_draw = []
     for _ in range(300):
@@ -152,7 +167,7 @@ def test_integer_rate_draws_no_extra_random_number():
     rng_a = np.random.default_rng(9)
     counts = np.empty(4, dtype=np.int64)
     out = step_labels_out(50)
-    advance(rng_a, (xc, a, params, tables), (4, 2.0, 0), (counts, out), None)
+    advance(rng_a, (xc, a, params, tables), (4, 2.0, 0, 0.0), (counts, out), None)
     b = init_state(xc, z0, params)
     rng_b = np.random.default_rng(9)
     for _ in range(4):
@@ -186,3 +201,17 @@ def test_sweep_state_is_kept_between_draws_and_rebuilt_now_and_then(monkeypatch)
     point["z"] = (np.arange(40) % 2 if one else np.zeros(40)).astype(np.int32)
     step.step(point)
     assert step._kept[1] is not before
+
+
+def test_speck_moves_alone_are_allowed():
+    """``split_merge=0, speck_moves=2``: at most two proposals per sweep, among small clusters."""
+    x = _two_clusters(30)
+    with pcrp.build_model(x, power=1.0) as model:
+        step = pcrp.PCRPGibbs([model["z"]], rng=5, split_merge=0, speck_moves=2, sweeps_per_draw=1)
+    assert step.split_merge == 0.0 and step.speck_moves == 2.0
+    point = {"z": np.arange(30, dtype=np.int64)}  # singletons: every cluster is small
+    per_draw = []
+    for _ in range(50):
+        point, stats = step.step(point)
+        per_draw.append(stats[0]["split_proposed"] + stats[0]["merge_proposed"])
+    assert max(per_draw) <= 2 and sum(per_draw) > 0, per_draw
