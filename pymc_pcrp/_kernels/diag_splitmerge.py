@@ -164,7 +164,7 @@ def diag_split_merge_moves(
     pair's probabilities enters the test).
     """
     n, d = xc.shape
-    if n < 2 or n_moves <= 0:
+    if n < 2 or n_moves <= 0 or moves.nothing_to_pair(state, pairs):
         return 0, 0, 0, 0
     labels = state.labels
     head, nxt, members, side, target = moves.move_workspace(state)

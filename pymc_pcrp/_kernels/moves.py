@@ -248,6 +248,17 @@ def draw_pair(
 
 
 @numba.njit(**NJIT_KWARGS)
+def nothing_to_pair(state, pairs: tuple) -> bool:
+    """Whether every move under ``pairs`` would be no move: ``SMALL_PAIRS`` without a small cluster.
+
+    Such a move draws no random number either, so a caller may skip a whole
+    batch (and the ``O(N)`` member lists it would build) without changing the chain.
+    """
+    pair_rule, small = pairs
+    return pair_rule == SMALL_PAIRS and n_small(state, small) == 0
+
+
+@numba.njit(**NJIT_KWARGS)
 def draw_move(
     rng: np.random.Generator, state, head: np.ndarray, nxt: np.ndarray, n: int, pairs: tuple
 ) -> tuple[int, int, int]:

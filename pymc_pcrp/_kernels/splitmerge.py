@@ -211,7 +211,7 @@ def _split_merge_moves(
     n_moves, n_restricted_scans = plan
     pairs = tuning[2]
     n, d = xc.shape
-    if n < 2 or n_moves <= 0:
+    if n < 2 or n_moves <= 0 or moves.nothing_to_pair(state, pairs):
         return 0, 0, 0, 0
     labels = state.labels
     head, nxt, members, side, target = moves.move_workspace(state)

@@ -25,6 +25,7 @@ from pymc_pcrp._kernels.hyper import (
     make_scale_grid,
     scale_conditional,
     set_scale,
+    symmetric_eigenvalues,
 )
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import init_state, log_joint, make_params, sweep_tables
@@ -234,3 +235,21 @@ def test_nu0_draw_matches_its_exact_conditional_and_rewrites_the_tables():
     # The check can fail: the conditional without the prior weights v_h is far from it.
     flat = np.exp(logp - NU_LOG_W - logsumexp(logp - NU_LOG_W))
     assert 0.5 * np.abs(counts / draws - flat).sum() > 0.05
+
+
+def test_closed_form_eigenvalues_match_lapack():
+    """D = 1 and 2 in closed form (the scale update's clusters), LAPACK beyond: equal."""
+    rng = np.random.default_rng(SEED + 11)
+    cases = []
+    for d in (1, 2, 3):
+        for _ in range(200):
+            a = rng.normal(size=(d, d)) * 10.0 ** rng.uniform(-3, 3)
+            cases.append(a @ a.T)
+        v = rng.normal(size=d)
+        cases += [np.outer(v, v), np.zeros((d, d)), np.diag(10.0 ** rng.uniform(-8, 8, size=d))]
+    for m in cases:
+        out = np.empty(m.shape[0])
+        symmetric_eigenvalues(m, out)
+        want = np.linalg.eigvalsh(m)
+        scale = max(np.abs(want).max(), 1e-300)
+        np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-14 * scale)
