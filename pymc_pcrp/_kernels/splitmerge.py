@@ -12,7 +12,10 @@ move leaves the target of the sweep exactly invariant:
 
 One move
 --------
-1. Two distinct points ``i`` and ``j`` are drawn uniformly. ``S`` is the set of
+1. Two distinct points ``i`` and ``j`` are drawn uniformly (the sampler's
+   speck moves draw them among the small clusters instead, and multiply the
+   ratio of the pair's probabilities into the test; see
+   :func:`_split_merge_moves`). ``S`` is the set of
    the *other* points of the clusters holding ``i`` and ``j`` (one cluster if
    they share it). Two groups are formed: group 0 is anchored by ``i`` and
    group 1 by ``j``.
@@ -193,9 +196,12 @@ def _split_merge_moves(
     (:func:`~pymc_pcrp._kernels.moves.draw_pair`): ``UNIFORM_PAIRS`` (two points
     uniformly, the rule of Jain & Neal), ``CLUSTER_FIRST`` (a cluster uniformly
     among the ``K`` occupied ones, ``i`` uniformly in it, ``j`` uniformly among
-    the other ``N - 1`` points) or ``CLUSTER_PAIRS`` (two clusters uniformly and
+    the other ``N - 1`` points), ``CLUSTER_PAIRS`` (two clusters uniformly and
     independently, ``i`` and ``j`` uniformly in them, so that two small clusters
-    ("specks") are paired as often as two large ones). Under the last two the
+    ("specks") are paired as often as two large ones) or ``SMALL_PAIRS`` (as
+    ``CLUSTER_PAIRS`` among the clusters of at most ``small`` points, ``K``
+    below then counting those only; a merge whose union would be larger is not
+    made, since the rule could not draw its reverse). Under the last three the
     pair's probability depends on the state, and the test multiplies in the
     ratio of the pair's probability from the proposed state to that from the
     current one (the reverse move uses the same ordered pair;

@@ -106,7 +106,11 @@ def _run_moves(rng, xc, params, starts, n_steps, n_scans, ratio_power, proposal_
 
 @numba.njit
 def _run_rule_moves(rng, xc, params, starts, n_scans, ratio_power, selection_weight, rule):
-    """One move from each start partition with the pair rule ``rule``; as _run_moves."""
+    """One move from each start partition with the pair rule ``rule``; as _run_moves.
+
+    ``SMALL_PAIRS`` counts clusters of at most 2 points as small, so that at N = 5 both
+    the clusters it never draws and the merges it refuses (unions of 3 or more) occur.
+    """
     out = np.empty(starts.shape[0], dtype=np.int64)
     tally = np.zeros(4, dtype=np.int64)
     table = _seat_constants(np.int64(2), xc.shape[1], params.power, params.kappa0, params.nu0)
