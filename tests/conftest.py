@@ -47,6 +47,11 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
             "test_prior_only_move_keeps_pcrp_prior",
         }
     ),
+    # the pair move against enumeration: a kernel the step does not use yet, whose
+    # compilation would add 15 s to a cold fast tier (the pair-table test stays fast)
+    "test_pair_moves": frozenset(
+        {"test_one_pair_move_keeps_the_exact_posterior", "test_a_wrong_prior_ratio_is_detected"}
+    ),
     # parallel tempering by enumeration: the learned-scale cases and the second wrong swap
     # ratio (the fixed-scale chain, a hot replica and one wrong ratio stay fast, about 9 s)
     "test_tempering": frozenset(
