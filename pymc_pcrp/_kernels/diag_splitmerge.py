@@ -181,7 +181,7 @@ def diag_split_merge_moves(
     kappa0 = params.kappa0
     n_split = n_split_acc = n_merge = n_merge_acc = 0
     for _ in range(n_moves):
-        i, j, k_now = moves.draw_move(rng, state, head, nxt, n, pairs)
+        i, j, k_now = moves.draw_move(rng, state, (head, nxt), pairs)
         if j < 0:
             continue  # no move (see moves.draw_move)
         si = labels[i]

@@ -34,7 +34,9 @@ __all__ = [
     "accepts",
     "add_counts",
     "block_log_marginal",
+    "block_log_weight",
     "cover_slots",
+    "draw_move",
     "draw_n_moves",
     "draw_pair",
     "gather_members",
@@ -155,8 +157,8 @@ def gather_members(
 # Pair rules of a split-merge move (the ``pair_rule`` of :func:`draw_pair`).
 UNIFORM_PAIRS = 0  # i and j uniform among the points
 CLUSTER_FIRST = 1  # a cluster uniformly, i uniform in it; j uniform among the other points
-CLUSTER_PAIRS = 2  # two clusters uniformly (with replacement), i and j uniform in them
-SMALL_PAIRS = 3  # as CLUSTER_PAIRS among the clusters of at most `small` points
+SMALL_PAIRS = 3  # two clusters of at most `small` points uniformly (with replacement), i and j
+# uniform in them; with `small` >= N every cluster counts (pairs of clusters drawn uniformly)
 
 # Largest cluster that the sampler's SMALL_PAIRS moves draw ("a speck"); such a move
 # visits at most this many points, so it costs a small fraction of a sweep.
@@ -202,41 +204,40 @@ def _member(head: np.ndarray, nxt: np.ndarray, slot: int, t: int, skip: int) -> 
 def draw_pair(
     rng: np.random.Generator,
     state,
-    head: np.ndarray,
-    nxt: np.ndarray,
-    n: int,
+    lists: tuple,
     pairs: tuple,
+    k: int,
 ) -> tuple[int, int]:
     """Draw the ordered pair ``(i, j)`` of distinct points of a move.
 
-    ``pairs`` is ``(pair_rule, small)``; ``small`` matters to ``SMALL_PAIRS`` only.
+    ``lists`` is ``(head, nxt)`` (:func:`member_lists`), ``pairs`` is
+    ``(pair_rule, small)`` (``small`` matters to ``SMALL_PAIRS`` only) and ``k``
+    the number of clusters the rule draws from (all, or those of at most
+    ``small`` points; :func:`draw_move` counts them).
 
-    ``UNIFORM_PAIRS``: ``i`` uniform among the ``n`` points, ``j`` uniform among
-    the other ``n - 1``. ``CLUSTER_FIRST``: ``i`` uniform in a cluster drawn
+    ``UNIFORM_PAIRS``: ``i`` uniform among the ``N`` points, ``j`` uniform among
+    the other ``N - 1``. ``CLUSTER_FIRST``: ``i`` uniform in a cluster drawn
     uniformly among the ``K`` occupied ones, ``j`` uniform among the other
-    points. ``CLUSTER_PAIRS``: two clusters drawn uniformly and independently,
-    ``i`` uniform in the first and ``j`` uniform among the second's members
-    other than ``i``; when both draws give the same singleton there is no such
-    ``j`` and ``j = -1`` is returned (the move then does nothing).
-    ``SMALL_PAIRS``: as ``CLUSTER_PAIRS``, the two clusters drawn among the
-    clusters of at most ``small`` points (``i = j = -1`` when there is none).
+    points. ``SMALL_PAIRS``: two clusters drawn uniformly and independently
+    among those of at most ``small`` points, ``i`` uniform in the first and
+    ``j`` uniform among the second's members other than ``i``; when both draws
+    give the same singleton there is no such ``j`` and ``j = -1`` is returned
+    (the move then does nothing), and ``i = j = -1`` when there is no such cluster.
     """
+    head, nxt = lists
+    n = state.labels.shape[0]
     pair_rule, small = pairs
-    if pair_rule == SMALL_PAIRS:
-        count = n_small(state, small)
-        if count == 0:
-            return -1, -1
-        slot = _small_slot(state, small, rng.integers(0, count))
-        i = _member(head, nxt, slot, rng.integers(0, state.counts[slot]), -1)
-        slot_j = _small_slot(state, small, rng.integers(0, count))
-    elif pair_rule == UNIFORM_PAIRS:
+    if pair_rule == UNIFORM_PAIRS:
         i = rng.integers(0, n)
-    else:
-        slot = state.order[rng.integers(0, state.k[0])]
+    elif pair_rule == CLUSTER_FIRST:
+        slot = state.order[rng.integers(0, k)]
         i = _member(head, nxt, slot, rng.integers(0, state.counts[slot]), -1)
-    if pair_rule == CLUSTER_PAIRS:
-        slot_j = state.order[rng.integers(0, state.k[0])]
-    if pair_rule >= CLUSTER_PAIRS:
+    else:
+        if k == 0:
+            return -1, -1
+        slot = _small_slot(state, small, rng.integers(0, k))
+        i = _member(head, nxt, slot, rng.integers(0, state.counts[slot]), -1)
+        slot_j = _small_slot(state, small, rng.integers(0, k))
         size = state.counts[slot_j] - (1 if slot_j == state.labels[i] else 0)
         if size == 0:
             return i, -1
@@ -259,21 +260,19 @@ def nothing_to_pair(state, pairs: tuple) -> bool:
 
 
 @numba.njit(**NJIT_KWARGS)
-def draw_move(
-    rng: np.random.Generator, state, head: np.ndarray, nxt: np.ndarray, n: int, pairs: tuple
-) -> tuple[int, int, int]:
+def draw_move(rng: np.random.Generator, state, lists: tuple, pairs: tuple) -> tuple[int, int, int]:
     """Draw the pair ``(i, j)`` of the next move; return it with the ``k`` of its ratio.
 
     :func:`draw_pair` under ``pairs = (pair_rule, small)``, and ``k`` for
     :func:`selection_log_ratio`: the number of clusters, or for ``SMALL_PAIRS``
-    the number of clusters of at most ``small`` points. ``j = -1`` means no
-    move: the same singleton drawn twice, no small cluster, or a
-    ``SMALL_PAIRS`` merge whose union has more than ``small`` points (the rule
-    could not draw the reverse split, so that merge has acceptance 0).
+    the number of clusters of at most ``small`` points (counted once here).
+    ``j = -1`` means no move: the same singleton drawn twice, no small cluster,
+    or a ``SMALL_PAIRS`` merge whose union has more than ``small`` points (the
+    rule could not draw the reverse split, so that merge has acceptance 0).
     """
     pair_rule, small = pairs
-    k = state.k[0] if pair_rule != SMALL_PAIRS else n_small(state, small)
-    i, j = draw_pair(rng, state, head, nxt, n, pairs)
+    k = n_small(state, small) if pair_rule == SMALL_PAIRS else state.k[0]
+    i, j = draw_pair(rng, state, lists, pairs, k)
     if j >= 0 and pair_rule == SMALL_PAIRS:
         si, sj = state.labels[i], state.labels[j]
         if si != sj and state.counts[si] + state.counts[sj] > small:
@@ -287,13 +286,13 @@ def selection_log_ratio(pair_rule: int, k: int, sizes: tuple, split: bool) -> fl
 
     The pair's probability from the proposed state over that from the current
     one (a move's reverse uses the same ordered pair), for the rules of
-    :func:`draw_pair`; ``k`` is the current number of clusters. A split:
-    ``sizes = (n0, n1)`` are the groups of ``i`` and ``j``; a merge: the
-    clusters of ``i`` and ``j``. ``UNIFORM_PAIRS`` gives 0. For ``SMALL_PAIRS``
-    ``k`` is the current number of clusters of at most ``small`` points (a
-    split of such a cluster adds one, a merge whose union has at most ``small``
-    points removes one; a larger union cannot be split back by the rule, and
-    the caller rejects that merge).
+    :func:`draw_pair`; ``k`` is the current number of clusters the rule draws
+    from (:func:`draw_move`). A split: ``sizes = (n0, n1)`` are the groups of
+    ``i`` and ``j``; a merge: the clusters of ``i`` and ``j``. ``UNIFORM_PAIRS``
+    gives 0. Under ``SMALL_PAIRS`` a split of a small cluster adds one small
+    cluster and a merge whose union has at most ``small`` points removes one (a
+    larger union cannot be split back by the rule, and the caller rejects that
+    merge).
     """
     n0, n1 = sizes
     nc = n0 + n1
@@ -301,7 +300,7 @@ def selection_log_ratio(pair_rule: int, k: int, sizes: tuple, split: bool) -> fl
         if split:
             return math.log(k * nc) - math.log((k + 1) * n0)
         return math.log(k * n0) - math.log((k - 1) * nc)
-    if pair_rule >= CLUSTER_PAIRS:
+    if pair_rule == SMALL_PAIRS:
         if split:
             return (
                 2.0 * math.log(k / (k + 1.0))
@@ -360,24 +359,37 @@ def _block_log_marginal(params, n, stat, d):
 
 
 @numba.njit(**NJIT_KWARGS)
+def block_log_weight(params, power: float, n: int, stat: float, d: int) -> float:
+    """``log alpha + r log Gamma(n) + log m`` of one block of ``n`` points; 0 for ``n = 0``.
+
+    A partition's log posterior is the sum of its blocks' weights (pCRP prior,
+    design.md section 1, times the marginal likelihood, :func:`block_log_marginal`),
+    so every move's ratio is a sum of such terms. ``power`` is ``r`` (the tests
+    pass a wrong one to show that a broken ratio is detected).
+    """
+    if n == 0:
+        return 0.0
+    return params.log_alpha + power * math.lgamma(n) + block_log_marginal(params, n, stat, d)
+
+
+@numba.njit(**NJIT_KWARGS)
 def split_gain(params, power: float, sizes: tuple, stats: tuple, d: int) -> float:
     """Log posterior ratio of two blocks against their union, for either family.
 
     ``log alpha + r [log Gamma(n0) + log Gamma(n1) - log Gamma(n0 + n1)]
-    + log m_0 + log m_1 - log m_01``: the pCRP prior ratio (design.md section 1)
-    times the ratio of marginal likelihoods (:func:`block_log_marginal`) of the
-    blocks of ``sizes = (n0, n1)`` points and of their union; ``stats`` holds the
-    three blocks' statistics in that order. ``power`` is ``r`` (the tests pass a
-    wrong one to show that a broken ratio is detected). A split of the union
-    into the two blocks is accepted with log ratio ``gain - q_term`` and a merge
-    of the two blocks with ``q_term - gain``, where ``q_term`` is the weighted
-    log probability of the split's proposal.
+    + log m_0 + log m_1 - log m_01`` (:func:`block_log_weight` of each block, the
+    union's subtracted) for blocks of ``sizes = (n0, n1)`` points; ``stats`` holds
+    the three blocks' statistics in that order. A split of the union into the
+    two blocks is accepted with log ratio ``gain - q_term`` and a merge of the
+    two blocks with ``q_term - gain``, where ``q_term`` is the weighted log
+    probability of the split's proposal.
     """
     n0, n1 = sizes
-    lm = block_log_marginal(params, n0, stats[0], d) + block_log_marginal(params, n1, stats[1], d)
-    lm -= block_log_marginal(params, n0 + n1, stats[2], d)
-    prior = params.log_alpha + power * (math.lgamma(n0) + math.lgamma(n1) - math.lgamma(n0 + n1))
-    return prior + lm
+    return (
+        block_log_weight(params, power, n0, stats[0], d)
+        + block_log_weight(params, power, n1, stats[1], d)
+        - block_log_weight(params, power, n0 + n1, stats[2], d)
+    )
 
 
 @numba.njit(**NJIT_KWARGS)

@@ -29,13 +29,11 @@ Not used by the step yet: the kernel is checked against exact enumeration
 with a research harness; wiring it into the chain kernels is the next step.
 """
 
-import math
-
 import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.moves import accepts, block_log_marginal
+from pymc_pcrp._kernels.moves import accepts, block_log_weight
 from pymc_pcrp._kernels.state import NIWParams, SweepState, factorise, grow_if_full
 from pymc_pcrp._kernels.sweep import _shift_point
 
@@ -71,14 +69,6 @@ def pair_picks(x: np.ndarray, n_neighbours: int = 4) -> tuple[np.ndarray, np.nda
     total = dist.sum()
     share = dist / total if total > 0 else np.full(n, 1.0 / n)
     return np.cumsum(0.5 / n + 0.5 * share), neighbours
-
-
-@numba.njit(**NJIT_KWARGS)
-def _block_term(params: NIWParams, power: float, n: int, logdet: float, d: int) -> float:
-    """``log alpha + r log Gamma(n) + log m`` of a block of ``n`` points, 0 for none."""
-    if n == 0:
-        return 0.0
-    return params.log_alpha + power * math.lgamma(n) + block_log_marginal(params, n, logdet, d)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -148,10 +138,10 @@ def pair_moves(
         _pair_stats(xc, i, j, state.sums[t], state.sumsq[t], 1.0, nt > 0, s, q)
         ld_t = factorise(nt + 2, s, q, params, buf, chol)
         log_a = (
-            _block_term(params, ratio_power, nc - 2, ld_c, d)
-            + _block_term(params, ratio_power, nt + 2, ld_t, d)
-            - _block_term(params, ratio_power, nc, state.logdet[c], d)
-            - _block_term(params, ratio_power, nt, state.logdet[t] if nt > 0 else 0.0, d)
+            block_log_weight(params, ratio_power, nc - 2, ld_c, d)
+            + block_log_weight(params, ratio_power, nt + 2, ld_t, d)
+            - block_log_weight(params, ratio_power, nc, state.logdet[c], d)
+            - block_log_weight(params, ratio_power, nt, state.logdet[t] if nt > 0 else 0.0, d)
         )
         if to_new:
             new_prop += 1

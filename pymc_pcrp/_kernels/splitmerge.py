@@ -196,21 +196,20 @@ def _split_merge_moves(
     (:func:`~pymc_pcrp._kernels.moves.draw_pair`): ``UNIFORM_PAIRS`` (two points
     uniformly, the rule of Jain & Neal), ``CLUSTER_FIRST`` (a cluster uniformly
     among the ``K`` occupied ones, ``i`` uniformly in it, ``j`` uniformly among
-    the other ``N - 1`` points), ``CLUSTER_PAIRS`` (two clusters uniformly and
-    independently, ``i`` and ``j`` uniformly in them, so that two small clusters
-    ("specks") are paired as often as two large ones) or ``SMALL_PAIRS`` (as
-    ``CLUSTER_PAIRS`` among the clusters of at most ``small`` points, ``K``
-    below then counting those only; a merge whose union would be larger is not
-    made, since the rule could not draw its reverse). Under the last three the
-    pair's probability depends on the state, and the test multiplies in the
-    ratio of the pair's probability from the proposed state to that from the
-    current one (the reverse move uses the same ordered pair;
-    :func:`~pymc_pcrp._kernels.moves.selection_log_ratio`). For
-    ``CLUSTER_PAIRS`` the pair has probability ``1 / (K^2 n_{c(i)} n')`` with
-    ``n'`` the size of ``j``'s cluster without ``i``; the ratio is
-    ``K^2 n_C (n_C - 1) / ((K + 1)^2 n_0 n_1)`` for a split of ``C`` into
-    groups of ``n_0`` and ``n_1`` points and ``K^2 n_A n_B / ((K - 1)^2 (n_A +
-    n_B)(n_A + n_B - 1))`` for a merge of ``A`` and ``B``. ``selection_weight``
+    the other ``N - 1`` points) or ``SMALL_PAIRS`` (two clusters of at most
+    ``small`` points uniformly and independently, ``i`` and ``j`` uniformly in
+    them, so that two small clusters ("specks") are paired far more often than
+    by uniform points; a merge whose union would be larger is not made, since the
+    rule could not draw its reverse; with ``small >= N`` every cluster counts).
+    Under the last two the pair's probability depends on the state, and the
+    test multiplies in the ratio of the pair's probability from the proposed
+    state to that from the current one (the reverse move uses the same ordered
+    pair; :func:`~pymc_pcrp._kernels.moves.selection_log_ratio`). For
+    ``SMALL_PAIRS`` the pair has probability ``1 / (S^2 n_{c(i)} n')``, with
+    ``S`` the number of small clusters and ``n'`` the size of ``j``'s cluster
+    without ``i``; the ratio is ``S^2 n_C (n_C - 1) / ((S + 1)^2 n_0 n_1)`` for a
+    split of ``C`` into groups of ``n_0`` and ``n_1`` points and ``S^2 n_A n_B /
+    ((S - 1)^2 (n_A + n_B)(n_A + n_B - 1))`` for a merge of ``A`` and ``B``. ``selection_weight``
     multiplies its log (1 is exact; 0 exists for the tests).
     """
     xc, state, params = chain
@@ -241,7 +240,7 @@ def _split_merge_moves(
     n_merge = 0
     n_merge_acc = 0
     for _ in range(n_moves):
-        i, j, k_now = moves.draw_move(rng, state, head, nxt, n, pairs)
+        i, j, k_now = moves.draw_move(rng, state, (head, nxt), pairs)
         if j < 0:
             continue  # no move (see draw_move)
         si = labels[i]

@@ -34,7 +34,7 @@ from enumeration import exact_posterior, log_pcrp_prior_unnorm, set_partitions
 from reference import log_pcrp_joint
 
 from pymc_pcrp._kernels.allocation import _seat_constants
-from pymc_pcrp._kernels.moves import CLUSTER_FIRST, CLUSTER_PAIRS, SMALL_PAIRS, UNIFORM_PAIRS
+from pymc_pcrp._kernels.moves import CLUSTER_FIRST, SMALL_PAIRS, UNIFORM_PAIRS
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.splitmerge import _split_merge_moves, split_merge_moves
 from pymc_pcrp._kernels.sweep import (
@@ -44,6 +44,11 @@ from pymc_pcrp._kernels.sweep import (
     make_params,
     sweep_tables,
 )
+
+# (pair rule, small-cluster size): cluster first; two clusters drawn among all of them
+# (no size limit at N = 5); two drawn among the clusters of at most 2 points, so that at
+# N = 5 both the clusters the rule never draws and the merges it refuses occur
+RULES = {"first": (CLUSTER_FIRST, 0), "pairs": (SMALL_PAIRS, 10**6), "small": (SMALL_PAIRS, 2)}
 
 SEED = sum(ord(c) for c in "test_splitmerge")
 TV_THRESHOLD = 0.02
@@ -105,8 +110,8 @@ def _run_moves(rng, xc, params, starts, n_steps, n_scans, ratio_power, proposal_
 
 
 @numba.njit
-def _run_rule_moves(rng, xc, params, starts, n_scans, ratio_power, selection_weight, rule):
-    """One move from each start partition with the pair rule ``rule``; as _run_moves.
+def _run_rule_moves(rng, xc, params, starts, n_scans, ratio_power, selection_weight, pairs):
+    """One move from each start partition with the pair rule ``pairs``; as _run_moves.
 
     ``SMALL_PAIRS`` counts clusters of at most 2 points as small, so that at N = 5 both
     the clusters it never draws and the merges it refuses (unions of 3 or more) occur.
@@ -116,7 +121,7 @@ def _run_rule_moves(rng, xc, params, starts, n_scans, ratio_power, selection_wei
     table = _seat_constants(np.int64(2), xc.shape[1], params.power, params.kappa0, params.nu0)
     for s in range(starts.shape[0]):
         state = init_state(xc, starts[s], params)
-        tuning = (ratio_power, 1.0, (rule, np.int64(2)), selection_weight)
+        tuning = (ratio_power, 1.0, pairs, selection_weight)
         got = _split_merge_moves(rng, (xc, state, params), (np.int64(1), n_scans), table, tuning)
         for a in range(4):
             tally[a] += got[a]
@@ -227,9 +232,7 @@ def _prior_only_tv():
     return _tv(codes, partitions, probs), tally
 
 
-@pytest.mark.parametrize(
-    "rule", [CLUSTER_FIRST, CLUSTER_PAIRS, SMALL_PAIRS], ids=["first", "pairs", "small"]
-)
+@pytest.mark.parametrize("rule", list(RULES))
 @pytest.mark.parametrize(("d", "alpha", "r"), [(1, 0.5, 1.5), (2, 2.0, 2.0), (2, 1.0, 1.0)])
 def test_cluster_pair_rules_keep_exact_posterior(d, alpha, r, rule):
     """Pairs drawn cluster first, or from two clusters drawn uniformly (specks as likely
@@ -237,7 +240,7 @@ def test_cluster_pair_rules_keep_exact_posterior(d, alpha, r, rule):
     xc, params, partitions, probs = _problem(d, alpha, r)
     rng = np.random.default_rng(SEED + 5)
     starts = _exact_draws(rng, partitions, probs, N_DRAWS)
-    codes, tally = _run_rule_moves(rng, xc, params, starts, -1, r, 1.0, rule)
+    codes, tally = _run_rule_moves(rng, xc, params, starts, -1, r, 1.0, RULES[rule])
     assert tally[1] > 0.05 * tally[0] and tally[3] > 0.05 * tally[2]
     tv = _tv(codes, partitions, probs)
     assert tv < TV_THRESHOLD, f"TV {tv:.4f} after one cluster-first move"
@@ -245,8 +248,7 @@ def test_cluster_pair_rules_keep_exact_posterior(d, alpha, r, rule):
 
 @pytest.mark.parametrize(
     ("rule", "d"),
-    [(CLUSTER_FIRST, 2), (CLUSTER_PAIRS, 1), (SMALL_PAIRS, 2)],
-    ids=["first", "pairs", "small"],
+    [("first", 2), ("pairs", 1), ("small", 2)],
 )
 def test_pair_rule_without_selection_ratio_is_detected(rule, d):
     """Leaving the pair-selection ratio out of the test biases the chain: detected.
@@ -262,7 +264,7 @@ def test_pair_rule_without_selection_ratio_is_detected(rule, d):
     xc, params, partitions, probs = _problem(d, 0.5, 1.5)
     rng = np.random.default_rng(SEED + 5)
     starts = _exact_draws(rng, partitions, probs, N_DRAWS)
-    codes, _ = _run_rule_moves(rng, xc, params, starts, -1, 1.5, 0.0, rule)
+    codes, _ = _run_rule_moves(rng, xc, params, starts, -1, 1.5, 0.0, RULES[rule])
     tv = _tv(codes, partitions, probs)
     assert tv > 1.5 * TV_THRESHOLD, f"TV {tv:.4f}"
 
