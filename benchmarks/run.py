@@ -989,6 +989,7 @@ def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
     import numpy as np
 
     from pymc_pcrp._kernels.chain import advance
+    from pymc_pcrp._kernels.pair_moves import no_pairs, pair_picks
     from pymc_pcrp._kernels.sweep import init_state
     from pymc_pcrp.step_methods import pcrp_gibbs
 
@@ -996,13 +997,15 @@ def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
     rate, scans = pcrp_gibbs.auto_split_merge(n, d), pcrp_gibbs.SPLIT_MERGE_SCANS
     specks = pcrp_gibbs.auto_speck_moves(rate)
     _, z, _, xc, params, tables = problem(n, d)
+    n_pairs = pcrp_gibbs.auto_pair_moves(rate, n, d)
+    pairs = (n_pairs, pair_picks(xc), np.zeros(2, dtype=np.int64))
     counts = np.empty(4, dtype=np.int64)
     out = np.empty(n, dtype=np.int64)
 
     def block(sm: float, sc: int, seed: int) -> tuple[float, np.ndarray]:
         state = init_state(xc, z, params)
         rng = np.random.default_rng(seed)
-        plan = (sweeps, sm, sc, specks if sm > 0 else 0.0)
+        plan = (sweeps, sm, sc, specks, pairs) if sm > 0 else (sweeps, 0.0, sc, 0.0, no_pairs())
         c0 = time.thread_time()
         advance(rng, (xc, state, params, tables), plan, (counts, out), None)
         return (time.thread_time() - c0) / sweeps, counts.copy()
@@ -1026,14 +1029,15 @@ def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
     rep.log(
         f"  N={n} D={d}, from the true clusters, {blocks} paired blocks of {sweeps} sweeps "
         f"(CPU time, load {load()}): plain ms/sweep {fmt_list([1e3 * v for v in plain])}, "
-        f"default (split_merge={rate}, split_merge_scans={scans}, speck_moves={specks:g}) "
+        f"default (split_merge={rate}, split_merge_scans={scans}, speck_moves={specks:g}, "
+        f"pair_moves={n_pairs:g}) "
         f"{fmt_list([1e3 * v for v in moves])}; ratios {fmt_list(ratios)}; "
         f"split acc/prop {tally[1]}/{tally[0]}, merge {tally[3]}/{tally[2]}"
     )
     r, status = goal_max(ratio, 1.5)
     rep.row(
         f"default move set (split_merge={rate}, split_merge_scans={scans}, "
-        f"speck_moves={specks:g}) / plain sweep "
+        f"speck_moves={specks:g}, pair_moves={n_pairs:g}) / plain sweep "
         f"(split_merge=0), CPU per sweep, N={n:,} D={d}, same data and start "
         "(median of paired ratios)",
         f"{ratio:.2f} ({1e3 * med(moves):.3f} / {1e3 * med(plain):.3f} ms)",
@@ -1053,6 +1057,7 @@ def _nu0_case(n: int, d: int, draws: int, blocks: int, rep: Report) -> None:
     import numpy as np
 
     from pymc_pcrp._kernels.hyper import advance_scaled, make_scale_grid
+    from pymc_pcrp._kernels.pair_moves import no_pairs
     from pymc_pcrp._kernels.sweep import init_state, sweep_tables
     from pymc_pcrp.step_methods import pcrp_gibbs
 
@@ -1074,7 +1079,12 @@ def _nu0_case(n: int, d: int, draws: int, blocks: int, rep: Report) -> None:
         c0 = time.thread_time()
         for _ in range(draws):
             advance_scaled(
-                rng, (xc, state, params, tables), grid, (1, rate, scans, 0.0), (counts, out), None
+                rng,
+                (xc, state, params, tables),
+                grid,
+                (1, rate, scans, 0.0, no_pairs()),
+                (counts, out),
+                None,
             )
         return (time.thread_time() - c0) / draws
 

@@ -27,6 +27,7 @@ from pymc_pcrp._kernels.hyper import (
     scale_conditional,
     set_scale,
 )
+from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp._kernels.scores import sweep_tables
 from pymc_pcrp._kernels.state import init_state, make_params
 
@@ -44,7 +45,9 @@ def setup(x, seed=0):
     state = init_state(xc, labels, params)
     counts, out = np.empty(4, np.int64), np.empty(n, np.int64)
     for _ in range(300):
-        advance_scaled(rng, (xc, state, params, tables), grid, (1, 0, 3, 0.0), (counts, out), None)
+        advance_scaled(
+            rng, (xc, state, params, tables), grid, (1, 0, 3, 0.0, no_pairs()), (counts, out), None
+        )
     return rng, xc, state, params, tables, grid, counts, out
 
 
@@ -56,10 +59,10 @@ def calls(chain):
     g0 = int(grid.current[0])
     return {
         "sweep": lambda: advance(
-            rng, (xc, state, local, tables), (1, 0, 3, 0.0), (counts, out), None
+            rng, (xc, state, local, tables), (1, 0, 3, 0.0, no_pairs()), (counts, out), None
         ),
         "sweep+s": lambda: advance_scaled(
-            rng, (xc, state, params, tables), grid, (1, 0, 3, 0.0), (counts, out), None
+            rng, (xc, state, params, tables), grid, (1, 0, 3, 0.0, no_pairs()), (counts, out), None
         ),
         "conditional": lambda: scale_conditional(state, params.kappa0, params.nu0, grid, logp),
         "set_scale": lambda: set_scale(g0, grid, state, params, tables),

@@ -18,8 +18,7 @@ import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.scores import _mahalanobis, sweep_tables
-from pymc_pcrp._kernels.state import NIWParams, SweepState
-from pymc_pcrp._kernels.sweep import _shift_point
+from pymc_pcrp._kernels.state import NIWParams, SweepState, place_point
 from pymc_pcrp.distributions.pcrp import label_dtype
 
 __all__ = ["conditional_log_weights", "log_weights_after_removal", "step_labels_out"]
@@ -86,11 +85,11 @@ def conditional_log_weights(
     buf = np.empty((d, d))
     x = xc[i]
     old = state.labels[i]
-    _shift_point(state, xc, i, old, -1, params, v, buf)
+    place_point(state, xc, i, old, -1, params, v, buf)
     k = log_weights_after_removal(state, x, params, log_new[i], pred_const, logw, y)
     slots = np.empty(k + 1, dtype=np.int64)
     slots[:k] = state.order[:k]
     slots[k] = -1
     out = logw[: k + 1].copy()
-    _shift_point(state, xc, i, old, 1, params, v, buf)
+    place_point(state, xc, i, old, 1, params, v, buf)
     return slots, out

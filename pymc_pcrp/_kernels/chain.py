@@ -1,4 +1,4 @@
-"""One draw of a chain in a single numba call: sweeps, split-merge moves and the output.
+"""One draw of a chain in a single numba call: sweeps, split-merge and pair moves, the output.
 
 ``pm.sample`` calls the step once per draw, and every call from Python into a
 numba function pays for unboxing its arguments (a random generator and two
@@ -20,6 +20,7 @@ from pymc_pcrp._kernels.moves import (
     add_counts,
     draw_n_moves,
 )
+from pymc_pcrp._kernels.pair_moves import pair_moves
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.scores import SKIP_NATS
 from pymc_pcrp._kernels.splitmerge import _split_merge_moves
@@ -30,17 +31,19 @@ __all__ = ["advance", "finish_draw", "labels_match", "run_moves", "with_log_alph
 
 @numba.njit(**NJIT_KWARGS)
 def run_moves(rng: np.random.Generator, chain: tuple, plan: tuple, counts: np.ndarray) -> None:
-    """Run the sweeps and split-merge proposals of :func:`advance` in place.
+    """Run the sweeps, split-merge proposals and pair moves of :func:`advance` in place.
 
     ``chain`` is ``(xc, state, params, tables)`` and ``plan`` is
-    ``(n_sweeps, n_split_merge, n_scans, n_specks)``, both as in :func:`advance`;
-    ``counts`` is overwritten with the split-merge counts (both kinds of proposal).
+    ``(n_sweeps, n_split_merge, n_scans, n_specks, pairs)``, both as in
+    :func:`advance`; ``counts`` is overwritten with the split-merge counts (both
+    kinds of proposal), and the pair moves are added to ``pairs[2]``.
     """
     xc, state, params, tables = chain
-    n_sweeps, n_split_merge, n_scans, n_specks = plan
+    n_sweeps, n_split_merge, n_scans, n_specks, pairs = plan
+    n_pairs, picks, pair_tally = pairs
     counts[:] = 0
     # sweeps_with(..., (SKIP_NATS, None)) is gibbs_sweeps, which is Python (see there)
-    if n_split_merge == 0 and n_specks == 0:
+    if n_split_merge == 0 and n_specks == 0 and n_pairs == 0:
         sweeps_with(rng, chain, n_sweeps, (SKIP_NATS, None))
         return
     # r log n + size constant of the predictive, for n = 0..N: the sweep's table
@@ -65,6 +68,12 @@ def run_moves(rng: np.random.Generator, chain: tuple, plan: tuple, counts: np.nd
                 (params.power, 1.0, (rule, SMALL_SIZE), 1.0),
             )
             add_counts(counts, found)
+        # Then two nearby points of one cluster carried together (pair_moves.py).
+        n_moves = draw_n_moves(rng, n_pairs)
+        if n_moves > 0:
+            found = pair_moves(rng, xc, state, params, n_moves, picks, params.power)
+            pair_tally[0] += found[0] + found[2]
+            pair_tally[1] += found[1] + found[3]
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -87,7 +96,7 @@ def advance(
         ``(xc, state, params, tables)``: centred data, sweep state, parameters
         and :func:`~pymc_pcrp._kernels.scores.sweep_tables`.
     plan : tuple
-        ``(n_sweeps, n_split_merge, n_scans, n_specks)``. ``n_sweeps`` (int):
+        ``(n_sweeps, n_split_merge, n_scans, n_specks, pairs)``. ``n_sweeps`` (int):
         sweeps of Algorithm 1. ``n_split_merge`` (float): expected split-merge
         proposals after each sweep, each from a pair of points drawn uniformly:
         its integer part is always made, and one more with probability its
@@ -99,8 +108,15 @@ def advance(
         ``n_specks`` (float): expected split-merge proposals after each sweep
         whose pair is drawn among the clusters of at most
         :data:`~pymc_pcrp._kernels.moves.SMALL_SIZE` points (``SMALL_PAIRS``,
-        made after the others, drawn in the same way). With both rates 0 the
-        sweeps run back to back (the paper's Algorithm 1).
+        made after the others, drawn in the same way). ``pairs`` is
+        ``(n_pairs, picks, tally)``: ``n_pairs`` (float) expected pair moves
+        after each sweep's proposals, drawn in the same way
+        (:func:`~pymc_pcrp._kernels.pair_moves.pair_moves`, with ``picks`` from
+        :func:`~pymc_pcrp._kernels.pair_moves.pair_picks`), and ``tally``
+        (``int64``, length 2), overwritten with the pair moves proposed and
+        accepted in this draw; :func:`~pymc_pcrp._kernels.pair_moves.no_pairs`
+        gives the tuple for none. With the three rates 0 the sweeps run back to
+        back (the paper's Algorithm 1).
     out : tuple
         ``(counts, labels_out)``, both overwritten: ``counts`` (``int64``, length
         4) with the split-merge counts (split proposed, split accepted, merge
@@ -134,6 +150,7 @@ def advance(
     counts, labels_out = out
     if alpha_args is not None:
         params = with_log_alpha(params, alpha_args[-1][0])
+    plan[4][2][:] = 0
     run_moves(rng, (xc, state, params, tables), plan, counts)
     finish_draw(state, labels_out)
     fresh = partition_log_joint(xc, labels_out, params)

@@ -230,7 +230,8 @@ def advance_diag(
     overwritten when ``s`` changes. ``chain`` (with the diagonal family's state
     and parameters), ``plan``, ``out`` (the four split-merge counts and the
     canonical partition) and ``alpha_args`` (an owned ``alpha``) are as in
-    :func:`~pymc_pcrp._kernels.chain.advance`. (The step passes every argument,
+    :func:`~pymc_pcrp._kernels.chain.advance`, except that this family has no
+    pair moves: their rate must be 0 (``ValueError`` otherwise). (The step passes every argument,
     ``alpha_args=None`` too: it looks the compiled function up by its exact
     signature.)
 
@@ -242,7 +243,10 @@ def advance_diag(
         when its running value has drifted from it.
     """
     xc, state, params, tables = chain
-    n_sweeps, n_split_merge, n_scans, n_specks = plan
+    n_sweeps, n_split_merge, n_scans, n_specks, pairs = plan
+    if pairs[0] != 0:
+        raise ValueError("pair moves are not implemented for the diagonal covariance family")
+    pairs[2][:] = 0
     counts, labels_out = out
     if alpha_args is not None:
         params = DiagParams(

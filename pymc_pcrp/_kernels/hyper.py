@@ -574,8 +574,9 @@ def advance_scaled(
     ``grid.nu0s[grid.current[2]]``.
     """
     xc, state, params, tables = chain
-    n_sweeps, n_split_merge, n_scans, n_specks = plan
+    n_sweeps, n_split_merge, n_scans, n_specks, pairs = plan
     counts, labels_out = out
+    pairs[2][:] = 0
     if alpha_args is not None:
         params = with_log_alpha(params, alpha_args[-1][0])
     g_count = grid.log_s.shape[0]
@@ -596,7 +597,7 @@ def advance_scaled(
     running = 0.0
     for _ in range(n_sweeps):
         # np.int64(1), not the literal 1, so that run_moves is compiled once (see chain.py)
-        one = (np.int64(1), n_split_merge, n_scans, n_specks)
+        one = (np.int64(1), n_split_merge, n_scans, n_specks, pairs)
         run_moves(rng, (xc, state, local, tables), one, counts)
         for j in range(4):
             total[j] += counts[j]

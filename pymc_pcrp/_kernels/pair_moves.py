@@ -22,22 +22,28 @@ One move
 3. The Metropolis-Hastings test is the posterior ratio alone: the pCRP prior and
    NIW marginal likelihood terms ``log alpha + r log Gamma(n) + log m`` of ``c``
    without the pair and ``t`` with it, against both as they were (a block of no
-   points contributes 0). Two Cholesky factorisations per move.
+   points contributes 0), as the change of each block's weight
+   (:func:`grow_by_two`). Two Cholesky factorisations per move.
 
-Not used by the step yet: the kernel is checked against exact enumeration
-(``tests/_kernels/test_pair_moves.py``) and its effect measured on breast cancer
-with a research harness; wiring it into the chain kernels is the next step.
+The chain kernels run ``plan[4][0]`` pair moves on average after each sweep's
+split-merge proposals (:func:`~pymc_pcrp._kernels.chain.run_moves`), with the
+tables :func:`pair_picks` builds once per data set; the step's default rate and
+its limits are in :mod:`pymc_pcrp.step_methods._options`. The move is checked
+against exact enumeration in ``tests/_kernels/test_pair_moves.py``.
 """
+
+import math
 
 import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.moves import accepts, block_log_weight
-from pymc_pcrp._kernels.state import NIWParams, SweepState, factorise, grow_if_full
-from pymc_pcrp._kernels.sweep import _shift_point
+from pymc_pcrp._kernels.state import NIWParams, SweepState, factorise, grow_if_full, place_point
 
-__all__ = ["pair_moves", "pair_picks"]
+_LOG_PI = math.log(math.pi)
+
+__all__ = ["grow_by_two", "no_pairs", "pair_moves", "pair_picks"]
 
 
 def pair_picks(x: np.ndarray, n_neighbours: int = 4) -> tuple[np.ndarray, np.ndarray]:
@@ -46,8 +52,10 @@ def pair_picks(x: np.ndarray, n_neighbours: int = 4) -> tuple[np.ndarray, np.nda
     Point ``i`` weighs ``0.5 / N + 0.5 d(i) / sum d``, with ``d(i)`` the distance
     to its ``n_neighbours``-th nearest neighbour (outlying points are drawn more
     often, every point at least half as often as uniformly); ``neighbours[i]``
-    lists its ``n_neighbours`` nearest other points. ``O(N^2 D)`` time in blocks
-    of rows, for data sets of up to a few thousand points.
+    lists its ``n_neighbours`` nearest other points, nearest first. ``O(N^2 D)``
+    time in blocks of rows, for data sets of up to a few thousand points (the
+    step's default turns the move off above
+    :data:`~pymc_pcrp.step_methods._options.PAIR_MOVES_MAX_N`).
     """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim == 1:
@@ -63,12 +71,23 @@ def pair_picks(x: np.ndarray, n_neighbours: int = 4) -> tuple[np.ndarray, np.nda
         rows = slice(start, min(n, start + 512))
         d2 = sq[rows, None] + sq[None, :] - 2.0 * x[rows] @ x.T
         d2[np.arange(d2.shape[0]), np.arange(rows.start, rows.stop)] = np.inf  # not itself
-        near = np.argsort(d2, axis=1, kind="stable")[:, :m]
-        neighbours[rows] = near
-        dist[rows] = np.sqrt(np.maximum(d2[np.arange(d2.shape[0]), near[:, -1]], 0.0))
+        near = np.argpartition(d2, m - 1, axis=1)[:, :m]  # the m nearest, in any order
+        near_d2 = np.take_along_axis(d2, near, axis=1)
+        order = np.argsort(near_d2, axis=1, kind="stable")
+        neighbours[rows] = np.take_along_axis(near, order, axis=1)
+        dist[rows] = np.sqrt(np.maximum(np.take_along_axis(near_d2, order[:, -1:], 1)[:, 0], 0.0))
     total = dist.sum()
     share = dist / total if total > 0 else np.full(n, 1.0 / n)
     return np.cumsum(0.5 / n + 0.5 * share), neighbours
+
+
+def no_pairs() -> tuple[float, tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """Return the ``pairs`` entry of a chain kernel's plan that runs no pair move.
+
+    Empty tables of the same types as :func:`pair_picks` gives, so that a plan
+    with and without pair moves compiles to the same kernel.
+    """
+    return 0.0, (np.zeros(1), np.zeros((1, 1), dtype=np.int64)), np.zeros(2, dtype=np.int64)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -80,6 +99,31 @@ def _pair_stats(xc, i, j, base_sums, base_sumsq, sign, has_base, s, q) -> None:
         for b in range(d):
             pair = xc[i, a] * xc[i, b] + xc[j, a] * xc[j, b]
             q[a, b] = (base_sumsq[a, b] if has_base else 0.0) + sign * pair
+
+
+@numba.njit(**NJIT_KWARGS)
+def grow_by_two(
+    params: NIWParams, power: float, n: int, logdet_n: float, logdet_grown: float, d: int
+) -> float:
+    """Change of :func:`~pymc_pcrp._kernels.moves.block_log_weight` when a block gains two points.
+
+    ``block_log_weight(n + 2, logdet_grown) - block_log_weight(n, logdet_n)`` for a
+    block of ``n`` points with ``log|Psi_n| = logdet_n`` that becomes one of
+    ``n + 2`` points with ``log|Psi_{n+2}| = logdet_grown``, without the log-gamma
+    functions of either: ``Gamma(n + 2) / Gamma(n) = n (n + 1)`` and
+    ``Gamma_D(a + 1) / Gamma_D(a) = prod_j (a - j / 2)``, so the difference costs
+    ``D + 2`` logarithms instead of ``2 D + 2`` log-gamma functions per block.
+    ``n = 0`` (a new block) falls back to the whole weight of the block of two.
+    """
+    if n == 0:
+        return block_log_weight(params, power, 2, logdet_grown, d)
+    nu_n = params.nu0 + n
+    kappa_n = params.kappa0 + n
+    acc = power * math.log(n * (n + 1.0)) - d * _LOG_PI
+    acc += 0.5 * d * math.log(kappa_n / (kappa_n + 2.0))
+    for j in range(d):
+        acc += math.log(0.5 * (nu_n - j))
+    return acc + 0.5 * nu_n * logdet_n - 0.5 * (nu_n + 2.0) * logdet_grown
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -137,11 +181,10 @@ def pair_moves(
             ld_c = factorise(nc - 2, s, q, params, buf, chol)
         _pair_stats(xc, i, j, state.sums[t], state.sumsq[t], 1.0, nt > 0, s, q)
         ld_t = factorise(nt + 2, s, q, params, buf, chol)
-        log_a = (
-            block_log_weight(params, ratio_power, nc - 2, ld_c, d)
-            + block_log_weight(params, ratio_power, nt + 2, ld_t, d)
-            - block_log_weight(params, ratio_power, nc, state.logdet[c], d)
-            - block_log_weight(params, ratio_power, nt, state.logdet[t] if nt > 0 else 0.0, d)
+        ld_t_old = state.logdet[t] if nt > 0 else 0.0
+        # t gains the pair, c loses it: the two blocks' weight changes (grow_by_two)
+        log_a = grow_by_two(params, ratio_power, nt, ld_t_old, ld_t, d) - grow_by_two(
+            params, ratio_power, nc - 2, ld_c, state.logdet[c], d
         )
         if to_new:
             new_prop += 1
@@ -154,8 +197,8 @@ def pair_moves(
         else:
             old_acc += 1
         for point in (i, j):
-            _shift_point(state, xc, point, c, -1, params, v, buf)
-            _shift_point(state, xc, point, t, 1, params, v, buf)
+            place_point(state, xc, point, c, -1, params, v, buf)
+            place_point(state, xc, point, t, 1, params, v, buf)
             state.labels[point] = t
         if to_new:
             grow_if_full(state)

@@ -12,7 +12,8 @@ The state of a sweep is a :class:`SweepState` of per-cluster statistics kept in
   ``logdet`` (``log|Psi_n|``).
 
 :func:`shift_point` moves one point in or out of a slot with a rank-one
-Cholesky change. It takes the five per-slot arrays and a slot index rather
+Cholesky change (:func:`place_point` does the same on a :class:`SweepState`,
+opening and closing slots). It takes the five per-slot arrays and a slot index rather
 than a :class:`SweepState`, so that the split-merge move
 (:mod:`pymc_pcrp._kernels.splitmerge`) runs the very same code on its own two
 groups. It indexes the arrays and never take views: numba's reference counting
@@ -64,6 +65,7 @@ __all__ = [
     "grow_if_full",
     "init_state",
     "make_params",
+    "place_point",
     "refresh_slot",
     "shift_point",
 ]
@@ -257,3 +259,31 @@ def shift_point(
     else:
         logdet[slot] = factorise(n + sign, sums[slot], sumsq[slot], params, buf, chol[slot])
     return vv
+
+
+@numba.njit(**NJIT_KWARGS)
+def place_point(
+    state: SweepState,
+    xc: np.ndarray,
+    i: int,
+    slot: int,
+    sign: int,
+    params: NIWParams,
+    v: np.ndarray,
+    buf: np.ndarray,
+) -> float:
+    """Put point ``i`` into ``slot`` (``sign = 1``) or take it out (``sign = -1``).
+
+    An empty slot is opened before a point goes in, and a slot is closed when
+    its last point leaves; ``labels[i]`` is the caller's to set. Returns
+    ``|v|^2`` for the rank-one change ``Psi_{n + sign} = Psi_n + sign * v v^T`` of
+    :func:`~pymc_pcrp._kernels.state.shift_point` (``0`` when the slot empties).
+    """
+    if sign < 0 and state.counts[slot] == 1:
+        slots.free_slot(state, slot)
+        return 0.0
+    if sign > 0 and state.counts[slot] == 0:
+        slots.open_slot(state, slot)
+        state.chol[slot, :, :] = params.chol0
+    stats = (state.counts, state.sums, state.sumsq, state.chol, state.logdet)
+    return shift_point(stats, slot, xc, i, sign, params, v, buf)

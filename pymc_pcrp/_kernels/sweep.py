@@ -40,14 +40,13 @@ from pymc_pcrp._kernels.scores import (
     sweep_tables,
     sweep_workspace,
 )
-from pymc_pcrp._kernels.slots import free_slot, open_slot
 from pymc_pcrp._kernels.state import (
     NIWParams,
     SweepState,
     grow_if_full,
     init_state,
     make_params,
-    shift_point,
+    place_point,
 )
 
 __all__ = [
@@ -61,34 +60,6 @@ __all__ = [
     "sweep_tables",
     "sweeps_with",
 ]
-
-
-@numba.njit(**NJIT_KWARGS)
-def _shift_point(
-    state: SweepState,
-    xc: np.ndarray,
-    i: int,
-    slot: int,
-    sign: int,
-    params: NIWParams,
-    v: np.ndarray,
-    buf: np.ndarray,
-) -> float:
-    """Put point ``i`` into ``slot`` (``sign = 1``) or take it out (``sign = -1``).
-
-    An empty slot is opened before a point goes in, and a slot is closed when
-    its last point leaves. Returns ``|v|^2`` for the rank-one change
-    ``Psi_{n + sign} = Psi_n + sign * v v^T`` of
-    :func:`~pymc_pcrp._kernels.state.shift_point` (``0`` when the slot empties).
-    """
-    if sign < 0 and state.counts[slot] == 1:
-        free_slot(state, slot)
-        return 0.0
-    if sign > 0 and state.counts[slot] == 0:
-        open_slot(state, slot)
-        state.chol[slot, :, :] = params.chol0
-    stats = (state.counts, state.sums, state.sumsq, state.chol, state.logdet)
-    return shift_point(stats, slot, xc, i, sign, params, v, buf)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -113,13 +84,13 @@ def _move_point(
     """
     d = xc.shape[1]
     inv_eig = caches[3]
-    vv = _shift_point(state, xc, i, old, -1, params, v, buf)
+    vv = place_point(state, xc, i, old, -1, params, v, buf)
     if state.counts[old] > 0:
         _sync_moments(state, old, by_size, caches)
         if d > 2:
             _widen_eigen_bounds(inv_eig, old, vv, -1.0)
     opened = state.counts[slot] == 0
-    vv = _shift_point(state, xc, i, slot, 1, params, v, buf)
+    vv = place_point(state, xc, i, slot, 1, params, v, buf)
     _sync_moments(state, slot, by_size, caches)
     if d > 2:
         if opened:
@@ -152,7 +123,7 @@ def _reseat_by_removal(
     log_new, _, by_size = tables
     mean, inv_diag, const, _ = caches
     old = state.labels[i]
-    _shift_point(state, xc, i, old, -1, params, v, buf)
+    place_point(state, xc, i, old, -1, params, v, buf)
     if state.counts[old] > 0:
         # Exact bounds: this path is rare, and the point is added back below.
         _sync_slot(state, old, by_size, caches)
@@ -165,7 +136,7 @@ def _reseat_by_removal(
     logw[k] = log_new[i]
     choice = _sample_log_weights(rng, logw, k + 1)
     slot = state.order[choice]
-    _shift_point(state, xc, i, slot, 1, params, v, buf)
+    place_point(state, xc, i, slot, 1, params, v, buf)
     _sync_slot(state, slot, by_size, caches)
     state.labels[i] = slot
     return 1 if slot != old else 0

@@ -55,8 +55,7 @@ from pymc_pcrp._kernels.hyper import (
 from pymc_pcrp._kernels.log_joint import resync_state
 from pymc_pcrp._kernels.niw import log_marginal_from_logdet, log_predictive
 from pymc_pcrp._kernels.scores import _sample_log_weights
-from pymc_pcrp._kernels.state import NIWParams, SweepState, grow_if_full
-from pymc_pcrp._kernels.sweep import _shift_point
+from pymc_pcrp._kernels.state import NIWParams, SweepState, grow_if_full, place_point
 
 __all__ = [
     "advance_hot",
@@ -103,7 +102,7 @@ def tempered_sweeps(
         for t in range(n):
             i = perm[t]
             old = state.labels[i]
-            _shift_point(state, xc, i, old, -1, params, v, buf)
+            place_point(state, xc, i, old, -1, params, v, buf)
             k = state.k[0]
             for p in range(k):
                 slot = state.order[p]
@@ -123,7 +122,7 @@ def tempered_sweeps(
             logw[k] = log_alpha + beta * (log_new[i] - log_alpha)
             choice = _sample_log_weights(rng, logw, k + 1)
             slot = state.order[choice]
-            _shift_point(state, xc, i, slot, 1, params, v, buf)
+            place_point(state, xc, i, slot, 1, params, v, buf)
             state.labels[i] = slot
             if choice == k:
                 grow_if_full(state)

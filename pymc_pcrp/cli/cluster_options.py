@@ -287,6 +287,16 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
         metavar="M",
     )
     sampling.add_argument(
+        "--pair-moves",
+        type=_rate,
+        default=None,
+        help="expected moves per sweep that carry two nearby points of one cluster to "
+        "another cluster together (see pymc_pcrp.PCRPGibbs, pair_moves); 0 turns them off "
+        "(default: the step's own, 2 per sweep in 3 or more dimensions on up to 10,000 "
+        "points, else 0; 0 with --split-merge 0)",
+        metavar="M",
+    )
+    sampling.add_argument(
         "--init",
         choices=("random", "prior", "one", "singletons"),
         default="random",

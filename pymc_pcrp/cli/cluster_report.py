@@ -18,7 +18,11 @@ from pymc_pcrp.cli.io import ClusterData
 from pymc_pcrp.diagnostics import ConvergenceReport
 from pymc_pcrp.model_selection import CVResult
 from pymc_pcrp.posterior import PointEstimate
-from pymc_pcrp.step_methods.pcrp_gibbs import auto_speck_moves, auto_split_merge
+from pymc_pcrp.step_methods.pcrp_gibbs import (
+    auto_pair_moves,
+    auto_speck_moves,
+    auto_split_merge,
+)
 
 
 def _fmt(value: float, digits: int = 2) -> str:
@@ -57,6 +61,8 @@ def _full_command(args: argparse.Namespace, seed: int, power_text: str) -> str:
         parts += ["--split-merge", f"{args.split_merge:g}"]
     if args.speck_moves is not None:
         parts += ["--speck-moves", f"{args.speck_moves:g}"]
+    if args.pair_moves is not None:
+        parts += ["--pair-moves", f"{args.pair_moves:g}"]
     parts += ["--seed", str(seed)]
     if power_text == "auto":
         grid = ",".join(f"{r:g}" for r in args.cv_grid)
@@ -103,10 +109,13 @@ def _model_section(
     lines.append("- NIW prior: `NIWPrior.from_data` of the clustered data (defaults)")
     rate = auto_split_merge(*shape) if args.split_merge is None else args.split_merge
     specks = auto_speck_moves(rate) if args.speck_moves is None else args.speck_moves
+    pairs = auto_pair_moves(rate, *shape) if args.pair_moves is None else args.pair_moves
     moves = f"{rate:.3g} split-merge proposal(s) per sweep" + (
         f" and {specks:g} among the clusters of at most {SMALL_SIZE} points" if specks else ""
     )
-    if args.split_merge is None and args.speck_moves is None:
+    if pairs:
+        moves += f", {pairs:g} pair move(s) per sweep"
+    if args.split_merge is None and args.speck_moves is None and args.pair_moves is None:
         moves = f"the step's default moves (PCRPGibbs without options: {moves})"
     lines.append(
         f"- {args.chains} chain(s) x {args.draws} draws after {args.tune} burn-in draws, "

@@ -2,7 +2,8 @@
 
 ``sweeps_per_draw=None`` and ``split_merge=None`` are resolved from the data's
 size by :func:`auto_sweeps_per_draw` and :func:`auto_split_merge`,
-``speck_moves=None`` by :func:`auto_speck_moves`;
+``speck_moves=None`` by :func:`auto_speck_moves`, ``pair_moves=None`` by
+:func:`auto_pair_moves`;
 ``init="random"`` draws at most :func:`random_init_max_k` initial clusters
 (docs/mixing.md explains each rule and the measurements behind its constants);
 :func:`initial_labels` draws a chain's start for each ``init``.
@@ -20,8 +21,12 @@ from pymc_pcrp.step_methods._restarts import RANDOM_INITS
 
 __all__ = [
     "INIT_STRATEGIES",
+    "PAIR_MOVES",
+    "PAIR_MOVES_MAX_N",
+    "PAIR_MOVES_MIN_D",
     "SPECK_MOVES",
     "SPLIT_MERGE_SCANS",
+    "auto_pair_moves",
     "auto_speck_moves",
     "auto_split_merge",
     "auto_sweeps_per_draw",
@@ -45,6 +50,15 @@ SPLIT_MERGE_SCANS = -1
 # points is drawn among the clusters of at most moves.SMALL_SIZE points (docs/mixing.md,
 # "Moves among the specks"). Each visits at most 2 * SMALL_SIZE points.
 SPECK_MOVES = 4.0
+# pair_moves=None with split-merge moves on: PAIR_MOVES moves per sweep that carry two nearby
+# points of one cluster to another cluster together (docs/mixing.md, "Pair moves"), for the
+# full-covariance family in at least PAIR_MOVES_MIN_D dimensions (a lone point costs the
+# posterior more the more dimensions it has; at D = 2 the moves' cost would break the 1.5x
+# budget) and on at most PAIR_MOVES_MAX_N points (their tables, built once per data set,
+# cost O(N^2 D): 0.4 s at N = 10,000, D = 2).
+PAIR_MOVES = 2.0
+PAIR_MOVES_MIN_D = 3
+PAIR_MOVES_MAX_N = 10_000
 # init="random" draws K0 uniform on 1..min(ceil(sqrt(N)), RANDOM_INIT_MAX_K).
 RANDOM_INIT_MAX_K = 20
 # sweeps_per_draw=None: enough sweeps that a draw does about AUTO_SWEEP_WORK point-dimension
@@ -74,6 +88,7 @@ def check_options(
     alpha_w=1.0,
     restarts=None,
     speck_moves=None,
+    pair_moves=None,
 ) -> None:
     """Raise ``ValueError`` naming the first invalid option of :class:`~pymc_pcrp.PCRPGibbs`."""
     if sweeps_per_draw is not None and (
@@ -89,6 +104,7 @@ def check_options(
         )
     _check_rate("split_merge", split_merge)
     _check_rate("speck_moves", speck_moves)
+    _check_rate("pair_moves", pair_moves)
     try:
         scans_ok = int(split_merge_scans) == split_merge_scans and split_merge_scans >= -1
     except (TypeError, ValueError):
@@ -150,6 +166,20 @@ def auto_speck_moves(split_merge: float) -> float:
     paper's Algorithm 1.
     """
     return SPECK_MOVES if split_merge > 0 else 0.0
+
+
+def auto_pair_moves(split_merge: float, n: int, d: int, supported: bool = True) -> float:
+    """Pair moves per sweep of ``pair_moves=None``: ``PAIR_MOVES`` (2), or 0.
+
+    0 when ``split_merge == 0`` (so that ``split_merge=0`` alone still gives the
+    paper's Algorithm 1), in fewer than ``PAIR_MOVES_MIN_D`` (3) dimensions (no
+    data is ``d == 0``), above ``PAIR_MOVES_MAX_N`` points, or when the model
+    does not support the move (``supported``: the diagonal covariance family and
+    latent values have none).
+    """
+    if split_merge <= 0 or d < PAIR_MOVES_MIN_D or n > PAIR_MOVES_MAX_N or not supported:
+        return 0.0
+    return PAIR_MOVES
 
 
 def random_init_max_k(n: int) -> int:

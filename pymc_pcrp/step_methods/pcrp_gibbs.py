@@ -22,6 +22,7 @@ from pymc.util import get_random_generator
 
 from pymc_pcrp._kernels.chain import labels_match
 from pymc_pcrp._kernels.hyper import FRESH_CHAIN, REBUILT
+from pymc_pcrp._kernels.pair_moves import no_pairs, pair_picks
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.state import NIWParams, SweepState
 from pymc_pcrp._validation import check_data, check_prior_scale
@@ -34,6 +35,7 @@ from pymc_pcrp.step_methods._input_building import StepInputsMixin
 from pymc_pcrp.step_methods._options import (
     INIT_STRATEGIES,
     SPLIT_MERGE_SCANS,
+    auto_pair_moves,
     auto_speck_moves,
     auto_split_merge,
     auto_sweeps_per_draw,
@@ -63,6 +65,7 @@ __all__ = [
     "INIT_STRATEGIES",
     "PCRPGibbs",
     "PCRPGibbsState",
+    "auto_pair_moves",
     "auto_speck_moves",
     "auto_split_merge",
     "auto_sweeps_per_draw",
@@ -81,6 +84,7 @@ class PCRPGibbsState(StepMethodState):
     split_merge: float = field(metadata={"frozen": True})
     split_merge_scans: int = field(metadata={"frozen": True})
     speck_moves: float = field(metadata={"frozen": True})
+    pair_moves: float = field(metadata={"frozen": True})
     fresh_chain: bool
     tune: bool
     # the slice move of an alpha the step owns (NaN and 0 when it owns none)
@@ -107,10 +111,12 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
     draw's time is mostly PyMC's fixed cost, and 0.1 on large ones; then four
     more whose two points are drawn among the clusters of at most 8 points
     (``speck_moves``), which split and merge the small outlying clusters that
-    the other moves rarely pick. At ``N = 2,000, D = 2`` the default moves cost
-    at most 1.5 times a plain sweep. ``PCRPGibbs(split_merge=0)`` (or
-    ``pm.sample(pcrp_gibbs={"split_merge": 0})``) runs the paper's Algorithm 1
-    alone.
+    the other moves rarely pick; then, in three or more dimensions, two moves
+    that carry two nearby points of one cluster into another cluster together
+    (``pair_moves``; full covariances, up to 10,000 points). At
+    ``N = 2,000, D = 2`` the default moves cost at most 1.5 times a plain sweep.
+    ``PCRPGibbs(split_merge=0)`` (or ``pm.sample(pcrp_gibbs={"split_merge": 0})``)
+    runs the paper's Algorithm 1 alone.
 
     ``alpha`` and ``power`` may be random variables; the model's log density then
     includes the normaliser ``-log Z_N(alpha, r)``. When ``alpha`` is itself a
@@ -220,6 +226,27 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         that ``split_merge=0`` alone still gives Algorithm 1; ``speck_moves=0``
         gives the uniformly drawn pairs alone (the default of earlier versions).
         The proposals are counted in the same sample stats as the others.
+    pair_moves : float, optional
+        Expected number of pair moves after each sweep's split-merge proposals
+        (same integer and fractional parts): two nearby points ``i, j`` are
+        drawn from a fixed distribution built once from the data (``i`` with
+        weight growing with the distance to its 4th nearest neighbour, so that
+        outlying points are drawn more often; ``j`` among its 4 nearest
+        neighbours); when they share a cluster, both are proposed to move to
+        another occupied cluster or, unless they are its only points, a new
+        one, drawn uniformly, and the Metropolis-Hastings test is the posterior
+        ratio (the proposal is symmetric). A few outlying points that belong
+        together move between clusters this way where single-site Gibbs would
+        have to pass through a state the posterior dislikes (docs/mixing.md,
+        "Pair moves"). Two Cholesky factorisations per move. By default
+        (``None``) 2, or 0 when ``split_merge`` is 0, in one or two dimensions
+        (a lone point costs the posterior little there, and single-site Gibbs
+        moves outlying points one at a time; the moves' cost would break the
+        1.5x budget at ``N = 2,000, D = 2``), for more than 10,000
+        points (the tables cost ``O(N^2 D)`` to build), with
+        ``covariance="diag"``, with latent values or without a likelihood,
+        where an explicit value above 0 is refused. Counted in the sample
+        stats ``pair_proposed`` and ``pair_accepted``.
     temper : int, sequence of float or None, default=None
         Parallel tempering over the likelihood, off by default (``None``): on
         breast cancer its chains reached better states but still disagreed,
@@ -284,7 +311,9 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
     ``speck_moves``; zeros when both are 0); acceptance rates are
     their ratios, e.g. ``idata.sample_stats.split_accepted.sum() /
     idata.sample_stats.split_proposed.sum()``; with ``temper`` the swaps of the
-    draw, ``swap_proposed`` (``M - 1``) and ``swap_accepted`` (zeros without).
+    draw, ``swap_proposed`` (``M - 1``) and ``swap_accepted`` (zeros without);
+    the pair moves of the draw, ``pair_proposed`` (drawn pairs that shared a
+    cluster) and ``pair_accepted``.
     ``log_joint`` is the log density of the terms this step owns, the ``PowerCRP`` labels and the
     ``NIWMixture`` data given ``alpha``, exactly as PyMC computes them:
     ``K log alpha + r sum_k log Gamma(n_k) + sum_k log m(X_k)`` (with a learned
@@ -308,6 +337,8 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         "niw_nu0": (np.float64, []),
         "swap_proposed": (np.int64, []),
         "swap_accepted": (np.int64, []),
+        "pair_proposed": (np.int64, []),
+        "pair_accepted": (np.int64, []),
     }
     _state_class = PCRPGibbsState
 
@@ -355,6 +386,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         split_merge: float | None = None,
         split_merge_scans: int = SPLIT_MERGE_SCANS,
         speck_moves: float | None = None,
+        pair_moves: float | None = None,
         temper: int | Sequence[float] | None = None,
         restarts: int | None = None,
         alpha_w: float = 1.0,
@@ -370,7 +402,14 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         vars = value_vars
         labels_var, alpha_var = split_vars(model, vars)
         check_options(
-            sweeps_per_draw, split_merge, split_merge_scans, init, alpha_w, restarts, speck_moves
+            sweeps_per_draw,
+            split_merge,
+            split_merge_scans,
+            init,
+            alpha_w,
+            restarts,
+            speck_moves,
+            pair_moves,
         )
         self.vars = vars
         rv = model.values_to_rvs[labels_var]
@@ -414,6 +453,8 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         self.speck_moves = (
             auto_speck_moves(self.split_merge) if speck_moves is None else float(speck_moves)
         )
+        self.pair_moves = self._resolve_pair_moves(pair_moves)
+        self._pairs: tuple | None = None  # (data the tables were built on, plan entry)
         self.restarts = (
             auto_restarts(self.sweeps_per_draw, init) if restarts is None else int(restarts)
         )
@@ -449,6 +490,44 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
             else None,
         )
 
+    def _resolve_pair_moves(self, pair_moves: float | None) -> float:
+        """Return the pair-move rate (:func:`auto_pair_moves` for ``None``); refuse unsupported."""
+        unsupported = (
+            "covariance='diag'"
+            if self._diag
+            else "latent values (the data move at every draw)"
+            if self._latent is not None
+            else "no NIWMixture likelihood"
+            if self._data_readers is None
+            else None
+        )
+        if pair_moves is None:
+            return auto_pair_moves(
+                self.split_merge, self._n, self._data_dimension(), unsupported is None
+            )
+        if float(pair_moves) > 0 and unsupported is not None:
+            raise ValueError(
+                f"Argument 'pair_moves' > 0 is not available with {unsupported}: pass "
+                "pair_moves=0, or None (the default), which turns them off there."
+            )
+        return float(pair_moves)
+
+    def _pair_plan(self, xc: np.ndarray) -> tuple:
+        """Return the ``pairs`` entry of the kernel's plan: the rate, the pair tables, a tally.
+
+        The tables (:func:`~pymc_pcrp._kernels.pair_moves.pair_picks`) depend on
+        the data only; they are built on the first draw and again when the data
+        change (``pm.set_data``).
+        """
+        if self.pair_moves == 0:
+            if self._pairs is None:
+                self._pairs = (None, no_pairs())
+            return self._pairs[1]
+        if self._pairs is None or self._pairs[0] is not xc:
+            entry = (self.pair_moves, pair_picks(xc), np.zeros(2, dtype=np.int64))
+            self._pairs = (xc, entry)
+        return self._pairs[1]
+
     def _fixed_nu0(self, params) -> float:
         """Return the ``nu0`` of fixed kernel parameters (the diagonal family keeps ``nu0 / 2``)."""
         return 2.0 * params.a0 if self._diag else params.nu0
@@ -478,6 +557,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         state = self.__dict__.copy()
         state["_compiled"] = None
         state["_scale_inputs"] = None
+        state["_pairs"] = None  # rebuilt from the data on the first step
         return state
 
     def set_rng(self, rng) -> None:
@@ -552,7 +632,14 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         state, age = self._sweep_state(point, inputs, params)
         counts = np.empty(4, dtype=np.int64)
         new_labels = np.empty(self._n, dtype=self._dtype)
-        plan = (self.sweeps_per_draw, self.split_merge, self.split_merge_scans, self.speck_moves)
+        pairs = self._pair_plan(xc)
+        plan = (
+            self.sweeps_per_draw,
+            self.split_merge,
+            self.split_merge_scans,
+            self.speck_moves,
+            pairs,
+        )
         args = (self.rng, (xc, state, params, inputs.tables), plan, (counts, new_labels))
         alpha = self._alpha
         if alpha is not None:  # the same call sweeps at the tables' alpha, proposes the next
@@ -621,6 +708,8 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
             "niw_nu0": niw_nu0,
             "swap_proposed": swaps[0],
             "swap_accepted": swaps[1],
+            "pair_proposed": int(pairs[2][0]),
+            "pair_accepted": int(pairs[2][1]),
         }
         if self.tune:
             self._tournament.record(new_labels, log_density)

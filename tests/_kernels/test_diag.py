@@ -40,6 +40,7 @@ from pymc_pcrp._kernels.diag_state import (
 from pymc_pcrp._kernels.diag_sweep import loo_log_ratio, seat_log_weight
 from pymc_pcrp._kernels.moves import SMALL_PAIRS, UNIFORM_PAIRS
 from pymc_pcrp._kernels.niw import log_marginal_from_logdet
+from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp.step_methods._step_inputs import compiled_for
 
@@ -170,7 +171,12 @@ def test_state_after_moves_equals_a_fresh_state_and_log_joint_is_the_models(lear
     rng = np.random.default_rng(SEED)
     for _ in range(5):
         value = advance_diag(
-            rng, (xc, state, params, tables), grid, (3, 1.0, -1, 1.0), (counts, out), None
+            rng,
+            (xc, state, params, tables),
+            grid,
+            (3, 1.0, -1, 1.0, no_pairs()),
+            (counts, out),
+            None,
         )
         s = math.exp(grid.log_s[grid.current[0]])
         ref = _prior_terms(out, 1.0, 1.2) + diag_scale_marginal_loglik(

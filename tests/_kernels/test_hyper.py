@@ -27,6 +27,7 @@ from pymc_pcrp._kernels.hyper import (
     set_scale,
     symmetric_eigenvalues,
 )
+from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import init_state, log_joint, make_params, sweep_tables
 from pymc_pcrp._niw_numpy import scale_log_posterior
@@ -123,11 +124,18 @@ def _run(x, mu0, kappa0, nu0, base, alpha, r, draws, seed, wrong=False):
         if wrong:
             # test-only: s drawn from its prior, ignoring the data term
             local = set_scale(grid.current[0], grid, state, params, tables)
-            advance(rng, (xc, state, local, tables), (1, 0.0, 0, 0.0), (counts, out), None)
+            advance(
+                rng, (xc, state, local, tables), (1, 0.0, 0, 0.0, no_pairs()), (counts, out), None
+            )
             set_scale(int(rng.choice(GRID.size, p=weights)), grid, state, params, tables)
         else:
             advance_scaled(
-                rng, (xc, state, params, tables), grid, (1, 0.0, 0, 0.0), (counts, out), None
+                rng,
+                (xc, state, params, tables),
+                grid,
+                (1, 0.0, 0, 0.0, no_pairs()),
+                (counts, out),
+                None,
             )
         key = tuple(int(v) for v in out)
         z_freq[key] = z_freq.get(key, 0) + 1
@@ -164,7 +172,7 @@ def test_fresh_chain_draws_s_and_rebuilt_state_is_refreshed():
     out = step_labels_out(12)
     rng = np.random.default_rng(SEED)
     lj = advance_scaled(
-        rng, (xc, state, params, tables), grid, (1, 0.0, 0, 0.0), (counts, out), None
+        rng, (xc, state, params, tables), grid, (1, 0.0, 0, 0.0, no_pairs()), (counts, out), None
     )
     out = out.astype(np.int64)
     assert grid.current[1] == 0

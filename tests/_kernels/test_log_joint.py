@@ -18,6 +18,7 @@ from scipy.special import logsumexp
 from pymc_pcrp._kernels.chain import advance
 from pymc_pcrp._kernels.hyper import advance_scaled, make_scale_grid, partition_log_joint_scaled
 from pymc_pcrp._kernels.log_joint import partition_log_joint
+from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import init_state, log_joint, make_params, sweep_tables
 
@@ -98,13 +99,17 @@ def test_same_partition_gives_the_same_bits_in_every_chain(scaled):
                     chain_rng,
                     (xc, state, params, tables),
                     grid,
-                    (1, 0.5, -1, 1.0),
+                    (1, 0.5, -1, 1.0, no_pairs()),
                     (counts, out),
                     None,
                 )
             else:
                 value = advance(
-                    chain_rng, (xc, state, params, tables), (1, 0.5, -1, 1.0), (counts, out), None
+                    chain_rng,
+                    (xc, state, params, tables),
+                    (1, 0.5, -1, 1.0, no_pairs()),
+                    (counts, out),
+                    None,
                 )
                 running = log_joint(state, params, 2)
                 running_differs |= running != value
@@ -160,7 +165,7 @@ def test_drifted_state_is_rebuilt_from_its_labels():
     value = advance(
         np.random.default_rng(0),
         (xc, state, params, tables),
-        (0, 0.0, 0, 0.0),
+        (0, 0.0, 0, 0.0, no_pairs()),
         (np.empty(4, np.int64), out),
         None,
     )

@@ -22,8 +22,9 @@ from _kernels.test_splitmerge import (
     _tv,
 )
 
-from pymc_pcrp._kernels.pair_moves import pair_moves, pair_picks
-from pymc_pcrp._kernels.state import init_state
+from pymc_pcrp._kernels.moves import block_log_weight
+from pymc_pcrp._kernels.pair_moves import grow_by_two, no_pairs, pair_moves, pair_picks
+from pymc_pcrp._kernels.state import init_state, make_params
 
 
 @numba.njit
@@ -86,3 +87,26 @@ def test_pair_picks_are_nearest_neighbours_and_favour_outlying_points():
     assert np.all(weights >= 0.5 / 62 - 1e-15)
     assert weights[60] > 5 * np.median(weights[:60])  # the far pair is drawn far more often
     assert neighbours[60, 0] == 61 and neighbours[61, 0] == 60
+
+
+@pytest.mark.parametrize("d", [1, 2, 5, 30])
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 500])
+def test_grow_by_two_is_the_change_of_the_block_weight(n, d):
+    """The log-gamma-free weight change equals the difference of the two block weights."""
+    rng = np.random.default_rng(n + 10 * d)
+    a = rng.normal(size=(d, d))
+    params = make_params(0.7, 1.3, 0.05, d + 2.5, a @ a.T + d * np.eye(d))
+    ld_n, ld_grown = rng.normal(scale=3.0, size=2) if n else (0.0, rng.normal(scale=3.0))
+    expected = block_log_weight(params, 1.3, n + 2, ld_grown, d) - block_log_weight(
+        params, 1.3, n, ld_n, d
+    )
+    got = grow_by_two(params, 1.3, n, ld_n, ld_grown, d)
+    assert got == pytest.approx(expected, rel=1e-10, abs=1e-9)
+
+
+def test_no_pairs_has_the_types_of_real_tables():
+    rate, (cum, neighbours), tally = no_pairs()
+    real_cum, real_neighbours = pair_picks(np.arange(12.0).reshape(6, 2))
+    assert rate == 0.0 and tally.dtype == np.int64 and tally.shape == (2,)
+    for empty, real in ((cum, real_cum), (neighbours, real_neighbours)):
+        assert numba.typeof(empty) == numba.typeof(real)

@@ -7,6 +7,7 @@ from kernel_reference import conditional_log_weights, step_labels_out
 from reference import gibbs_conditional, log_pcrp_joint, niw_log_marginal
 
 from pymc_pcrp._kernels.niw import chol_rank_one_at, cholesky_lower
+from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import (
     gibbs_sweeps,
@@ -281,7 +282,11 @@ def test_slots_grow_as_clusters_open_and_the_chain_is_unchanged(d, split_merge):
             counts = np.empty(4, dtype=np.int64)
             labels = step_labels_out(n)
             lj = advance(
-                rng, (xc, state, params, tables), (2, split_merge, 0, 0.0), (counts, labels), None
+                rng,
+                (xc, state, params, tables),
+                (2, split_merge, 0, 0.0, no_pairs()),
+                (counts, labels),
+                None,
             )
             out.append((lj, labels, counts.copy()))
         assert out[0][0] == out[1][0]

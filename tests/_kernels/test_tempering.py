@@ -27,6 +27,7 @@ from reference import niw_log_marginal
 
 from pymc_pcrp._kernels.chain import advance
 from pymc_pcrp._kernels.hyper import advance_scaled, make_scale_grid
+from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import init_state, make_params, sweep_tables
 from pymc_pcrp._kernels.tempering import advance_hot, advance_hot_scaled
@@ -127,10 +128,17 @@ def _tempered_draws(rng, inputs, state, replicas, first, draws):
     for t in range(first, first + draws):
         if grid is not None:
             lj = advance_scaled(
-                rng, (xc, state, params, tables), grid, (1, 1.0, -1, 0.0), (counts, out), None
+                rng,
+                (xc, state, params, tables),
+                grid,
+                (1, 1.0, -1, 0.0, no_pairs()),
+                (counts, out),
+                None,
             )
         else:
-            lj = advance(rng, (xc, state, params, tables), (1, 1.0, -1, 0.0), (counts, out), None)
+            lj = advance(
+                rng, (xc, state, params, tables), (1, 1.0, -1, 0.0, no_pairs()), (counts, out), None
+            )
         drawn = replicas.draw(
             rng, inputs, state, out, lj, t == 0, lambda: np.arange(n, dtype=np.int64)
         )

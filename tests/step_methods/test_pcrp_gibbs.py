@@ -17,6 +17,7 @@ import pymc_pcrp as pcrp
 
 from pymc_pcrp._kernels.hyper import advance_scaled, make_scale_grid
 from pymc_pcrp._kernels.moves import SMALL_PAIRS, SMALL_SIZE, UNIFORM_PAIRS
+from pymc_pcrp._kernels.pair_moves import pair_moves, pair_picks
 from pymc_pcrp._kernels.partitions import canonical_labels, log_prior_k
 from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp._kernels.scores import sweep_tables
@@ -153,7 +154,7 @@ def _kernel_sweeps(step, rng, start, n_sweeps):
 
     Each sweep is followed by the step's split-merge moves: the Bernoulli draw of
     the fractional rate, then the proposals it calls for; then the same for the
-    speck moves (pairs drawn among the small clusters).
+    speck moves (pairs drawn among the small clusters); then the pair moves.
     """
     inputs = step._arrays()
     xc, params, tables = inputs.xc, inputs.params, inputs.tables
@@ -169,6 +170,10 @@ def _kernel_sweeps(step, rng, start, n_sweeps):
             if moves:
                 tuning = (params.power, 1.0, (rule, SMALL_SIZE), 1.0)
                 _split_merge_moves(rng, (xc, state, params), (np.int64(moves), scans), seat, tuning)
+        whole = int(step.pair_moves)
+        moves = whole + int(step.pair_moves > whole and rng.random() < step.pair_moves - whole)
+        if moves:
+            pair_moves(rng, xc, state, params, moves, pair_picks(xc), params.power)
     return canonical_labels(state.labels)
 
 
@@ -256,7 +261,8 @@ def test_learned_scale_step_replays_the_kernel():
     tables = sweep_tables(xc, params)
     state = init_state(xc, np.zeros(n, dtype=np.int64), params)
     out = step_labels_out(n)
-    plan = (2, step.split_merge, step.split_merge_scans, step.speck_moves)  # the default moves
+    pairs = (step.pair_moves, pair_picks(xc), np.zeros(2, np.int64))
+    plan = (2, step.split_merge, step.split_merge_scans, step.speck_moves, pairs)  # the defaults
     chain = (xc, state, params, tables)
     lj = advance_scaled(rng, chain, grid, plan, (np.empty(4, np.int64), out), None)
     np.testing.assert_array_equal(new_point["z"], out)

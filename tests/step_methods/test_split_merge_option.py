@@ -8,6 +8,7 @@ from kernel_reference import step_labels_out
 
 import pymc_pcrp as pcrp
 
+from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp.step_methods import pcrp_gibbs
 
 
@@ -167,7 +168,7 @@ def test_integer_rate_draws_no_extra_random_number():
     rng_a = np.random.default_rng(9)
     counts = np.empty(4, dtype=np.int64)
     out = step_labels_out(50)
-    advance(rng_a, (xc, a, params, tables), (4, 2.0, 0, 0.0), (counts, out), None)
+    advance(rng_a, (xc, a, params, tables), (4, 2.0, 0, 0.0, no_pairs()), (counts, out), None)
     b = init_state(xc, z0, params)
     rng_b = np.random.default_rng(9)
     for _ in range(4):
