@@ -88,11 +88,24 @@ def test_partition_frequencies_match_exact_posterior(n, d, alpha, r):
         (6, 1, 0.5, 1.5, {"split_merge": 3, "split_merge_scans": 3}),
         # a fractional rate with launch + final scan
         (5, 2, 2.0, 2.0, {"split_merge": 1.5, "split_merge_scans": 0}),
+        # the default move set in three dimensions, where it includes the pair moves
+        (5, 3, 1.0, 1.0, {}),
+        (6, 3, 0.5, 1.5, {}),
+        # pair moves alone beside the sweeps, many per sweep
+        (6, 2, 2.0, 2.0, {"split_merge": 0, "pair_moves": 4}),
     ],
-    ids=["algorithm1", "restricted-gibbs", "fractional-rate"],
+    ids=[
+        "algorithm1",
+        "restricted-gibbs",
+        "fractional-rate",
+        "default-3d-a",
+        "default-3d-b",
+        "pair-moves",
+    ],
 )
 def test_other_move_sets_keep_the_exact_posterior(n, d, alpha, r, options):
-    # Non-default move sets, through pm.sample (the test above runs the default one).
+    # Other move sets, through pm.sample (the test above runs the default one in one and
+    # two dimensions; the 3-D cases run it where the default includes the pair moves).
     seed = 7 + 1000 * n + 100 * d + int(10 * r)
     x = _data(n, d, seed)
     prior = _prior(d)
