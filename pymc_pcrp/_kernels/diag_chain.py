@@ -231,9 +231,9 @@ def advance_diag(
     and parameters), ``plan``, ``out`` (the four split-merge counts and the
     canonical partition) and ``alpha_args`` (an owned ``alpha``) are as in
     :func:`~pymc_pcrp._kernels.chain.advance`, except that this family has no
-    pair moves: their rate must be 0 (``ValueError`` otherwise). (The step passes every argument,
-    ``alpha_args=None`` too: it looks the compiled function up by its exact
-    signature.)
+    pair moves: their rate must be 0 (``ValueError`` otherwise). (The step
+    passes every argument, ``alpha_args=None`` too: it looks the compiled
+    function up by its exact signature.)
 
     Returns
     -------

@@ -84,8 +84,9 @@ def pair_picks(x: np.ndarray, n_neighbours: int = 4) -> tuple[np.ndarray, np.nda
 def no_pairs() -> tuple[float, tuple[np.ndarray, np.ndarray], np.ndarray]:
     """Return the ``pairs`` entry of a chain kernel's plan that runs no pair move.
 
-    Empty tables of the same types as :func:`pair_picks` gives, so that a plan
-    with and without pair moves compiles to the same kernel.
+    Placeholder tables of the types :func:`pair_picks` returns (one point, never
+    read at rate 0), so that a plan with and without pair moves compiles to the
+    same kernel.
     """
     return 0.0, (np.zeros(1), np.zeros((1, 1), dtype=np.int64)), np.zeros(2, dtype=np.int64)
 

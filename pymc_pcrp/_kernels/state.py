@@ -13,8 +13,8 @@ The state of a sweep is a :class:`SweepState` of per-cluster statistics kept in
 
 :func:`shift_point` moves one point in or out of a slot with a rank-one
 Cholesky change (:func:`place_point` does the same on a :class:`SweepState`,
-opening and closing slots). It takes the five per-slot arrays and a slot index rather
-than a :class:`SweepState`, so that the split-merge move
+opening and closing slots). It takes the five per-slot arrays and a slot index
+rather than a :class:`SweepState`, so that the split-merge move
 (:mod:`pymc_pcrp._kernels.splitmerge`) runs the very same code on its own two
 groups. It indexes the arrays and never take views: numba's reference counting
 of array views and array-passing calls was most of the cost of a point update.

@@ -242,11 +242,11 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         (``None``) 2, or 0 when ``split_merge`` is 0, in one or two dimensions
         (a lone point costs the posterior little there, and single-site Gibbs
         moves outlying points one at a time; the moves' cost would break the
-        1.5x budget at ``N = 2,000, D = 2``), for more than 10,000
-        points (the tables cost ``O(N^2 D)`` to build), with
-        ``covariance="diag"``, with latent values or without a likelihood,
-        where an explicit value above 0 is refused. Counted in the sample
-        stats ``pair_proposed`` and ``pair_accepted``.
+        1.5x budget at ``N = 2,000, D = 2``) and for more than 10,000 points
+        (the tables cost ``O(N^2 D)`` to build). The move does not exist with
+        ``covariance="diag"``, with latent values or without a likelihood: the
+        default is 0 there and an explicit value above 0 is refused. Counted in
+        the sample stats ``pair_proposed`` and ``pair_accepted``.
     temper : int, sequence of float or None, default=None
         Parallel tempering over the likelihood, off by default (``None``): on
         breast cancer its chains reached better states but still disagreed,
