@@ -58,7 +58,8 @@ RHAT_MAX = 1.01
 ESS_PER_CHAIN_MIN = 100
 
 REMEDY = (
-    "Run more draws, more chains, or another power r; a small sample size "
+    "Run more draws, more chains, or another power r, or give the step more "
+    "split-merge proposals (pcrp_gibbs={'split_merge': 1}); a small sample size "
     "or chains that disagree make the posterior of K unreliable."
 )
 

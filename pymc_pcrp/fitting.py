@@ -206,7 +206,7 @@ def fit(
         an R-hat of the number of clusters or of the log joint above 1.01, or a
         bulk ESS below 100 per chain (with one chain only the ESS is checked).
         The message names the quantity, its value and the remedy (more draws,
-        more chains, another ``r``).
+        more chains, another ``r``, more split-merge proposals).
 
     Examples
     --------

@@ -130,6 +130,7 @@ def test_fit_warns_with_the_quantity_value_and_remedy():
     for problem, message in zip(report.problems, messages, strict=True):
         assert message.startswith(problem)
         assert "more draws, more chains, or another power r" in message
+        assert "split_merge" in message
     ess = report["n_clusters"].ess_bulk
     if not report["n_clusters"].constant:
         assert any(f"n_clusters has bulk ESS {ess:.0f} < 200" in m for m in messages)

@@ -33,7 +33,8 @@ posterior group), ``summary.md`` and PNG figures.
 joint (:func:`pymc_pcrp.diagnostics.check_convergence`) are printed on stdout
 and tabled in ``summary.md``. When an R-hat exceeds 1.01 or a bulk ESS is
 below 100 per chain, stdout and the top of ``summary.md`` say so, with the
-remedy: more draws, more chains, another ``r``. With one chain only the ESS is
+remedy: more draws, more chains, another ``r``, more split-merge proposals
+(``--split-merge 1``). With one chain only the ESS is
 checked. If ``--power auto`` finds no jump of the loss, the output likewise
 says that ``r`` is only the top of the grid.
 

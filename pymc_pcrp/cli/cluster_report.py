@@ -170,7 +170,8 @@ def convergence_advice(report: ConvergenceReport) -> str:
     return (
         "the chains have not converged. "
         + " ".join(report.problems)
-        + " Remedy: more draws (--draws), more chains (--chains), or another r (--power); "
+        + " Remedy: more draws (--draws), more chains (--chains), or another r (--power), "
+        "or more split-merge proposals (--split-merge 1); "
         "until then, do not trust the posterior of K or the point estimate."
     )
 
