@@ -59,7 +59,8 @@ ESS_PER_CHAIN_MIN = 100
 
 REMEDY = (
     "Run more draws, more chains, or another power r, or give the step more "
-    "split-merge proposals (pcrp_gibbs={'split_merge': 1}); a small sample size "
+    "split-merge proposals (pcrp_gibbs={'split_merge': 1}; on large data each costs "
+    "up to a sweep); a small sample size "
     "or chains that disagree make the posterior of K unreliable."
 )
 
