@@ -41,10 +41,10 @@ def test_bad_pair_moves_are_refused(value):
         (1.0, 60, PAIR_MOVES_MIN_D, True, PAIR_MOVES),
         (0.1, PAIR_MOVES_MAX_N, 30, True, PAIR_MOVES),
         (1.0, 60, 2, True, 0.0),  # one or two dimensions
-        (0.0, 60, 2, True, 0.0),  # split_merge=0: the paper's Algorithm 1 alone
-        (1.0, PAIR_MOVES_MAX_N + 1, 2, True, 0.0),  # tables too costly to build
+        (0.0, 60, 30, True, 0.0),  # split_merge=0: the paper's Algorithm 1 alone
+        (1.0, PAIR_MOVES_MAX_N + 1, 30, True, 0.0),  # tables too costly to build
         (1.0, 60, 0, True, 0.0),  # no data
-        (1.0, 60, 2, False, 0.0),  # the diagonal family, latent values
+        (1.0, 60, 30, False, 0.0),  # the diagonal family, latent values
     ],
 )
 def test_automatic_pair_moves(split_merge, n, d, supported, rate):
@@ -100,11 +100,11 @@ def test_the_diagonal_family_and_latent_values_have_no_pair_moves():
         assert pcrp.PCRPGibbs([model["z"]]).pair_moves == 0.0
         with pytest.raises(ValueError, match=r"'pair_moves' > 0 .*covariance='diag'.*pair_moves=0"):
             pcrp.PCRPGibbs([model["z"]], pair_moves=2)
-    prior = pcrp.NIWPrior(mu0=np.zeros(1), kappa0=0.1, nu0=3.0, psi0=np.eye(1))
-    with pm.Model() as latent:
+    prior = pcrp.NIWPrior(mu0=np.zeros(3), kappa0=0.1, nu0=5.0, psi0=np.eye(3))
+    with pm.Model() as latent:  # three dimensions, where observed data would get pair moves
         z = pcrp.PowerCRP("z", alpha=1.0, power=1.1, n=4)
-        theta = pcrp.NIWMixture("theta", z=z, prior=prior, shape=(4,))
-        pm.Normal("y", mu=theta, sigma=1.0, observed=np.zeros(4))
+        theta = pcrp.NIWMixture("theta", z=z, prior=prior, shape=(4, 3))
+        pm.Normal("y", mu=theta, sigma=1.0, observed=np.zeros((4, 3)))
         assert pcrp.PCRPGibbs([latent["z"]]).pair_moves == 0.0
         with pytest.raises(ValueError, match="latent values"):
             pcrp.PCRPGibbs([latent["z"]], pair_moves=1)
