@@ -39,9 +39,8 @@ import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.moves import accepts, block_log_weight
+from pymc_pcrp._kernels.niw import _LOG_PI
 from pymc_pcrp._kernels.state import NIWParams, SweepState, factorise, grow_if_full, place_point
-
-_LOG_PI = math.log(math.pi)
 
 __all__ = ["grow_by_two", "no_pairs", "pair_moves", "pair_picks"]
 

@@ -12,7 +12,6 @@ import pytest
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp.step_methods import pcrp_gibbs
 from pymc_pcrp.step_methods._options import (
     PAIR_MOVES,
     PAIR_MOVES_MAX_N,
@@ -115,27 +114,28 @@ def test_the_diagonal_family_and_latent_values_have_no_pair_moves():
             pcrp.PCRPGibbs([prior_only["z"]], pair_moves=1)
 
 
-def test_pair_tables_are_built_once_and_follow_the_data():
+def _stepped_once(sweeps_per_draw):
+    """A default step on 30 points in 3-D after one draw from one cluster: step, point, data."""
     x = _two_clusters(30)
     with pcrp.build_model(x, power=1.1) as model:
-        step = pcrp.PCRPGibbs([model["z"]], rng=1, sweeps_per_draw=1)
-    point = {"z": np.zeros(30, dtype=np.int64)}
-    point, _ = step.step(point)
+        step = pcrp.PCRPGibbs([model["z"]], rng=1, sweeps_per_draw=sweeps_per_draw)
+    point, _ = step.step({"z": np.zeros(30, dtype=np.int64)})
+    return step, point, x
+
+
+def test_pair_tables_are_built_once_and_follow_the_data():
+    step, point, x = _stepped_once(1)
     tables = step._pairs[1]
     point, _ = step.step(point)
     assert step._pairs[1] is tables  # the same data: the same tables
     other = step._pair_plan(np.ascontiguousarray(x[::-1]))
     assert other is not tables and not np.array_equal(other[1][1], tables[1][1])
-    assert pcrp_gibbs.PCRPGibbs._pair_plan(step, step._arrays().xc)[0] == PAIR_MOVES
+    assert step._pair_plan(step._arrays().xc)[0] == PAIR_MOVES
 
 
 def test_a_pickled_step_rebuilds_its_tables_and_draws_alike():
     """``pm.sample`` with several processes pickles the step: the tables are rebuilt."""
-    x = _two_clusters(30)
-    with pcrp.build_model(x, power=1.1) as model:
-        step = pcrp.PCRPGibbs([model["z"]], rng=1, sweeps_per_draw=2)
-    point = {"z": np.zeros(30, dtype=np.int64)}
-    point, _ = step.step(point)
+    step, point, _ = _stepped_once(2)
     copy = cloudpickle.loads(cloudpickle.dumps(step))
     assert copy._pairs is None
     a, stats_a = step.step(point)
