@@ -19,6 +19,11 @@ Two cases ArviZ does not settle on its own are decided here:
 * **One chain.** R-hat compares chains and needs at least two; only the ESS is
   checked, and the report says so.
 
+R-hat says *that* chains disagree; :func:`compare_chains` says *how*: it
+summarises each chain (and each half chain) by its own point estimate, groups
+the chains whose estimates differ no more than the halves of one chain do, and
+lists the points that the groups cluster differently.
+
 A run cut short (Ctrl-C, or a worker that died) must never pass for a complete
 one: PyMC catches ``KeyboardInterrupt`` and returns the draws it has, so
 :func:`check_complete` compares what came back with what was asked and raises
@@ -42,12 +47,14 @@ import numpy as np
 from pymc_pcrp._logging import quiet_loggers
 
 __all__ = [
+    "ChainComparison",
     "ConvergenceReport",
     "ConvergenceWarning",
     "QuantityDiagnostics",
     "SamplingInterrupted",
     "check_complete",
     "check_convergence",
+    "compare_chains",
     "stop_after_interrupted_chain",
     "warn_if_not_converged",
 ]
@@ -61,7 +68,9 @@ REMEDY = (
     "Run more draws, more chains, or another power r, or give the step more "
     "split-merge proposals (pcrp_gibbs={'split_merge': 1}; on large data each costs "
     "up to a sweep); a small sample size "
-    "or chains that disagree make the posterior of K unreliable."
+    "or chains that disagree make the posterior of K unreliable. "
+    "pymc_pcrp.diagnostics.compare_chains(idata) shows whether the chains sit in "
+    "different modes and which points they cluster differently."
 )
 
 
@@ -351,3 +360,238 @@ def warn_if_not_converged(report: ConvergenceReport, stacklevel: int = 2) -> Non
     """Issue one :class:`ConvergenceWarning` per failed check, each with the remedy."""
     for problem in report.problems:
         warnings.warn(f"{problem} {REMEDY}", ConvergenceWarning, stacklevel=stacklevel + 1)
+
+
+# --------------------------------------------------------------------------- chain comparison
+
+
+@dataclass(frozen=True)
+class ChainComparison:
+    """Result of :func:`compare_chains`: how the chains' clusterings differ.
+
+    Attributes
+    ----------
+    estimates : numpy.ndarray of int64, shape (chains, N)
+        Each chain's own point estimate (:func:`pymc_pcrp.point_estimate`, VI
+        loss), numbered from 0 by first appearance.
+    n_different : numpy.ndarray of int64, shape (chains, chains)
+        How many points two chains' estimates place differently: ``N`` minus the
+        points in the clusters paired by the best one-to-one matching of their
+        clusters (the matching that keeps the most points together).
+    within : numpy.ndarray of int64, shape (chains,)
+        The same count between the estimates of the first and the second half of
+        each chain: what one chain's own Monte Carlo noise gives (0 for a chain
+        of fewer than 4 draws).
+    groups : tuple of tuple of int
+        The chains grouped by agreement: two chains share a group when their
+        estimates differ on at most ``max(within)`` points (and through chains
+        that do).
+    disputed : numpy.ndarray of int64
+        The points that the estimates of two chains from different groups place
+        differently, in increasing order (empty with one group).
+    mean_k : numpy.ndarray of float64, shape (chains,)
+        Mean number of clusters of each chain's draws.
+    mean_log_joint : numpy.ndarray of float64, shape (chains,), or None
+        Mean ``sample_stats.log_joint`` of each chain, when the InferenceData
+        holds it.
+    n_draws : int
+        Draws per chain that each estimate was computed from (after thinning).
+    """
+
+    estimates: np.ndarray
+    n_different: np.ndarray
+    within: np.ndarray
+    groups: tuple[tuple[int, ...], ...]
+    disputed: np.ndarray
+    mean_k: np.ndarray
+    mean_log_joint: np.ndarray | None
+    n_draws: int
+
+    @property
+    def agree(self) -> bool:
+        """Whether all chains fall in one group."""
+        return len(self.groups) == 1
+
+    def summary(self, shown: int = 20) -> str:
+        """Return a few lines for a person: each chain's clustering, then :meth:`verdict`.
+
+        ``shown`` caps how many disputed points are listed by index.
+        """
+        lines = [f"Each chain's own point estimate (VI loss, {self.n_draws} draws per chain):"]
+        for c, labels in enumerate(self.estimates):
+            sizes = np.sort(np.bincount(labels))[::-1]
+            size_text = ", ".join(str(s) for s in sizes[:6]) + (", ..." if sizes.size > 6 else "")
+            joint = (
+                ""
+                if self.mean_log_joint is None
+                else f", mean log joint {self.mean_log_joint[c]:.1f}"
+            )
+            lines.append(
+                f"  chain {c}: {sizes.size} clusters ({size_text}); mean K {self.mean_k[c]:.2f}"
+                f"{joint}; its two halves differ on {self.within[c]} point(s)"
+            )
+        return "\n".join([*lines, self.verdict(shown)])
+
+    def verdict(self, shown: int = 20) -> str:
+        """Say in a sentence or three whether the chains sit in different modes, and where.
+
+        ``shown`` caps how many disputed points are listed by index.
+        """
+        n = self.estimates.shape[1]
+        noise = int(self.within.max())
+        worst = int(self.n_different.max())
+        if self.agree:
+            if worst == 0 and noise == 0:
+                return f"Every chain's estimate is the same clustering of the {n} points."
+            return (
+                f"The chains' estimates differ on at most {worst} of {n} points, no more than "
+                f"the two halves of one chain differ ({noise}): no chain sits in a mode of "
+                "its own."
+            )
+        group_text = " and ".join("{" + ", ".join(str(c) for c in g) + "}" for g in self.groups)
+        listed = ", ".join(str(i) for i in self.disputed[:shown])
+        more = f", ... ({self.disputed.size} in all)" if self.disputed.size > shown else ""
+        return (
+            f"The chains fall in {len(self.groups)} groups that cluster the data differently: "
+            f"{group_text}. Between groups the estimates differ on up to "
+            f"{self._between_max()} of {n} points, against at most {noise} between the halves "
+            f"of one chain. Disputed points (0-based rows): {listed}{more}. Each group sits in "
+            "its own mode of the posterior and the sampler has not moved between them, so "
+            "the clustering of these points is not settled."
+        )
+
+    def _between_max(self) -> int:
+        group_of = np.empty(self.estimates.shape[0], dtype=np.int64)
+        for g, members in enumerate(self.groups):
+            group_of[list(members)] = g
+        between = group_of[:, None] != group_of[None, :]
+        return int(self.n_different[between].max()) if between.any() else 0
+
+
+def _placed_differently(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Mask of the points that clusterings ``a`` and ``b`` (labels ``0..K-1``) place differently.
+
+    The clusters of ``a`` and ``b`` are paired one to one so that the pairs hold
+    as many points as possible (Hungarian algorithm on the contingency table);
+    a point is placed differently when its two clusters are not a pair.
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    table = np.zeros((int(a.max()) + 1, int(b.max()) + 1), dtype=np.int64)
+    np.add.at(table, (a, b), 1)
+    rows, cols = linear_sum_assignment(table, maximize=True)
+    partner = np.full(table.shape[0], -1, dtype=np.int64)
+    partner[rows] = cols
+    return partner[a] != b
+
+
+def _groups(n_different: np.ndarray, tolerance: int) -> tuple[tuple[int, ...], ...]:
+    """Group the chains: join two when their estimates differ on at most ``tolerance`` points."""
+    n_chains = n_different.shape[0]
+    group = list(range(n_chains))
+
+    def root(c: int) -> int:
+        while group[c] != c:
+            c = group[c]
+        return c
+
+    for c in range(n_chains):
+        for e in range(c + 1, n_chains):
+            if n_different[c, e] <= tolerance:
+                group[root(e)] = root(c)
+    members: dict[int, list[int]] = {}
+    for c in range(n_chains):
+        members.setdefault(root(c), []).append(c)
+    return tuple(tuple(m) for m in sorted(members.values()))
+
+
+def compare_chains(
+    idata: az.InferenceData,
+    *,
+    var_name: str | None = None,
+    max_draws: int = 250,
+    random_seed: int = 0,
+) -> ChainComparison:
+    """Compare the clusterings of the chains: which chains agree, and on which points they do not.
+
+    R-hat says *that* chains disagree; this says *how*. Each chain's draws are
+    summarised by their own point estimate (:func:`pymc_pcrp.point_estimate`,
+    VI loss), and every pair of estimates is compared point by point after
+    pairing their clusters. The first and second halves of each chain are
+    compared the same way, which shows how much two estimates differ by Monte
+    Carlo noise alone; chains whose estimates differ by no more than that form
+    a group. Several groups mean the chains sit in different modes of the
+    posterior, and :attr:`ChainComparison.disputed` lists the points the modes
+    place differently.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        Output of :func:`pymc_pcrp.fit` or ``pm.sample`` on a pCRP model.
+    var_name : str, optional
+        The label variable, see :func:`pymc_pcrp.posterior.label_draws`.
+    max_draws : int, default=250
+        Draws per chain (and per half chain) that each estimate uses, evenly
+        spaced.
+    random_seed : int, default=0
+        Seed of the point estimates' searches; the same seed and input give the
+        same result.
+
+    Returns
+    -------
+    ChainComparison
+        The estimates, the counts of points placed differently, the groups of
+        chains and the disputed points; ``summary()`` puts them in words.
+
+    Raises
+    ------
+    ValueError
+        If ``idata`` holds no label draws, or ``max_draws`` is not a positive integer.
+    """
+    from pymc_pcrp._idata import label_draws
+    from pymc_pcrp.posterior import point_estimate
+
+    if isinstance(max_draws, bool) or not isinstance(max_draws, int | np.integer) or max_draws < 1:
+        raise ValueError(f"Argument 'max_draws' must be a positive integer, got {max_draws!r}.")
+    draws = label_draws(idata, var_name)
+    n_chains, n_draws, n = draws.shape
+
+    def estimate(rows: np.ndarray) -> np.ndarray:
+        return point_estimate(rows, max_draws=max_draws, random_seed=random_seed).labels
+
+    estimates = np.stack([estimate(draws[c]) for c in range(n_chains)])
+    within = np.zeros(n_chains, dtype=np.int64)
+    if n_draws >= 4:
+        half = n_draws // 2
+        for c in range(n_chains):
+            first, second = estimate(draws[c, :half]), estimate(draws[c, half:])
+            within[c] = int(_placed_differently(first, second).sum())
+    differs = np.zeros((n_chains, n_chains, n), dtype=bool)
+    for c in range(n_chains):
+        for e in range(c + 1, n_chains):
+            differs[c, e] = differs[e, c] = _placed_differently(estimates[c], estimates[e])
+    n_different = differs.sum(axis=2).astype(np.int64)
+    groups = _groups(n_different, int(within.max()))
+    group_of = np.empty(n_chains, dtype=np.int64)
+    for g, members in enumerate(groups):
+        group_of[list(members)] = g
+    between = group_of[:, None] != group_of[None, :]
+    disputed = np.flatnonzero(differs[between].any(axis=0)) if between.any() else np.array([], int)
+    post = idata.posterior
+    if "n_clusters" in post:
+        mean_k = np.asarray(post["n_clusters"].values, dtype=np.float64).mean(axis=1)
+    else:
+        mean_k = np.array([[np.unique(z).size for z in chain] for chain in draws], float).mean(1)
+    mean_log_joint = None
+    if "sample_stats" in idata.groups() and "log_joint" in idata.sample_stats:
+        mean_log_joint = np.asarray(idata.sample_stats["log_joint"].values, float).mean(axis=1)
+    return ChainComparison(
+        estimates=estimates,
+        n_different=n_different,
+        within=within,
+        groups=groups,
+        disputed=disputed.astype(np.int64),
+        mean_k=mean_k,
+        mean_log_joint=mean_log_joint,
+        n_draws=min(n_draws, max_draws),
+    )

@@ -110,6 +110,12 @@ def test_csv_with_named_columns_and_overwrite(tmp_path, capsys):
     for problem in report.problems:
         assert problem in top and problem in stdout
     assert "bulk ESS" in top and "| FAIL |" in summary
+    # not converged: how the two chains' clusterings differ, on stdout and in summary.md
+    comparison = pcrp.diagnostics.compare_chains(idata)
+    assert "How the chains differ: Each chain's own point estimate" in stdout
+    assert "## How the chains differ" in summary
+    assert "| chain | clusters | largest sizes | mean K | mean log joint |" in summary
+    assert f"| 0 | 0 | {comparison.n_different[0, 1]} |" in summary
     for text in (
         "power r = 1.2 (given)",
         "## Posterior of the number of clusters K",
@@ -161,6 +167,7 @@ def test_auto_power_on_npy_with_three_standardised_columns(tmp_path, capsys):
     assert "## Cross-validation of r" in summary and "| 1.2 |" in summary
     assert "30 training rows, 30 held-out rows" in summary
     assert "R-hat needs at least two chains" in summary
+    assert "How the chains differ" not in summary + stdout  # one chain: nothing to compare
     assert _leftovers(tmp_path / "sub") == []
 
 

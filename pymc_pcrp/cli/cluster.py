@@ -86,7 +86,13 @@ from pymc_pcrp.cli.io import (
     save_figure,
     write_labels,
 )
-from pymc_pcrp.diagnostics import ConvergenceReport, SamplingInterrupted, check_convergence
+from pymc_pcrp.diagnostics import (
+    ChainComparison,
+    ConvergenceReport,
+    SamplingInterrupted,
+    check_convergence,
+    compare_chains,
+)
 from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.fitting import fit
 from pymc_pcrp.model_selection import CVResult, cross_validate_power, split_train_test
@@ -343,6 +349,17 @@ def _report_convergence(idata: az.InferenceData) -> ConvergenceReport:
     return report
 
 
+def _report_chain_comparison(
+    idata: az.InferenceData, report: ConvergenceReport, seed: int
+) -> ChainComparison | None:
+    """Compare the clusterings of several chains that have not converged; print how they differ."""
+    if report.converged or report.n_chains < 2:
+        return None
+    comparison = compare_chains(idata, random_seed=seed)
+    print("How the chains differ: " + comparison.summary(), flush=True)
+    return comparison
+
+
 def _record_settings(idata, run: ClusterRun) -> None:
     """Write the run's settings into the attributes of the posterior group."""
     args, data, scaling, power, seed, cv_info = run
@@ -400,7 +417,7 @@ def run_cluster(args: argparse.Namespace) -> int:
         x = (x - mean) / sd
         scaling = (mean, sd)
     seed = args.seed if args.seed is not None else _seed_int(np.random.SeedSequence())
-    split_seq, cv_seq, fit_seq, estimate_seq = np.random.SeedSequence(seed).spawn(4)
+    split_seq, cv_seq, fit_seq, estimate_seq, compare_seq = np.random.SeedSequence(seed).spawn(5)
 
     try:
         tmp = make_temporary_dir(out)
@@ -412,6 +429,7 @@ def run_cluster(args: argparse.Namespace) -> int:
         power, cv_info = _choose_power(args, x, n_train, split_seq, cv_seq, prior)
         idata = _sample(args, x, power, prior, fit_seq)
         report = _report_convergence(idata)
+        comparison = _report_chain_comparison(idata, report, _seed_int(compare_seq))
         estimate = point_estimate(idata, loss="vi", random_seed=_seed_int(estimate_seq))
         run = ClusterRun(args, data, scaling, power, seed, cv_info)
         _record_settings(idata, run)
@@ -419,7 +437,8 @@ def run_cluster(args: argparse.Namespace) -> int:
         az.to_netcdf(idata, str(tmp / "idata.nc"))
         cv = None if cv_info is None else cv_info[0]
         files = _write_figures(tmp, idata, x, data.names, estimate, prior, power, args.alpha, cv)
-        text = summary(run, idata, (report, estimate, files), time.perf_counter() - start)
+        results = (report, estimate, files, comparison)
+        text = summary(run, idata, results, time.perf_counter() - start)
         (tmp / "summary.md").write_text(text, encoding="utf-8")
         publish(tmp, out)
     except (KeyboardInterrupt, SamplingInterrupted) as err:

@@ -15,7 +15,7 @@ import numpy as np
 from pymc_pcrp._kernels.moves import SMALL_SIZE
 from pymc_pcrp._logging import quiet_loggers
 from pymc_pcrp.cli.io import ClusterData
-from pymc_pcrp.diagnostics import ConvergenceReport
+from pymc_pcrp.diagnostics import ChainComparison, ConvergenceReport
 from pymc_pcrp.model_selection import CVResult
 from pymc_pcrp.posterior import PointEstimate
 from pymc_pcrp.step_methods.pcrp_gibbs import (
@@ -220,6 +220,37 @@ def _convergence_section(idata: az.InferenceData, report: ConvergenceReport) -> 
     return lines
 
 
+def _chains_section(comparison: ChainComparison) -> list[str]:
+    """Each chain's own point estimate, the points two chains place differently, the verdict."""
+    lines = ["", "## How the chains differ", ""]
+    lines.append(
+        "Each chain's draws summarised by their own point estimate (VI loss, "
+        f"{comparison.n_draws} draws per chain), and by the estimates of its two halves:"
+    )
+    lines.append("")
+    header = ["chain", "clusters", "largest sizes", "mean K", "mean log joint", "halves differ"]
+    rows = []
+    for c, labels in enumerate(comparison.estimates):
+        sizes = np.sort(np.bincount(labels))[::-1]
+        joint = comparison.mean_log_joint
+        rows.append(
+            [
+                str(c),
+                str(sizes.size),
+                ", ".join(str(s) for s in sizes[:6]) + (", ..." if sizes.size > 6 else ""),
+                _fmt(comparison.mean_k[c]),
+                "n/a" if joint is None else _fmt(joint[c], 1),
+                str(comparison.within[c]),
+            ]
+        )
+    lines += _markdown_table(header, rows)
+    n_chains = comparison.estimates.shape[0]
+    lines += ["", "Points that two chains' estimates place differently (clusters matched):", ""]
+    rows = [[str(c)] + [str(v) for v in comparison.n_different[c]] for c in range(n_chains)]
+    lines += _markdown_table(["chain"] + [str(c) for c in range(n_chains)], rows)
+    return [*lines, "", comparison.verdict(shown=50)]
+
+
 def _point_estimate_section(estimate: PointEstimate) -> list[str]:
     sizes = np.sort(estimate.sizes)[::-1]
     return [
@@ -248,16 +279,17 @@ class ClusterRun(NamedTuple):
 def summary(
     run: ClusterRun,
     idata: az.InferenceData,
-    results: tuple[ConvergenceReport, PointEstimate, list[str]],
+    results: tuple[ConvergenceReport, PointEstimate, list[str], ChainComparison | None],
     seconds: float,
 ) -> str:
     """Return the text of ``summary.md``.
 
-    ``results`` is the convergence report, the point estimate and the names of
-    the figure files written.
+    ``results`` is the convergence report, the point estimate, the names of
+    the figure files written and the comparison of the chains (``None`` when it
+    was not made: converged or a single chain).
     """
     args, data, scaling, power, seed, cv_info = run
-    report, estimate, files = results
+    report, estimate, files, comparison = results
     lines = ["# pCRP clustering", ""]
     lines += _warnings_section(report, cv_info)
     lines += _data_section(args, data, scaling)
@@ -268,6 +300,8 @@ def summary(
         lines += _cv_section(args, data.x.shape[0], *cv_info)
     lines += _k_section(idata)
     lines += _convergence_section(idata, report)
+    if comparison is not None:
+        lines += _chains_section(comparison)
     lines += _point_estimate_section(estimate)
     lines += ["", "## Files", ""]
     lines += [f"- `{name}`" for name in ["labels.csv", "idata.nc", "summary.md", *files]]
