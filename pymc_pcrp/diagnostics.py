@@ -384,7 +384,7 @@ class ChainComparison:
         of fewer than 4 draws).
     groups : tuple of tuple of int
         The chains grouped by agreement: two chains share a group when their
-        estimates differ on at most ``max(within)`` points (and through chains
+        estimates differ on at most ``tolerance`` points (and through chains
         that do).
     disputed : numpy.ndarray of int64
         The points that the estimates of two chains from different groups place
@@ -396,11 +396,14 @@ class ChainComparison:
         holds it.
     n_draws : int
         Draws per chain that each estimate was computed from (after thinning).
+    tolerance : int
+        The largest number of points on which two chains of one group may differ.
     """
 
     estimates: np.ndarray
     n_different: np.ndarray
     within: np.ndarray
+    tolerance: int
     groups: tuple[tuple[int, ...], ...]
     disputed: np.ndarray
     mean_k: np.ndarray
@@ -444,9 +447,8 @@ class ChainComparison:
             if worst == 0 and noise == 0:
                 return f"Every chain's estimate is the same clustering of the {n} points."
             return (
-                f"The chains' estimates differ on at most {worst} of {n} points, no more than "
-                f"the two halves of one chain differ ({noise}): no chain sits in a mode of "
-                "its own."
+                f"The chains' estimates differ on at most {worst} of {n} points (the two "
+                f"halves of one chain on up to {noise}): no chain sits in a mode of its own."
             )
         group_text = " and ".join("{" + ", ".join(str(c) for c in g) + "}" for g in self.groups)
         listed = ", ".join(str(i) for i in self.disputed[:shown])
@@ -455,7 +457,9 @@ class ChainComparison:
             f"The chains fall in {len(self.groups)} groups that cluster the data differently: "
             f"{group_text}. Between groups the estimates differ on up to "
             f"{self._between_max()} of {n} points, against at most {noise} between the halves "
-            f"of one chain. Disputed points (0-based rows): {listed}{more}. Each group sits in "
+            f"of one chain (chains whose estimates differ on at most {self.tolerance} points "
+            "count as one group). "
+            f"Disputed points (0-based rows): {listed}{more}. Each group sits in "
             "its own mode of the posterior and the sampler has not moved between them, so "
             "the clustering of these points is not settled."
         )
@@ -510,6 +514,7 @@ def compare_chains(
     *,
     var_name: str | None = None,
     max_draws: int = 250,
+    tolerance: int | None = None,
     random_seed: int = 0,
 ) -> ChainComparison:
     """Compare the clusterings of the chains: which chains agree, and on which points they do not.
@@ -519,10 +524,11 @@ def compare_chains(
     VI loss), and every pair of estimates is compared point by point after
     pairing their clusters. The first and second halves of each chain are
     compared the same way, which shows how much two estimates differ by Monte
-    Carlo noise alone; chains whose estimates differ by no more than that form
-    a group. Several groups mean the chains sit in different modes of the
-    posterior, and :attr:`ChainComparison.disputed` lists the points the modes
-    place differently.
+    Carlo noise alone; chains whose estimates differ by no more than that (or
+    than 1% of the points, whichever is more) form a group. Several groups mean
+    the chains sit in different modes of the posterior, and
+    :attr:`ChainComparison.disputed` lists the points the modes place
+    differently.
 
     Parameters
     ----------
@@ -533,6 +539,11 @@ def compare_chains(
     max_draws : int, default=250
         Draws per chain (and per half chain) that each estimate uses, evenly
         spaced.
+    tolerance : int, optional
+        Two chains whose estimates differ on at most this many points share a
+        group. Default: the larger of the largest difference between the two
+        halves of a chain and 1% of the points (rounded up), so that a few
+        points in rare small clusters do not make a group of their own.
     random_seed : int, default=0
         Seed of the point estimates' searches; the same seed and input give the
         same result.
@@ -546,13 +557,20 @@ def compare_chains(
     Raises
     ------
     ValueError
-        If ``idata`` holds no label draws, or ``max_draws`` is not a positive integer.
+        If ``idata`` holds no label draws, ``max_draws`` is not a positive integer
+        or ``tolerance`` is negative.
     """
     from pymc_pcrp._idata import label_draws
     from pymc_pcrp.posterior import point_estimate
 
     if isinstance(max_draws, bool) or not isinstance(max_draws, int | np.integer) or max_draws < 1:
         raise ValueError(f"Argument 'max_draws' must be a positive integer, got {max_draws!r}.")
+    if tolerance is not None and (
+        isinstance(tolerance, bool) or not isinstance(tolerance, int | np.integer) or tolerance < 0
+    ):
+        raise ValueError(
+            f"Argument 'tolerance' must be a non-negative integer or None, got {tolerance!r}."
+        )
     draws = label_draws(idata, var_name)
     n_chains, n_draws, n = draws.shape
 
@@ -571,7 +589,9 @@ def compare_chains(
         for e in range(c + 1, n_chains):
             differs[c, e] = differs[e, c] = _placed_differently(estimates[c], estimates[e])
     n_different = differs.sum(axis=2).astype(np.int64)
-    groups = _groups(n_different, int(within.max()))
+    if tolerance is None:
+        tolerance = max(int(within.max()), math.ceil(n / 100))
+    groups = _groups(n_different, int(tolerance))
     group_of = np.empty(n_chains, dtype=np.int64)
     for g, members in enumerate(groups):
         group_of[list(members)] = g
@@ -589,6 +609,7 @@ def compare_chains(
         estimates=estimates,
         n_different=n_different,
         within=within,
+        tolerance=int(tolerance),
         groups=groups,
         disputed=disputed.astype(np.int64),
         mean_k=mean_k,

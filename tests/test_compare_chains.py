@@ -43,7 +43,9 @@ def test_two_modes_are_found_with_the_points_they_dispute():
     noisy = np.flatnonzero(a == 1)[:2]  # uncertain in every chain, but not 50/50
     chains = [_chain(rng, p, 200, noisy, 0.2) for p in (a, b, a, b)]
     lj = rng.normal(size=(4, 200)) + np.array([[0.0], [5.0], [0.0], [5.0]])
-    result = compare_chains(_idata(chains, lj))
+    idata = _idata(chains, lj)
+    result = compare_chains(idata)
+    assert result.within.max() == 0 and result.tolerance == 1  # 1% of 60 points, rounded up
     assert result.groups == ((0, 2), (1, 3))
     assert not result.agree
     np.testing.assert_array_equal(result.disputed, np.sort(moved))
@@ -54,6 +56,9 @@ def test_two_modes_are_found_with_the_points_they_dispute():
     assert "2 groups" in text and "{0, 2} and {1, 3}" in text
     assert ", ".join(str(i) for i in np.sort(moved)) in text
     assert "up to 6 of 60 points" in text
+    # a tolerance of 6 points counts the two clusterings as one
+    loose = compare_chains(idata, tolerance=6)
+    assert loose.agree and loose.disputed.size == 0
 
 
 def test_chains_of_one_posterior_agree():
@@ -97,6 +102,8 @@ def test_bad_arguments_are_named():
     idata = _idata([np.tile(_base(), (10, 1))])
     with pytest.raises(ValueError, match="'max_draws'"):
         compare_chains(idata, max_draws=0)
+    with pytest.raises(ValueError, match="'tolerance'"):
+        compare_chains(idata, tolerance=-1)
     with pytest.raises(ValueError, match="posterior"):
         compare_chains(az.from_dict(sample_stats={"log_joint": np.zeros((1, 5))}))
 
