@@ -70,6 +70,7 @@ REPO = Path(__file__).resolve().parent.parent
 _LOCATIONS = {
     "fit": ("pymc_pcrp",),
     "point_estimate": ("pymc_pcrp",),
+    "compare_chains": ("pymc_pcrp.diagnostics",),
     "cross_validate_power": ("pymc_pcrp.model_selection",),
     "split_train_test": ("pymc_pcrp.model_selection",),
     "load_old_faithful": ("pymc_pcrp.datasets",),
@@ -130,6 +131,22 @@ def pcrp_k_and_logjoint(idata) -> tuple[np.ndarray, np.ndarray]:
 def pcrp_point_labels(idata_or_draws, seed: int) -> np.ndarray:
     """Labels of the VI point estimate (from InferenceData or ``(S, N)`` label draws)."""
     return np.asarray(_pcrp("point_estimate")(idata_or_draws, random_seed=seed).labels)
+
+
+def pcrp_chain_groups(idata, seed: int) -> str:
+    """How the chains' clusterings differ: ``"n (m)"``, ``n`` groups of chains, ``m`` points.
+
+    ``m`` is the most points two chains' point estimates place differently (between
+    groups when there are several); see ``pymc_pcrp.diagnostics.compare_chains``.
+    """
+    result = _pcrp("compare_chains")(idata, random_seed=seed)
+    diff = result.n_different
+    if len(result.groups) > 1:
+        group_of = np.empty(diff.shape[0], dtype=np.int64)
+        for g, members in enumerate(result.groups):
+            group_of[list(members)] = g
+        diff = diff[group_of[:, None] != group_of[None, :]]
+    return f"{len(result.groups)} ({int(diff.max())})"
 
 
 def pcrp_cross_validate(X, powers, *, draws, tune, seed, step_kwargs):
@@ -367,6 +384,7 @@ class FitRow:
     ari: float | None
     seconds: float
     ok: bool
+    groups: str = ""
 
 
 def fit_row(data: Dataset, label: str, power: float, args, seed: int) -> FitRow:
@@ -402,13 +420,15 @@ def fit_row(data: Dataset, label: str, power: float, args, seed: int) -> FitRow:
         ari=ari(data.truth, labels),
         seconds=seconds,
         ok=meets_target(rhat_k, ess_k, rhat_lj, ess_lj, seconds),
+        groups=pcrp_chain_groups(idata, seed) if args.chains > 1 else "",
     )
 
 
 def fit_table(rows: list[FitRow]) -> str:
     head = (
         "| r | mean K | K by chain | R-hat K | ESS K | R-hat logp | ESS logp | PE K | PE sizes "
-        "| ARI | s/fit | ok |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+        "| ARI | s/fit | ok | groups (pts) |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
     )
     lines = []
     for r in rows:
@@ -418,7 +438,7 @@ def fit_table(rows: list[FitRow]) -> str:
             f"| {diag(r.ess_k, r.ess_k, 0)} | {diag(r.rhat_lj, r.ess_lj)} "
             f"| {diag(r.ess_lj, r.ess_lj, 0)} "
             f"| {r.pe_k} | {r.pe_sizes} "
-            f"| {fmt(r.ari, 3)} | {r.seconds:.1f} | {'yes' if r.ok else 'no'} |"
+            f"| {fmt(r.ari, 3)} | {r.seconds:.1f} | {'yes' if r.ok else 'no'} | {r.groups} |"
         )
     return head + "\n".join(lines) + "\n"
 
