@@ -524,8 +524,8 @@ def compare_chains(
     VI loss), and every pair of estimates is compared point by point after
     pairing their clusters. The first and second halves of each chain are
     compared the same way, which shows how much two estimates differ by Monte
-    Carlo noise alone; chains whose estimates differ by no more than that (or
-    than 1% of the points, whichever is more) form a group. Several groups mean
+    Carlo noise alone; chains whose estimates differ by no more than twice that
+    (or than 2% of the points, whichever is more) form a group. Several groups mean
     the chains sit in different modes of the posterior, and
     :attr:`ChainComparison.disputed` lists the points the modes place
     differently.
@@ -541,9 +541,12 @@ def compare_chains(
         spaced.
     tolerance : int, optional
         Two chains whose estimates differ on at most this many points share a
-        group. Default: the larger of the largest difference between the two
-        halves of a chain and 1% of the points (rounded up), so that a few
-        points in rare small clusters do not make a group of their own.
+        group. Default: the larger of twice the largest difference between the
+        two halves of a chain and 2% of the points (rounded up). The factor two
+        allows for a half chain being shorter than a chain and for the largest
+        of the pairs of chains exceeding the largest of the chains by chance;
+        the 2% keeps a few points in rare small clusters from making a group of
+        their own.
     random_seed : int, default=0
         Seed of the point estimates' searches; the same seed and input give the
         same result.
@@ -584,19 +587,23 @@ def compare_chains(
         for c in range(n_chains):
             first, second = estimate(draws[c, :half]), estimate(draws[c, half:])
             within[c] = int(_placed_differently(first, second).sum())
-    differs = np.zeros((n_chains, n_chains, n), dtype=bool)
+    n_different = np.zeros((n_chains, n_chains), dtype=np.int64)
     for c in range(n_chains):
         for e in range(c + 1, n_chains):
-            differs[c, e] = differs[e, c] = _placed_differently(estimates[c], estimates[e])
-    n_different = differs.sum(axis=2).astype(np.int64)
+            count = int(_placed_differently(estimates[c], estimates[e]).sum())
+            n_different[c, e] = n_different[e, c] = count
     if tolerance is None:
-        tolerance = max(int(within.max()), math.ceil(n / 100))
+        tolerance = max(2 * int(within.max()), math.ceil(n / 50))
     groups = _groups(n_different, int(tolerance))
     group_of = np.empty(n_chains, dtype=np.int64)
     for g, members in enumerate(groups):
         group_of[list(members)] = g
-    between = group_of[:, None] != group_of[None, :]
-    disputed = np.flatnonzero(differs[between].any(axis=0)) if between.any() else np.array([], int)
+    disputed_mask = np.zeros(n, dtype=bool)
+    for c in range(n_chains):
+        for e in range(c + 1, n_chains):
+            if group_of[c] != group_of[e]:
+                disputed_mask |= _placed_differently(estimates[c], estimates[e])
+    disputed = np.flatnonzero(disputed_mask)
     post = idata.posterior
     if "n_clusters" in post:
         mean_k = np.asarray(post["n_clusters"].values, dtype=np.float64).mean(axis=1)
