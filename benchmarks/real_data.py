@@ -140,13 +140,7 @@ def pcrp_chain_groups(idata, seed: int) -> str:
     groups when there are several); see ``pymc_pcrp.diagnostics.compare_chains``.
     """
     result = _pcrp("compare_chains")(idata, random_seed=seed)
-    diff = result.n_different
-    if len(result.groups) > 1:
-        group_of = np.empty(diff.shape[0], dtype=np.int64)
-        for g, members in enumerate(result.groups):
-            group_of[list(members)] = g
-        diff = diff[group_of[:, None] != group_of[None, :]]
-    return f"{len(result.groups)} ({int(diff.max())})"
+    return f"{len(result.groups)} ({result.largest_difference})"
 
 
 def pcrp_cross_validate(X, powers, *, draws, tune, seed, step_kwargs):

@@ -21,8 +21,9 @@ Two cases ArviZ does not settle on its own are decided here:
 
 R-hat says *that* chains disagree; :func:`compare_chains` says *how*: it
 summarises each chain (and each half chain) by its own point estimate, groups
-the chains whose estimates differ no more than the halves of one chain do, and
-lists the points that the groups cluster differently.
+the chains whose estimates differ by no more than twice as much as the halves
+of one chain do (or than 2% of the points), and lists the points that the
+groups cluster differently.
 
 A run cut short (Ctrl-C, or a worker that died) must never pass for a complete
 one: PyMC catches ``KeyboardInterrupt`` and returns the draws it has, so
@@ -415,6 +416,20 @@ class ChainComparison:
         """Whether all chains fall in one group."""
         return len(self.groups) == 1
 
+    @property
+    def largest_difference(self) -> int:
+        """The most points two chains' estimates place differently.
+
+        Between chains of different groups when there are several groups, else
+        between any two chains.
+        """
+        if self.agree:
+            return int(self.n_different.max())
+        group_of = np.empty(self.estimates.shape[0], dtype=np.int64)
+        for g, members in enumerate(self.groups):
+            group_of[list(members)] = g
+        return int(self.n_different[group_of[:, None] != group_of[None, :]].max())
+
     def summary(self, shown: int = 20) -> str:
         """Return a few lines for a person: each chain's clustering, then :meth:`verdict`.
 
@@ -442,7 +457,7 @@ class ChainComparison:
         """
         n = self.estimates.shape[1]
         noise = int(self.within.max())
-        worst = int(self.n_different.max())
+        worst = self.largest_difference
         if self.agree:
             if worst == 0 and noise == 0:
                 return f"Every chain's estimate is the same clustering of the {n} points."
@@ -456,20 +471,13 @@ class ChainComparison:
         return (
             f"The chains fall in {len(self.groups)} groups that cluster the data differently: "
             f"{group_text}. Between groups the estimates differ on up to "
-            f"{self._between_max()} of {n} points, against at most {noise} between the halves "
+            f"{worst} of {n} points, against at most {noise} between the halves "
             f"of one chain (chains whose estimates differ on at most {self.tolerance} points "
             "count as one group). "
             f"Disputed points (0-based rows): {listed}{more}. Each group sits in "
             "its own mode of the posterior and the sampler has not moved between them, so "
             "the clustering of these points is not settled."
         )
-
-    def _between_max(self) -> int:
-        group_of = np.empty(self.estimates.shape[0], dtype=np.int64)
-        for g, members in enumerate(self.groups):
-            group_of[list(members)] = g
-        between = group_of[:, None] != group_of[None, :]
-        return int(self.n_different[between].max()) if between.any() else 0
 
 
 def _placed_differently(a: np.ndarray, b: np.ndarray) -> np.ndarray:

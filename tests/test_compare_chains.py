@@ -51,6 +51,7 @@ def test_two_modes_are_found_with_the_points_they_dispute():
     np.testing.assert_array_equal(result.disputed, np.sort(moved))
     assert result.n_different[0, 1] == result.n_different[2, 3] == 6
     assert result.n_different[0, 2] == result.n_different[1, 3] == 0
+    assert result.largest_difference == 6
     np.testing.assert_allclose(result.mean_log_joint, lj.mean(axis=1))
     text = result.summary()
     assert "2 groups" in text and "{0, 2} and {1, 3}" in text
@@ -74,7 +75,7 @@ def test_chains_of_one_posterior_agree():
     assert result.within.max() > 0 and result.n_different.max() > 0
     assert "no chain sits in a mode of its own" in result.summary()
     same = compare_chains(_idata([np.tile(a, (20, 1)), np.tile(np.array([1, 2, 0])[a], (20, 1))]))
-    assert same.agree and same.n_different.max() == 0
+    assert same.agree and same.n_different.max() == 0 and same.largest_difference == 0
     assert same.verdict() == "Every chain's estimate is the same clustering of the 60 points."
 
 
