@@ -444,8 +444,9 @@ class ChainComparison:
                 if self.mean_log_joint is None
                 else f", mean log joint {self.mean_log_joint[c]:.1f}"
             )
+            clusters = "1 cluster" if sizes.size == 1 else f"{sizes.size} clusters"
             lines.append(
-                f"  chain {c}: {sizes.size} clusters ({size_text}); mean K {self.mean_k[c]:.2f}"
+                f"  chain {c}: {clusters} ({size_text}); mean K {self.mean_k[c]:.2f}"
                 f"{joint}; its two halves differ on {self.within[c]} point(s)"
             )
         return "\n".join([*lines, self.verdict(shown)])
