@@ -46,9 +46,11 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from pymc_pcrp.diagnostics import ChainComparison
     from pymc_pcrp.model_selection import CVResult
 
 __all__ = [
+    "plot_chain_groups",
     "plot_cluster_sizes",
     "plot_clusters_2d",
     "plot_cv_curve",
@@ -402,6 +404,69 @@ def plot_clusters_2d(
     ax.set_xlabel("x1")
     ax.set_ylabel("x2")
     return ax.figure
+
+
+def plot_chain_groups(
+    X, comparison: ChainComparison, *, axes: Sequence[Axes] | None = None
+) -> Figure:
+    """Show how groups of chains cluster 2-D data differently: one panel per group.
+
+    Each panel is :func:`plot_clusters_2d` of the point estimate of the group's
+    first chain (sample means and covariances for the ellipses), with the
+    disputed points, those that two groups place differently, ringed in black.
+
+    Parameters
+    ----------
+    X : array_like, shape (N, 2)
+        The data the chains were run on (or two of its columns).
+    comparison : ChainComparison
+        Output of :func:`pymc_pcrp.diagnostics.compare_chains`.
+    axes : sequence of matplotlib.axes.Axes, optional
+        One per group; new axes side by side by default.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    x = check_data(X, "X")
+    if x.shape[1] != 2:
+        raise ValueError(f"plot_chain_groups needs 2-D data, got D = {x.shape[1]}.")
+    if comparison.estimates.shape[1] != x.shape[0]:
+        raise ValueError(
+            f"Argument 'X' has {x.shape[0]} rows but the chains clustered "
+            f"{comparison.estimates.shape[1]} points; pass the data the chains were run on."
+        )
+    groups = comparison.groups
+    if axes is None:
+        import matplotlib.pyplot as plt
+
+        _, grid = plt.subplots(1, len(groups), figsize=(5.0 * len(groups), 4.5), squeeze=False)
+        axes = list(grid[0])
+    elif len(axes) != len(groups):
+        raise ValueError(
+            f"Argument 'axes' must hold one Axes per group of chains ({len(groups)}), "
+            f"got {len(axes)}."
+        )
+    disputed = comparison.disputed
+    for ax, members in zip(axes, groups, strict=True):
+        labels = comparison.estimates[members[0]]
+        plot_clusters_2d(x, labels, ax=ax)
+        if disputed.size:
+            ax.scatter(
+                x[disputed, 0],
+                x[disputed, 1],
+                s=70,
+                facecolors="none",
+                edgecolors="black",
+                linewidths=1.0,
+            )
+        chains = ", ".join(str(c) for c in members)
+        k = np.unique(labels).size
+        ax.set_title(
+            f"chain{'s' if len(members) > 1 else ''} {chains}: {k} cluster{'s' if k != 1 else ''}"
+            f" ({disputed.size} disputed, ringed)"
+        )
+    return axes[0].figure
 
 
 def plot_cluster_sizes(

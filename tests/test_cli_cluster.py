@@ -532,3 +532,28 @@ def test_auto_power_with_a_column_constant_in_the_training_half(tmp_path, capsys
     )  # fmt: skip
     assert run_cluster(args) == 0
     assert (tmp_path / "out" / "labels.csv").exists()
+
+
+def test_chains_in_different_groups_get_a_figure_of_their_clusterings(tmp_path):
+    rng = np.random.default_rng(SEED + 9)
+    x = np.r_[rng.normal(0, 1, (30, 2)), rng.normal(6, 0.5, (20, 2))]
+    a = np.r_[np.zeros(30, int), np.ones(20, int)]
+    b = a.copy()
+    b[:5] = 1
+    z = np.stack([np.tile(p, (20, 1)) for p in (a, b)])
+    k = np.full((2, 20), 2)
+    idata = az.from_dict(posterior={"z": z, "n_clusters": k}, dims={"z": ["point"]})
+    estimate = pcrp.point_estimate(idata, random_seed=0)
+    prior = pcrp.NIWPrior.from_data(x)
+    split = pcrp.diagnostics.compare_chains(idata)
+    agree = pcrp.diagnostics.compare_chains(idata, tolerance=5)
+    assert not split.agree and agree.agree
+    for comparison, name in ((split, "two"), (agree, "one"), (None, "none")):
+        out = tmp_path / name
+        out.mkdir()
+        files = cluster_command._write_figures(
+            out, idata, x, ["u", "v"], estimate, prior, 1.1, 1.0, None, comparison
+        )
+        assert ("chain_groups.png" in files) == (comparison is split)
+        assert (out / "chain_groups.png").is_file() == (comparison is split)
+    assert (tmp_path / "two" / "chain_groups.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -163,6 +163,32 @@ def test_plot_clusters_2d_one_ellipse_per_cluster():
         pcrp.plots.plot_clusters_2d(rng.normal(size=(5, 3)), np.zeros(5, int))
 
 
+def test_plot_chain_groups_one_panel_per_group_with_the_disputed_points_ringed():
+    rng = np.random.default_rng(SEED + 7)
+    x = np.r_[rng.normal(0, 1, (30, 2)), rng.normal(6, 0.5, (20, 2))]
+    a = np.r_[np.zeros(30, int), np.ones(20, int)]
+    b = a.copy()
+    b[:5] = 1  # five points of the first cluster join the second
+    z = np.stack([np.tile(p, (20, 1)) for p in (a, b, a)])
+    idata = az.from_dict(posterior={"z": z}, dims={"z": ["point"]})
+    comparison = pcrp.diagnostics.compare_chains(idata)
+    assert comparison.groups == ((0, 2), (1,))
+    fig = pcrp.plots.plot_chain_groups(x, comparison)
+    assert len(fig.axes) == 2
+    for ax, sizes in zip(fig.axes, ([30, 20], [25, 25]), strict=True):
+        clusters, ringed = ax.collections[:-1], ax.collections[-1]
+        assert sorted(len(c.get_offsets()) for c in clusters) == sorted(sizes)
+        np.testing.assert_array_equal(ringed.get_offsets(), x[:5])
+    assert fig.axes[0].get_title() == "chains 0, 2: 2 clusters (5 disputed, ringed)"
+    assert fig.axes[1].get_title() == "chain 1: 2 clusters (5 disputed, ringed)"
+    with pytest.raises(ValueError, match="'X' has 49 rows"):
+        pcrp.plots.plot_chain_groups(x[:49], comparison)
+    with pytest.raises(ValueError, match="2-D"):
+        pcrp.plots.plot_chain_groups(np.c_[x, x], comparison)
+    with pytest.raises(ValueError, match="one Axes per group"):
+        pcrp.plots.plot_chain_groups(x, comparison, axes=[fig.axes[0]])
+
+
 def test_plot_cluster_sizes_one_bar_per_cluster():
     results = {
         "CRP": np.r_[np.zeros(50), np.ones(30), np.full(3, 2), [3]].astype(int),

@@ -133,8 +133,10 @@ def _write_figures(
     power: float,
     alpha: float,
     cv: CVResult | None,
+    comparison: ChainComparison | None = None,
 ) -> list[str]:
     from pymc_pcrp.plots import (
+        plot_chain_groups,
         plot_clusters_2d,
         plot_cv_curve,
         plot_k_posterior,
@@ -170,6 +172,17 @@ def _write_figures(
 
         save_figure(tmp / "clusters_2d.png", clusters, (6.0, 5.0))
         written.append("clusters_2d.png")
+        if comparison is not None and not comparison.agree:
+
+            def chain_groups(axes):
+                plot_chain_groups(x[:, :2], comparison, axes=axes)
+                for ax in axes:
+                    ax.set(xlabel=names[0], ylabel=names[1])
+
+            n_groups = len(comparison.groups)
+            size = (5.0 * n_groups, 4.5)
+            save_figure(tmp / "chain_groups.png", chain_groups, size, panels=n_groups)
+            written.append("chain_groups.png")
     if x.shape[0] <= MAX_SIMILARITY_ROWS:
         save_figure(
             tmp / "similarity.png", lambda ax: plot_similarity(idata, estimate, ax=ax), (6.0, 5.0)
@@ -436,7 +449,9 @@ def run_cluster(args: argparse.Namespace) -> int:
         write_labels(tmp / "labels.csv", estimate.labels)
         az.to_netcdf(idata, str(tmp / "idata.nc"))
         cv = None if cv_info is None else cv_info[0]
-        files = _write_figures(tmp, idata, x, data.names, estimate, prior, power, args.alpha, cv)
+        files = _write_figures(
+            tmp, idata, x, data.names, estimate, prior, power, args.alpha, cv, comparison
+        )
         results = (report, estimate, files, comparison)
         text = summary(run, idata, results, time.perf_counter() - start)
         (tmp / "summary.md").write_text(text, encoding="utf-8")

@@ -141,10 +141,14 @@ outputs (written into DIR):
   summary.md        data, settings, chosen r and CV table (auto), posterior of K, R-hat and
                     ESS of n_clusters and log_joint, point-estimate cluster sizes, and the
                     command line; a warning at the top if the chains have not converged
-                    (R-hat > 1.01 or bulk ESS < 100 per chain) or the CV loss never jumped
+                    (R-hat > 1.01 or bulk ESS < 100 per chain) or the CV loss never jumped;
+                    then also how the chains' clusterings differ (groups of chains and
+                    the points they dispute, pymc_pcrp.diagnostics.compare_chains)
   k_trace.png       number of clusters per draw and chain
   k_posterior.png   posterior probability of each number of clusters
   clusters_2d.png   point estimate on the two columns (D = 2) or the first two (D > 2)
+  chain_groups.png  one panel per group of chains that cluster the data differently,
+                    disputed points ringed (D >= 2, only when the chains form groups)
   density_1d.png    posterior predictive density (D = 1, instead of clusters_2d.png)
   similarity.png    posterior co-clustering matrix (skipped above {MAX_SIMILARITY_ROWS} rows)
   cv_curve.png      held-out loss against r (--power auto only)

@@ -273,12 +273,18 @@ def publish(tmp: Path, out: Path) -> None:
     tmp.rename(out)
 
 
-def save_figure(path: Path, draw, figsize=(6.0, 4.0)) -> None:
-    """Draw into a fresh pyplot-free figure and save it as PNG."""
+def save_figure(path: Path, draw, figsize=(6.0, 4.0), panels: int | None = None) -> None:
+    """Draw into a fresh pyplot-free figure and save it as PNG.
+
+    ``draw`` gets one Axes, or with ``panels`` a list of that many side by side.
+    """
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=figsize, layout="constrained")
-    draw(fig.add_subplot())
+    if panels is None:
+        draw(fig.add_subplot())
+    else:
+        draw(list(fig.subplots(1, panels, squeeze=False)[0]))
     fig.savefig(path, dpi=_DPI)
 
 
