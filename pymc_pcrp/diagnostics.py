@@ -437,19 +437,23 @@ class ChainComparison:
         """
         lines = [f"Each chain's own point estimate (VI loss, {self.n_draws} draws per chain):"]
         for c, labels in enumerate(self.estimates):
-            sizes = np.sort(np.bincount(labels))[::-1]
-            size_text = ", ".join(str(s) for s in sizes[:6]) + (", ..." if sizes.size > 6 else "")
+            k = np.unique(labels).size
             joint = (
                 ""
                 if self.mean_log_joint is None
                 else f", mean log joint {self.mean_log_joint[c]:.1f}"
             )
-            clusters = "1 cluster" if sizes.size == 1 else f"{sizes.size} clusters"
+            clusters = "1 cluster" if k == 1 else f"{k} clusters"
             lines.append(
-                f"  chain {c}: {clusters} ({size_text}); mean K {self.mean_k[c]:.2f}"
+                f"  chain {c}: {clusters} ({self.sizes_text(c)}); mean K {self.mean_k[c]:.2f}"
                 f"{joint}; its two halves differ on {self.within[c]} point(s)"
             )
         return "\n".join([*lines, self.verdict(shown)])
+
+    def sizes_text(self, chain: int, shown: int = 6) -> str:
+        """Return a chain's estimate's cluster sizes, largest first: ``shown`` of them, then ..."""
+        sizes = np.sort(np.bincount(self.estimates[chain]))[::-1]
+        return ", ".join(str(s) for s in sizes[:shown]) + (", ..." if sizes.size > shown else "")
 
     def verdict(self, shown: int = 20) -> str:
         """Say in a sentence or three whether the chains sit in different modes, and where.

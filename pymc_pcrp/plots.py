@@ -73,6 +73,14 @@ def _new_axes(ax: Axes | None) -> Axes:
     return new
 
 
+def _plane_data(X, function: str) -> np.ndarray:
+    """``X`` checked as data of exactly two columns, for the scatter plots."""
+    x = check_data(X, "X")
+    if x.shape[1] != 2:
+        raise ValueError(f"{function} needs 2-D data, got D = {x.shape[1]}.")
+    return x
+
+
 def _k_draws(source) -> np.ndarray:
     """Count the clusters of each draw, shape ``(chain, draw)``, from idata or an array."""
     if isinstance(source, az.InferenceData):
@@ -378,9 +386,7 @@ def plot_clusters_2d(
     """
     from matplotlib.patches import Ellipse
 
-    x = check_data(X, "X")
-    if x.shape[1] != 2:
-        raise ValueError(f"plot_clusters_2d needs 2-D data, got D = {x.shape[1]}.")
+    x = _plane_data(X, "plot_clusters_2d")
     z = _label_vector(labels, "labels", x.shape[0])
     if prior is not None:
         prior = check_prior(prior, x, 2)
@@ -428,9 +434,7 @@ def plot_chain_groups(
     -------
     matplotlib.figure.Figure
     """
-    x = check_data(X, "X")
-    if x.shape[1] != 2:
-        raise ValueError(f"plot_chain_groups needs 2-D data, got D = {x.shape[1]}.")
+    x = _plane_data(X, "plot_chain_groups")
     if comparison.estimates.shape[1] != x.shape[0]:
         raise ValueError(
             f"Argument 'X' has {x.shape[0]} rows but the chains clustered "

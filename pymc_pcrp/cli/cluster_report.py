@@ -231,13 +231,12 @@ def _chains_section(comparison: ChainComparison) -> list[str]:
     header = ["chain", "clusters", "largest sizes", "mean K", "mean log joint", "halves differ"]
     rows = []
     for c, labels in enumerate(comparison.estimates):
-        sizes = np.sort(np.bincount(labels))[::-1]
         joint = comparison.mean_log_joint
         rows.append(
             [
                 str(c),
-                str(sizes.size),
-                ", ".join(str(s) for s in sizes[:6]) + (", ..." if sizes.size > 6 else ""),
+                str(np.unique(labels).size),
+                comparison.sizes_text(c),
                 _fmt(comparison.mean_k[c]),
                 "n/a" if joint is None else _fmt(joint[c], 1),
                 str(comparison.within[c]),
