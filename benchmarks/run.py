@@ -994,9 +994,11 @@ def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
     from pymc_pcrp.step_methods import pcrp_gibbs
 
     n, d, sweeps, blocks = cfg.moves
-    rate, scans = pcrp_gibbs.auto_split_merge(n, d), pcrp_gibbs.SPLIT_MERGE_SCANS
-    specks = pcrp_gibbs.auto_speck_moves(rate)
     _, z, _, xc, params, tables = problem(n, d)
+    # the rate the step settles on in these clusters (it follows the partition while tuning)
+    rate = pcrp_gibbs.auto_split_merge(n, d, pcrp_gibbs.visited_fraction(np.bincount(z)))
+    scans = pcrp_gibbs.SPLIT_MERGE_SCANS
+    specks = pcrp_gibbs.auto_speck_moves(rate)
     n_pairs = pcrp_gibbs.auto_pair_moves(rate, n, d)
     pairs = (n_pairs, pair_picks(xc), np.zeros(2, dtype=np.int64))
     counts = np.empty(4, dtype=np.int64)
@@ -1062,7 +1064,8 @@ def _nu0_case(n: int, d: int, draws: int, blocks: int, rep: Report) -> None:
     from pymc_pcrp.step_methods import pcrp_gibbs
 
     _, z, prior, xc, params, _ = problem(n, d)  # the default prior: it learns nu0
-    rate, scans = pcrp_gibbs.auto_split_merge(n, d), pcrp_gibbs.SPLIT_MERGE_SCANS
+    rate = pcrp_gibbs.auto_split_merge(n, d, pcrp_gibbs.visited_fraction(np.bincount(z)))
+    scans = pcrp_gibbs.SPLIT_MERGE_SCANS
     start = int(np.argmin(np.abs(prior.nu0_grid - prior.nu0)))
     grids = {
         "learned": (*prior.nu0_arrays(), start),

@@ -263,7 +263,10 @@ def test_cv_without_a_jump_is_reported_and_fits_use_the_step_defaults(
     commands = [line for line in summary.splitlines() if line.startswith("python -m pymc_pcrp")]
     assert commands and not any("--split-merge" in line for line in commands)
     assert "the step's default moves" in summary
+    # the automatic split-merge rate is read from the run: what the chain settled on
     idata = az.from_netcdf(out / "idata.nc")
+    rate = float(idata.sample_stats["split_merge_rate"].values[0, -1])
+    assert f"{rate:.3g} (set from each chain's partition at the end of tuning)" in summary
     assert float(idata.constant_data["power"]) == 1.2
 
 

@@ -21,7 +21,6 @@ from pymc_pcrp.posterior import PointEstimate
 from pymc_pcrp.step_methods.pcrp_gibbs import (
     auto_pair_moves,
     auto_speck_moves,
-    auto_split_merge,
 )
 
 
@@ -100,17 +99,29 @@ def power_choice(cv: CVResult | None) -> str:
     return "top of the cross-validation grid: the loss never jumped"
 
 
+def _split_merge_text(args, idata: az.InferenceData) -> str:
+    """Return the split-merge rate of the run: given, or what each chain settled on in tuning."""
+    if args.split_merge is not None:
+        return f"{args.split_merge:g}"
+    stats = idata.sample_stats
+    if "split_merge_rate" not in stats:
+        return "automatic"
+    rates = np.unique(np.round(np.asarray(stats["split_merge_rate"].values)[:, -1], 3))
+    text = f"{rates[0]:.3g}" if len(rates) == 1 else f"{rates.min():.3g}-{rates.max():.3g}"
+    return f"{text} (set from each chain's partition at the end of tuning)"
+
+
 def _model_section(
-    args, shape: tuple[int, int], power: float, seed: int, cv: CVResult | None
+    args, shape: tuple[int, int], power: float, seed: int, cv: CVResult | None, rate: str
 ) -> list[str]:
     lines = ["", "## Model and sampler", ""]
     how = power_choice(cv)
     lines.append(f"- power r = {power:g} ({how}); alpha = {args.alpha:g}")
     lines.append("- NIW prior: `NIWPrior.from_data` of the clustered data (defaults)")
-    rate = auto_split_merge(*shape) if args.split_merge is None else args.split_merge
-    specks = auto_speck_moves(rate) if args.speck_moves is None else args.speck_moves
-    pairs = auto_pair_moves(rate, *shape) if args.pair_moves is None else args.pair_moves
-    moves = f"{rate:.3g} split-merge proposal(s) per sweep" + (
+    on = args.split_merge is None or args.split_merge > 0
+    specks = auto_speck_moves(float(on)) if args.speck_moves is None else args.speck_moves
+    pairs = auto_pair_moves(float(on), *shape) if args.pair_moves is None else args.pair_moves
+    moves = f"{rate} split-merge proposal(s) per sweep" + (
         f" and {specks:g} among the clusters of at most {SMALL_SIZE} points" if specks else ""
     )
     if pairs:
@@ -293,7 +304,12 @@ def summary(
     lines += _warnings_section(report, cv_info)
     lines += _data_section(args, data, scaling)
     lines += _model_section(
-        args, data.x.shape, power, seed, None if cv_info is None else cv_info[0]
+        args,
+        data.x.shape,
+        power,
+        seed,
+        None if cv_info is None else cv_info[0],
+        _split_merge_text(args, idata),
     )
     if cv_info is not None:
         lines += _cv_section(args, data.x.shape[0], *cv_info)

@@ -26,6 +26,7 @@ __all__ = [
     "PAIR_MOVES_MIN_D",
     "SPECK_MOVES",
     "SPLIT_MERGE_SCANS",
+    "TUNING_VISITED",
     "auto_pair_moves",
     "auto_speck_moves",
     "auto_split_merge",
@@ -33,18 +34,24 @@ __all__ = [
     "check_options",
     "initial_labels",
     "random_init_max_k",
+    "visited_fraction",
 ]
 
 INIT_STRATEGIES = ("random", "prior", "one", "singletons", "point")
 
 # Default move set (docs/mixing.md): after each sweep, split_merge=None expected split-merge
 # proposals, built by sequential allocation alone (SAMS, split_merge_scans=-1):
-# min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, SPLIT_MERGE_WORK / (N D))), see
-# auto_split_merge. At N = 2,000, D = 2 that is 0.15, measured with benchmarks/run.py
-# to cost at most 1.5x a plain sweep.
+# min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, SPLIT_MERGE_WORK / (N D f))), see
+# auto_split_merge, with f the share of the points a proposal visits on average
+# (visited_fraction): TUNING_VISITED while the chain tunes, then that of the partition the
+# chain has reached when tuning ends, kept for every later draw. At N = 2,000, D = 2 in the
+# three clusters of the budget benchmark (f = 0.61) that is 0.15, measured with
+# benchmarks/run.py to cost at most 1.5x a plain sweep. (With f = 0.6 the rule is
+# 600 / (N D), the rule of earlier versions, which the tuning draws keep.)
 SPLIT_MERGE_RATE = 0.1
 SPLIT_MERGE_MAX = 1.0
-SPLIT_MERGE_WORK = 600
+SPLIT_MERGE_WORK = 360
+TUNING_VISITED = 0.6
 SPLIT_MERGE_SCANS = -1
 # speck_moves=None with split-merge moves on: SPECK_MOVES proposals per sweep whose pair of
 # points is drawn among the clusters of at most moves.SMALL_SIZE points (docs/mixing.md,
@@ -147,15 +154,40 @@ def auto_sweeps_per_draw(n: int, d: int = 1) -> int:
     return max(1, min(AUTO_SWEEPS_MAX, math.ceil(AUTO_SWEEP_WORK / work)))
 
 
-def auto_split_merge(n: int, d: int = 1) -> float:
-    """Split-merge proposals per sweep of ``split_merge=None``: ``min(1, max(0.1, 600 / (n d)))``.
+def visited_fraction(counts: np.ndarray) -> float:
+    """Return the expected share of the points one split-merge proposal visits.
 
-    A proposal costs about one or two sweeps whatever ``n`` (it visits the points of
-    one or two clusters), while PyMC adds a fixed cost per draw: on small data sets
-    the proposals then take little of a draw's time, on large ones the rate stays
-    at 0.1. ``d = 0`` (no likelihood) counts as 1.
+    A proposal draws two points uniformly and visits the points of their cluster
+    (a split) or of their two clusters (a merge). With cluster shares ``p_k``
+    (``counts`` may hold zeros, empty slots) that is
+    ``sum_k p_k^2 p_k + sum_{k != l} p_k p_l (p_k + p_l) = 2 sum p_k^2 - sum p_k^3``:
+    1 for one cluster, ``2 / K - 1 / K^2`` for ``K`` equal ones.
     """
-    work = max(int(n), 1) * max(int(d), 1)
+    sizes = np.asarray(counts, dtype=np.float64)
+    total = sizes.sum()
+    if total <= 0:
+        return 1.0
+    shares = sizes[sizes > 0] / total
+    return float(2.0 * np.sum(shares**2) - np.sum(shares**3))
+
+
+def auto_split_merge(n: int, d: int, visited: float) -> float:
+    """Split-merge proposals per sweep of ``split_merge=None``.
+
+    ``min(1, max(0.1, 360 / (n d visited)))``, ``visited`` the
+    :func:`visited_fraction` of the current partition: the proposals of a sweep
+    visit about ``360 / d`` points on average, up to one proposal per sweep and
+    at least one every ten sweeps. A proposal's cost grows with the points it
+    visits, not with ``n``, while PyMC adds a fixed cost per draw: on small data
+    sets, and where the clusters are many and small (each proposal visits few
+    points), more proposals take little of a draw's time; on large data sets
+    the rate stays at 0.1. The step uses ``visited = TUNING_VISITED`` (0.6,
+    about three clusters of unequal size; the rule is then ``600 / (n d)``)
+    while it tunes, and the :func:`visited_fraction` of the partition the
+    chain has reached at the first draw after tuning for the rest of the chain
+    (see :class:`~pymc_pcrp.PCRPGibbs`). ``d = 0`` (no likelihood) counts as 1.
+    """
+    work = max(int(n), 1) * max(int(d), 1) * min(max(float(visited), 1e-12), 1.0)
     return min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, SPLIT_MERGE_WORK / work))
 
 

@@ -116,6 +116,30 @@ def test_other_move_sets_keep_the_exact_posterior(n, d, alpha, r, options):
     assert tv < 0.02, f"total variation {tv:.4f} between sampler and exact posterior"
 
 
+def test_automatic_rate_set_during_tuning_keeps_the_exact_posterior(monkeypatch):
+    """``split_merge=None`` sets each chain's rate from its partition when tuning ends.
+
+    At N = 5 the default rule always gives one proposal per sweep, so the rule's
+    constant is lowered here until the rate depends on the partition (0.4 for one
+    cluster, 1 for five singletons): each chain keeps the rate its partition gave
+    at the end of tuning, and the kept draws must still follow the exact posterior.
+    """
+    from pymc_pcrp.step_methods import _options
+
+    monkeypatch.setattr(_options, "SPLIT_MERGE_WORK", 4.0)
+    rates = {_options.auto_split_merge(5, 2, f) for f in (1.0, 0.5, 0.36)}
+    assert len(rates) == 3  # the rate depends on the partition
+    n, d, alpha, r = 5, 2, 1.0, 1.5
+    seed = 11 + 1000 * n + 100 * d
+    x = _data(n, d, seed)
+    prior = _prior(d)
+    partitions, probs = exact_posterior(x, alpha, r, prior.mu0, prior.kappa0, prior.nu0, prior.psi0)
+    freq = sampled_frequencies(x, prior, alpha, r, seed)
+    empirical = np.array([freq.get(p, 0.0) for p in partitions])
+    tv = 0.5 * np.abs(empirical - probs).sum()
+    assert tv < 0.02, f"total variation {tv:.4f} between sampler and exact posterior"
+
+
 if __name__ == "__main__":
     # Prints the figures quoted in the module docstring:
     #     PYTHONPATH=tests python tests/statistical/test_exact_enumeration.py

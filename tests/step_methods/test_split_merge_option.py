@@ -88,8 +88,8 @@ def test_default_is_split_merge_and_zero_is_algorithm_1():
         default = pcrp.PCRPGibbs([model["z"]], rng=3, sweeps_per_draw=1)
         plain = pcrp.PCRPGibbs([model["z"]], rng=3, split_merge=0, sweeps_per_draw=1)
         uniform = pcrp.PCRPGibbs([model["z"]], rng=3, speck_moves=0, sweeps_per_draw=1)
-    # 60 points in 2-D: 600 / (N D) = 5, capped at one proposal per sweep
-    assert default.split_merge == pcrp_gibbs.auto_split_merge(60, 2) == 1.0
+    # 60 points in 2-D: 360 / (N D f) >= 3, capped at one proposal per sweep
+    assert default.split_merge == pcrp_gibbs.auto_split_merge(60, 2, 1.0) == 1.0
     assert default.split_merge_scans == pcrp_gibbs.SPLIT_MERGE_SCANS
     assert default.speck_moves == pcrp_gibbs.auto_speck_moves(1.0) == 4.0
     assert plain.speck_moves == 0.0 and uniform.speck_moves == 0.0
@@ -107,19 +107,36 @@ def test_default_is_split_merge_and_zero_is_algorithm_1():
 
 
 @pytest.mark.parametrize(
-    ("n", "d", "rate"),
+    ("n", "d", "visited", "rate"),
     [
-        (150, 4, 1.0),
-        (272, 2, 1.0),
-        (2000, 2, 0.15),
-        (2000, 1, 0.3),
-        (569, 30, 0.1),
-        (10**6, 0, 0.1),
+        (150, 4, 1.0, 0.6),  # one cluster
+        (723, 2, 0.18, 1.0),  # many small clusters (the digits at r = 1): capped at 1
+        (2000, 2, 0.6077, 0.148),  # the budget benchmark's three clusters
+        (2000, 1, 0.7, 0.257),
+        (569, 30, 0.57, 0.1),  # at least one every ten sweeps
+        (10**6, 0, 1.0, 0.1),
     ],
 )
-def test_automatic_split_merge_rate(n, d, rate):
-    """``min(1, max(0.1, 600 / (N D)))``; the step uses it when ``split_merge=None``."""
-    assert pcrp_gibbs.auto_split_merge(n, d) == pytest.approx(rate)
+def test_automatic_split_merge_rate(n, d, visited, rate):
+    """``min(1, max(0.1, 360 / (N D f)))``, ``f`` the share of the points a proposal visits."""
+    assert pcrp_gibbs.auto_split_merge(n, d, visited) == pytest.approx(rate, abs=1e-3)
+
+
+def test_visited_fraction_is_the_expected_share_of_points_a_uniform_pair_visits():
+    """``2 sum p^2 - sum p^3``: the union of the two drawn points' clusters, on average."""
+    counts = np.array([5, 0, 3, 1, 0, 11])
+    labels = np.repeat(np.arange(len(counts)), counts)
+    n = len(labels)
+    sizes = np.bincount(labels, minlength=len(counts))
+    # every ordered pair (i, j), both uniform: one cluster visited, or the union of two
+    visited = [
+        sizes[labels[i]] if labels[i] == labels[j] else sizes[labels[i]] + sizes[labels[j]]
+        for i in range(n)
+        for j in range(n)
+    ]
+    assert pcrp_gibbs.visited_fraction(counts) == pytest.approx(np.mean(visited) / n)
+    assert pcrp_gibbs.visited_fraction(np.array([7])) == 1.0
+    assert pcrp_gibbs.visited_fraction(np.full(4, 9)) == pytest.approx(2 / 4 - 1 / 16)
 
 
 def test_step_resolves_the_automatic_rate_from_the_data():
@@ -127,8 +144,70 @@ def test_step_resolves_the_automatic_rate_from_the_data():
     with pcrp.build_model(x) as model:
         step = pcrp.PCRPGibbs([model["z"]], rng=1)
         fixed = pcrp.PCRPGibbs([model["z"]], rng=1, split_merge=0.7)
-    assert step.split_merge == pytest.approx(0.2)  # 600 / 3000
+    # the tuning rate, 360 / (N D 0.6) = 600 / (N D), until tuning ends
+    assert step.split_merge == pytest.approx(0.2)
     assert fixed.split_merge == 0.7
+
+
+def test_automatic_rate_is_set_from_the_partition_when_tuning_ends():
+    """``split_merge=None``: the tuning rate, then the rate of the first kept draw's partition."""
+    x = np.random.default_rng(0).normal(size=(400, 2))
+    with pcrp.build_model(x, power=1.1) as model:
+        step = pcrp.PCRPGibbs([model["z"]], rng=2, init="point", sweeps_per_draw=1)
+        fixed = pcrp.PCRPGibbs([model["z"]], rng=2, init="point", split_merge=0.3)
+
+    def rate_from(labels):
+        return pcrp_gibbs.auto_split_merge(400, 2, pcrp_gibbs.visited_fraction(np.bincount(labels)))
+
+    tuning = pcrp_gibbs.auto_split_merge(400, 2, pcrp_gibbs.TUNING_VISITED)
+    one = np.zeros(400, dtype=np.int64)
+    many = np.arange(400) % 40  # forty clusters of ten: each proposal visits few points
+    assert tuning == pytest.approx(0.75)  # 600 / (N D), the rule of earlier versions
+    assert rate_from(one) == pytest.approx(0.45) and rate_from(many) == 1.0
+    for labels in (one, many):  # tuning (PyMC's default until stop_tuning): one rate
+        _, stats = step.step({"z": labels})
+        assert step.split_merge == stats[0]["split_merge_rate"] == pytest.approx(tuning)
+    step.stop_tuning()
+    _, stats = step.step({"z": many})  # the first kept draw sets the rate for the chain
+    assert stats[0]["split_merge_rate"] == 1.0
+    _, stats = step.step({"z": one})
+    assert stats[0]["split_merge_rate"] == 1.0  # kept: one fixed kernel
+    step.set_rng(np.random.default_rng(3))  # a new chain tunes, then sets its own rate
+    step.tune = True
+    _, stats = step.step({"z": many})
+    assert stats[0]["split_merge_rate"] == pytest.approx(tuning)
+    step.stop_tuning()
+    _, stats = step.step({"z": one})
+    assert stats[0]["split_merge_rate"] == pytest.approx(0.45)
+    for labels in (one, many):  # an explicit rate never moves
+        _, stats = fixed.step({"z": labels})
+        assert stats[0]["split_merge_rate"] == 0.3
+
+
+def test_automatic_rate_through_pm_sample_is_set_per_chain():
+    """Every kept draw of a chain has the rate its partition gave when tuning ended."""
+    x = _two_clusters(120)
+    with pcrp.build_model(x, power=1.1):
+        idata = pm.sample(
+            draws=20,
+            tune=10,
+            chains=2,
+            cores=1,
+            random_seed=5,
+            progressbar=False,
+            compute_convergence_checks=False,
+            discard_tuned_samples=False,
+            pcrp_gibbs={"restarts": 1},  # the first kept draw starts from tuning's last
+        )
+    kept = idata.sample_stats["split_merge_rate"].values
+    warm = idata.warmup_sample_stats["split_merge_rate"].values
+    tuning = pcrp_gibbs.auto_split_merge(120, 2, pcrp_gibbs.TUNING_VISITED)
+    assert np.all(warm == tuning)
+    assert np.all(kept == kept[:, :1])  # one rate per chain
+    last_tuned = idata.warmup_posterior["z"].values[:, -1]
+    for chain in range(2):
+        visited = pcrp_gibbs.visited_fraction(np.bincount(last_tuned[chain]))
+        assert kept[chain, 0] == pytest.approx(pcrp_gibbs.auto_split_merge(120, 2, visited))
 
 
 @pytest.mark.parametrize("rate", [0.3, 2.5])
