@@ -1031,14 +1031,14 @@ def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
     rep.log(
         f"  N={n} D={d}, from the true clusters, {blocks} paired blocks of {sweeps} sweeps "
         f"(CPU time, load {load()}): plain ms/sweep {fmt_list([1e3 * v for v in plain])}, "
-        f"default (split_merge={rate}, split_merge_scans={scans}, speck_moves={specks:g}, "
+        f"default (split_merge={rate:.3g}, split_merge_scans={scans}, speck_moves={specks:g}, "
         f"pair_moves={n_pairs:g}) "
         f"{fmt_list([1e3 * v for v in moves])}; ratios {fmt_list(ratios)}; "
         f"split acc/prop {tally[1]}/{tally[0]}, merge {tally[3]}/{tally[2]}"
     )
     r, status = goal_max(ratio, 1.5)
     rep.row(
-        f"default move set (split_merge={rate}, split_merge_scans={scans}, "
+        f"default move set (split_merge={rate:.3g}, split_merge_scans={scans}, "
         f"speck_moves={specks:g}, pair_moves={n_pairs:g}) / plain sweep "
         f"(split_merge=0), CPU per sweep, N={n:,} D={d}, same data and start "
         "(median of paired ratios)",
