@@ -100,7 +100,7 @@ def power_choice(cv: CVResult | None) -> str:
 
 
 def _split_merge_text(args, idata: az.InferenceData) -> str:
-    """Return the split-merge rate of the run: given, or what each chain settled on in tuning."""
+    """Return the split-merge rate of the run: given, or what each chain set after tuning."""
     if args.split_merge is not None:
         return f"{args.split_merge:g}"
     stats = idata.sample_stats

@@ -86,7 +86,8 @@ class PCRPGibbsState(StepMethodState):
     sweeps_per_draw: int = field(metadata={"frozen": True})
     init: str = field(metadata={"frozen": True})
     split_merge_auto: bool = field(metadata={"frozen": True})
-    # the rate in use: with split_merge=None, set at each tuning draw and then kept
+    # the rate in use: with split_merge=None, the tuning rate, then the one set from the
+    # partition at the first draw after tuning (split_merge_settled), kept after that
     split_merge: float
     split_merge_settled: bool
     split_merge_scans: int = field(metadata={"frozen": True})
