@@ -116,7 +116,7 @@ def test_other_move_sets_keep_the_exact_posterior(n, d, alpha, r, options):
     assert tv < 0.02, f"total variation {tv:.4f} between sampler and exact posterior"
 
 
-def test_automatic_rate_set_during_tuning_keeps_the_exact_posterior(monkeypatch):
+def test_automatic_rate_set_after_tuning_keeps_the_exact_posterior(monkeypatch):
     """``split_merge=None`` sets each chain's rate from its partition when tuning ends.
 
     At N = 5 the default rule always gives one proposal per sweep, so the rule's

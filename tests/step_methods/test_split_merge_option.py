@@ -186,7 +186,7 @@ def test_automatic_rate_is_set_from_the_partition_when_tuning_ends():
 
 def test_automatic_rate_through_pm_sample_is_set_per_chain():
     """Every kept draw of a chain has the rate its partition gave when tuning ended."""
-    x = _two_clusters(120)
+    x = _two_clusters(1500)  # N D = 3,000: the tuning rate 0.2, the kept one lower
     with pcrp.build_model(x, power=1.1):
         idata = pm.sample(
             draws=20,
@@ -201,13 +201,14 @@ def test_automatic_rate_through_pm_sample_is_set_per_chain():
         )
     kept = idata.sample_stats["split_merge_rate"].values
     warm = idata.warmup_sample_stats["split_merge_rate"].values
-    tuning = pcrp_gibbs.auto_split_merge(120, 2, pcrp_gibbs.TUNING_VISITED)
+    tuning = pcrp_gibbs.auto_split_merge(1500, 2, pcrp_gibbs.TUNING_VISITED)
     assert np.all(warm == tuning)
     assert np.all(kept == kept[:, :1])  # one rate per chain
     last_tuned = idata.warmup_posterior["z"].values[:, -1]
     for chain in range(2):
         visited = pcrp_gibbs.visited_fraction(np.bincount(last_tuned[chain]))
-        assert kept[chain, 0] == pytest.approx(pcrp_gibbs.auto_split_merge(120, 2, visited))
+        assert kept[chain, 0] == pytest.approx(pcrp_gibbs.auto_split_merge(1500, 2, visited))
+        assert kept[chain, 0] != pytest.approx(tuning)  # two clusters: f near 0.75
 
 
 @pytest.mark.parametrize("rate", [0.3, 2.5])
