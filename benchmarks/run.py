@@ -298,6 +298,16 @@ def problem(n: int, d: int):
     return x, z, prior, xc, params, sweep_tables(xc, params)
 
 
+def settled_rate(z, d: int) -> float:
+    """The split-merge rate a chain of the default step sets after tuning in partition ``z``."""
+    import numpy as np
+
+    from pymc_pcrp.step_methods import pcrp_gibbs
+
+    visited = pcrp_gibbs.visited_fraction(np.bincount(z))
+    return pcrp_gibbs.auto_split_merge(len(z), d, visited)
+
+
 def build_model(x, prior):
     import pymc as pm
 
@@ -995,8 +1005,7 @@ def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
 
     n, d, sweeps, blocks = cfg.moves
     _, z, _, xc, params, tables = problem(n, d)
-    # the rate the step settles on in these clusters (it follows the partition while tuning)
-    rate = pcrp_gibbs.auto_split_merge(n, d, pcrp_gibbs.visited_fraction(np.bincount(z)))
+    rate = settled_rate(z, d)
     scans = pcrp_gibbs.SPLIT_MERGE_SCANS
     specks = pcrp_gibbs.auto_speck_moves(rate)
     n_pairs = pcrp_gibbs.auto_pair_moves(rate, n, d)
@@ -1064,7 +1073,7 @@ def _nu0_case(n: int, d: int, draws: int, blocks: int, rep: Report) -> None:
     from pymc_pcrp.step_methods import pcrp_gibbs
 
     _, z, prior, xc, params, _ = problem(n, d)  # the default prior: it learns nu0
-    rate = pcrp_gibbs.auto_split_merge(n, d, pcrp_gibbs.visited_fraction(np.bincount(z)))
+    rate = settled_rate(z, d)
     scans = pcrp_gibbs.SPLIT_MERGE_SCANS
     start = int(np.argmin(np.abs(prior.nu0_grid - prior.nu0)))
     grids = {

@@ -425,9 +425,7 @@ class ChainComparison:
         """
         if self.agree:
             return int(self.n_different.max())
-        group_of = np.empty(self.estimates.shape[0], dtype=np.int64)
-        for g, members in enumerate(self.groups):
-            group_of[list(members)] = g
+        group_of = _group_index(self.groups, self.estimates.shape[0])
         return int(self.n_different[group_of[:, None] != group_of[None, :]].max())
 
     def summary(self, shown: int = 20) -> str:
@@ -520,6 +518,14 @@ def _groups(n_different: np.ndarray, tolerance: int) -> tuple[tuple[int, ...], .
     for c in range(n_chains):
         members.setdefault(root(c), []).append(c)
     return tuple(tuple(m) for m in sorted(members.values()))
+
+
+def _group_index(groups: tuple[tuple[int, ...], ...], n_chains: int) -> np.ndarray:
+    """Return the group of each chain (an index into ``groups``)."""
+    group_of = np.empty(n_chains, dtype=np.int64)
+    for g, members in enumerate(groups):
+        group_of[list(members)] = g
+    return group_of
 
 
 def compare_chains(
@@ -618,9 +624,7 @@ def compare_chains(
     if tolerance is None:
         tolerance = max(2 * int(within.max()), math.ceil(n / 50))
     groups = _groups(n_different, int(tolerance))
-    group_of = np.empty(n_chains, dtype=np.int64)
-    for g, members in enumerate(groups):
-        group_of[list(members)] = g
+    group_of = _group_index(groups, n_chains)
     disputed_mask = np.zeros(n, dtype=bool)
     for c in range(n_chains):
         for e in range(c + 1, n_chains):

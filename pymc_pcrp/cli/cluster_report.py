@@ -103,10 +103,7 @@ def _split_merge_text(args, idata: az.InferenceData) -> str:
     """Return the split-merge rate of the run: given, or what each chain set after tuning."""
     if args.split_merge is not None:
         return f"{args.split_merge:g}"
-    stats = idata.sample_stats
-    if "split_merge_rate" not in stats:
-        return "automatic"
-    rates = np.unique(np.round(np.asarray(stats["split_merge_rate"].values)[:, -1], 3))
+    rates = np.unique(np.round(idata.sample_stats["split_merge_rate"].values[:, -1], 3))
     text = f"{rates[0]:.3g}" if len(rates) == 1 else f"{rates.min():.3g}-{rates.max():.3g}"
     return f"{text} (set from each chain's partition at the end of tuning)"
 
