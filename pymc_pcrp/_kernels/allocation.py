@@ -120,7 +120,13 @@ def _choose(rng: np.random.Generator, w0: float, w1: float, forced: int) -> tupl
 
 @numba.njit(**NJIT_KWARGS)
 def _sequential_allocation(
-    rng: np.random.Generator, xc: np.ndarray, seats: tuple, forced: bool, groups: tuple, work: tuple
+    rng: np.random.Generator,
+    xc: np.ndarray,
+    seats: tuple,
+    forced: bool,
+    groups: tuple,
+    work: tuple,
+    floor: float,
 ) -> float:
     """Seat ``members[:m]`` one after another in the two groups (the launch's start).
 
@@ -130,6 +136,11 @@ def _sequential_allocation(
     ``side`` receives the groups. Returns the log probability of the choices
     made (the proposal probability of a SAMS move). ``seats``, ``groups`` and
     ``work`` are the tuples of :func:`_launch`.
+
+    The log probability only falls as points are seated, so once it is below
+    ``floor`` the rest cannot lift it back: the allocation stops there and
+    returns that partial value (below ``floor``; the groups are then left
+    half-built). ``-inf`` never stops.
     """
     # Everything per point is written out here (or inlined by numba) rather than
     # called: helper calls that take arrays pay reference counting each time, which
@@ -164,6 +175,8 @@ def _sequential_allocation(
         log_q -= math.log1p(e)
         if g != top:
             log_q -= abs(delta)
+        if log_q < floor:
+            return log_q
         side[t] = g
         # Add p to group g: Psi gains v v^T with v = sqrt(kappa_n / (kappa_n + 1)) (x - mu_n),
         # and log|Psi| gains the log term its weight just used (determinant lemma).
@@ -260,10 +273,10 @@ def _restricted_scan(
 @numba.njit(**NJIT_KWARGS)
 def _launch(
     rng: np.random.Generator, xc: np.ndarray, proposal: tuple, groups: tuple, work: tuple
-) -> float:
+) -> tuple[float, float]:
     """Build one proposal over ``S`` from the anchors ``i`` (group 0) and ``j`` (group 1).
 
-    ``proposal`` is ``(i, j, seats, forced, n_restricted_scans)``.
+    ``proposal`` is ``(i, j, seats, forced, n_restricted_scans, bound)``.
     ``seats`` is ``(members, m, side, target)``: ``S`` is ``members[:m]``,
     ``side`` receives the groups and ``target`` holds the current partition's
     (for a merge). The members (and ``target`` with them) are put in a
@@ -274,13 +287,28 @@ def _launch(
     otherwise ``n_restricted_scans`` intermediate restricted scans follow, then
     a final one that is the proposal. The proposal step draws the groups, or,
     when ``forced`` is true (a merge), puts ``members[t]`` in group
-    ``target[t]``. Returns the log probability of the proposal step's choices;
-    ``side`` and the group arrays hold the proposed groups.
+    ``target[t]``. ``side`` and the group arrays hold the proposed groups.
+
+    Returns ``(log_q, log_u)``: the log probability of the proposal step's
+    choices, and the log of the uniform of the move's Metropolis-Hastings test
+    when the launch drew it (``nan`` otherwise).
+
+    ``bound = (base, weight)`` lets a merge stop early. The merge is accepted
+    when ``log_u < weight * log_q + base`` (``base`` is the rest of its log
+    ratio); ``log_q`` only falls as the current partition's choices are scored,
+    and with ``base < 0`` the test draws its uniform whatever ``log_q`` turns out
+    to be. So a SAMS merge with ``weight > 0`` and ``base < 0`` draws ``log_u``
+    right after the shuffle (where the test would have drawn it, since the
+    forced allocation draws nothing) and stops scoring once the merge can no
+    longer pass: the test's outcome and the random stream are those of the full
+    computation. A merge far from acceptance, such as one of two well separated
+    clusters, then costs almost nothing. Pass ``weight = 0`` for no bound.
     """
-    i, j, seats, forced, n_restricted_scans = proposal
+    i, j, seats, forced, n_restricted_scans, bound = proposal
     members, m, _, target = seats
     gcount, gsum, gsumsq, gchol, glogdet = groups
     params, _, _, _, buf = work
+    base, weight = bound
     d = xc.shape[1]
     shuffle_pair_prefix(rng, members, target, m)
     gcount[:] = 1
@@ -292,8 +320,14 @@ def _launch(
             gsumsq[1, a, b] = xc[j, a] * xc[j, b]
     for g in range(2):
         glogdet[g] = factorise(1, gsum[g], gsumsq[g], params, buf, gchol[g])
+    sams = n_restricted_scans < 0
+    log_u = math.nan
+    floor = -math.inf
+    if forced and sams and weight > 0.0 and base < 0.0:
+        log_u = math.log(rng.random())
+        floor = (log_u - base) / weight
     # SAMS (n_restricted_scans < 0): the allocation is the proposal step.
-    log_q = _sequential_allocation(rng, xc, seats, forced and n_restricted_scans < 0, groups, work)
+    log_q = _sequential_allocation(rng, xc, seats, forced and sams, groups, work, floor)
     for t in range(n_restricted_scans + 1):
         log_q = _restricted_scan(rng, xc, seats, forced and t == n_restricted_scans, groups, work)
-    return log_q
+    return log_q, log_u

@@ -16,6 +16,8 @@ A group is held in two-slot arrays laid out like the slots of
 own :func:`~pymc_pcrp._kernels.diag_state.refresh_at`.
 """
 
+import math
+
 import numba
 import numpy as np
 
@@ -69,6 +71,7 @@ def _seat(
     groups,
     work: tuple,
     scan: bool,
+    floor: float,
 ) -> float:
     """Seat ``S`` in the two groups; return the log probability of the choices made.
 
@@ -77,7 +80,10 @@ def _seat(
     the points seated before it. With ``scan``, one restricted Gibbs scan: each
     point is re-seated given all the others (its own group scored with the point
     left out). ``forced`` puts ``members[t]`` in group ``target[t]`` instead of
-    drawing it (see :func:`pymc_pcrp._kernels.allocation._launch`).
+    drawing it (see :func:`pymc_pcrp._kernels.allocation._launch`). Sequential
+    allocation stops as soon as its log probability falls below ``floor``
+    (``-inf`` never stops), as in
+    :func:`pymc_pcrp._kernels.allocation._sequential_allocation`.
     """
     members, m, side, target = seats
     params, seat = work
@@ -92,6 +98,8 @@ def _seat(
             w1 = _group_weight(groups, 1, xc, p, seat, a0)
             g, log_p = _choose(rng, w0, w1, forced_g)
             log_q += log_p
+            if log_q < floor:
+                return log_q
             side[t] = g
             _shift_group(groups, g, xc, p, 1, params)
             continue
@@ -117,25 +125,34 @@ def _seat(
 @numba.njit(**NJIT_KWARGS)
 def _launch(
     rng: np.random.Generator, xc: np.ndarray, proposal: tuple, groups, work: tuple
-) -> float:
-    """Build one proposal (see :func:`pymc_pcrp._kernels.allocation._launch`); return log q.
+) -> tuple[float, float]:
+    """Build one proposal (see :func:`pymc_pcrp._kernels.allocation._launch`); return log q, log u.
 
-    ``proposal`` is ``(i, j, seats, forced, n_scans)`` and ``work`` is ``(params, seat)``.
+    ``proposal`` is ``(i, j, seats, forced, n_scans, bound)`` and ``work`` is
+    ``(params, seat)``; ``bound = (base, weight)`` lets a SAMS merge draw its
+    test's uniform after the shuffle and stop once it must fail, exactly as there.
     """
-    i, j, seats, forced, n_scans = proposal
+    i, j, seats, forced, n_scans, bound = proposal
     members, m, _, target = seats
     gcount, gsum, gsumsq = groups[0], groups[1], groups[2]
+    base, weight = bound
     shuffle_pair_prefix(rng, members, target, m)
     gcount[:] = 0
     gsum[:, :] = 0.0
     gsumsq[:, :] = 0.0
     _shift_group(groups, 0, xc, i, 1, work[0])
     _shift_group(groups, 1, xc, j, 1, work[0])
+    sams = n_scans < 0
+    log_u = math.nan
+    floor = -math.inf
+    if forced and sams and weight > 0.0 and base < 0.0:
+        log_u = math.log(rng.random())
+        floor = (log_u - base) / weight
     # As in allocation._launch: the allocation, then n_scans + 1 scans (none for SAMS).
-    log_q = _seat(rng, xc, seats, forced and n_scans < 0, groups, work, False)
+    log_q = _seat(rng, xc, seats, forced and sams, groups, work, False, floor)
     for t in range(n_scans + 1):
-        log_q = _seat(rng, xc, seats, forced and t == n_scans, groups, work, True)
-    return log_q
+        log_q = _seat(rng, xc, seats, forced and t == n_scans, groups, work, True, -math.inf)
+    return log_q, log_u
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -189,7 +206,19 @@ def diag_split_merge_moves(
         m = moves.gather_members(head, nxt, si, sj, i, j, members, target)
         merge = si != sj
         seats = (members, m, side, target)
-        log_q = _launch(rng, xc, (i, j, seats, merge, n_scans), groups, (params, seat))
+        base = 0.0
+        if merge:
+            # The rest of the merge's log ratio, known before the launch scores
+            # log q (see allocation._launch); the union's rates in group slot 0.
+            sizes = (state.counts[si], state.counts[sj])
+            moves.merge_into_group(state, si, sj, gcount, gsum, gsumsq)
+            refresh_at(gcount, gsum, gsumsq, gbn, glogb, gmean, ghinv, 0, kappa0, params.b0)
+            stats = (state.logb[si], state.logb[sj], glogb[0])
+            base = -moves.split_gain(params, ratio_power, sizes, stats, d)
+            base += moves.selection_log_ratio(pairs[0], k_now, sizes, False)
+        bound = (base, proposal_weight if merge else 0.0)
+        proposal = (i, j, seats, merge, n_scans, bound)
+        log_q, log_u = _launch(rng, xc, proposal, groups, (params, seat))
         if not merge:
             n_split += 1
             stats = (glogb[0], glogb[1], state.logb[sj])
@@ -205,15 +234,17 @@ def diag_split_merge_moves(
                 head = moves.cover_slots(head, state)
         else:
             n_merge += 1
-            sizes = (state.counts[si], state.counts[sj])
-            # The merged cluster's rates, in group slot 0 (the launch is finished).
-            moves.merge_into_group(state, si, sj, gcount, gsum, gsumsq)
-            refresh_at(gcount, gsum, gsumsq, gbn, glogb, gmean, ghinv, 0, kappa0, params.b0)
-            stats = (state.logb[si], state.logb[sj], glogb[0])
-            gain = moves.split_gain(params, ratio_power, sizes, stats, d)
-            gain -= moves.selection_log_ratio(pairs[0], k_now, sizes, False)
-            if moves.accepts(rng, proposal_weight * log_q - gain):
+            log_a = proposal_weight * log_q + base
+            if math.isnan(log_u):
+                accepted = moves.accepts(rng, log_a)
+            else:
+                # the launch drew the test's uniform; a stopped launch has failed
+                accepted = log_q >= (log_u - base) / proposal_weight and log_u < log_a
+            if accepted:
                 n_merge_acc += 1
+                # The merged cluster's rates, back in group slot 0 (the launch reset it).
+                moves.merge_into_group(state, si, sj, gcount, gsum, gsumsq)
+                refresh_at(gcount, gsum, gsumsq, gbn, glogb, gmean, ghinv, 0, kappa0, params.b0)
                 _put_group(state, sj, groups, 0)
                 moves.merge_labels(state, si, sj, i, j, members, m, head, nxt)
     return n_split, n_split_acc, n_merge, n_merge_acc

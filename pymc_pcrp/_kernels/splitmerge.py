@@ -97,6 +97,8 @@ nonconjugate Dirichlet process mixture models", technical report, Texas A&M
 University.
 """
 
+import math
+
 import numba
 import numpy as np
 
@@ -127,10 +129,9 @@ def _put_split(state: SweepState, new: int, sj: int, groups: tuple) -> None:
 
 
 @numba.njit(**NJIT_KWARGS)
-def _log_ratio(
+def _split_log_ratio(
     state: SweepState,
     params: NIWParams,
-    si: int,
     sj: int,
     k_now: int,
     log_q: float,
@@ -138,34 +139,58 @@ def _log_ratio(
     buf: np.ndarray,
     tuning: tuple,
 ) -> float:
-    """Log acceptance ratio of the move: split ``sj`` if ``si == sj``, else merge ``si`` into it.
+    """Log acceptance ratio of the split of ``sj`` into the proposed groups.
 
-    A split: the groups' factors are recomputed from their statistics first
-    (an exact ratio, no drift from the rank-one updates); an accepted split
-    copies them. A merge: the merged cluster's statistics and factor are
-    written into group 0 first (the launch is finished); an accepted merge
-    copies them. ``tuning`` is ``(ratio_power, proposal_weight, (pair_rule,
-    small), selection_weight)``.
+    The groups' factors are recomputed from their statistics first (an exact
+    ratio, no drift from the rank-one updates); an accepted split copies them.
+    ``tuning`` is ``(ratio_power, proposal_weight, (pair_rule, small),
+    selection_weight)``.
     """
     gcount, gsum, gsumsq, gchol, glogdet = groups
     ratio_power, proposal_weight, pairs, selection_weight = tuning
-    pair_rule = pairs[0]
     d = gsum.shape[1]
-    if si == sj:
-        n0, n1 = gcount[0], gcount[1]
-        for g in range(2):
-            glogdet[g] = factorise(gcount[g], gsum[g], gsumsq[g], params, buf, gchol[g])
-        stats = (glogdet[0], glogdet[1], state.logdet[sj])
-        log_a = moves.split_gain(params, ratio_power, (n0, n1), stats, d) - proposal_weight * log_q
-        return log_a + selection_weight * moves.selection_log_ratio(
-            pair_rule, k_now, (n0, n1), True
-        )
-    ni, nj = state.counts[si], state.counts[sj]
+    n0, n1 = gcount[0], gcount[1]
+    for g in range(2):
+        glogdet[g] = factorise(gcount[g], gsum[g], gsumsq[g], params, buf, gchol[g])
+    stats = (glogdet[0], glogdet[1], state.logdet[sj])
+    log_a = moves.split_gain(params, ratio_power, (n0, n1), stats, d) - proposal_weight * log_q
+    return log_a + selection_weight * moves.selection_log_ratio(pairs[0], k_now, (n0, n1), True)
+
+
+@numba.njit(**NJIT_KWARGS)
+def _merged_into_group(state: SweepState, params: NIWParams, si: int, sj: int, groups: tuple, buf):
+    """Write clusters ``si`` and ``sj`` together (statistics and factor) into group 0."""
+    gcount, gsum, gsumsq, gchol, glogdet = groups
     moves.merge_into_group(state, si, sj, gcount, gsum, gsumsq)
     glogdet[0] = factorise(gcount[0], gsum[0], gsumsq[0], params, buf, gchol[0])
-    stats = (state.logdet[si], state.logdet[sj], glogdet[0])
-    log_a = proposal_weight * log_q - moves.split_gain(params, ratio_power, (ni, nj), stats, d)
-    return log_a + selection_weight * moves.selection_log_ratio(pair_rule, k_now, (ni, nj), False)
+
+
+@numba.njit(**NJIT_KWARGS)
+def _merge_base(
+    state: SweepState,
+    params: NIWParams,
+    si: int,
+    sj: int,
+    k_now: int,
+    groups: tuple,
+    buf: np.ndarray,
+    tuning: tuple,
+) -> float:
+    """Return the merge's log acceptance ratio without its proposal term.
+
+    A merge of ``si`` into ``sj`` is accepted with log ratio
+    ``proposal_weight * log_q + base``; ``base`` (the posterior ratio and the
+    pair-selection ratio) needs only the two clusters and their union, so it is
+    known before the launch scores ``log_q``. Uses group 0 as scratch for the
+    union (the launch then resets the groups).
+    """
+    ratio_power, _, pairs, selection_weight = tuning
+    d = groups[1].shape[1]
+    ni, nj = state.counts[si], state.counts[sj]
+    _merged_into_group(state, params, si, sj, groups, buf)
+    stats = (state.logdet[si], state.logdet[sj], groups[4][0])
+    base = -moves.split_gain(params, ratio_power, (ni, nj), stats, d)
+    return base + selection_weight * moves.selection_log_ratio(pairs[0], k_now, (ni, nj), False)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -215,6 +240,7 @@ def _split_merge_moves(
     xc, state, params = chain
     n_moves, n_restricted_scans = plan
     pairs = tuning[2]
+    proposal_weight = tuning[1]
     n, d = xc.shape
     if n < 2 or n_moves <= 0 or moves.nothing_to_pair(state, pairs):
         return 0, 0, 0, 0
@@ -252,16 +278,21 @@ def _split_merge_moves(
             size = min(n, max(m + 2, 2 * seat_const.shape[0]))
             seat_const = _seat_constants(size, d, params.power, params.kappa0, params.nu0)
 
-        # The proposal draws the split, or (merge) scores the current one.
+        # The proposal draws the split, or (merge) scores the current one; a merge
+        # passes the rest of its ratio so that the launch can stop once it must fail.
         work = (params, seat_const, v, y, buf)
         merge = not is_split
         seats = (members, m, side, target)
-        proposal = (i, j, seats, merge, n_restricted_scans)
-        log_q = _launch(rng, xc, proposal, groups, work)
+        base = 0.0
+        if merge:
+            base = _merge_base(state, params, si, sj, k_now, groups, buf, tuning)
+        bound = (base, proposal_weight if merge else 0.0)
+        proposal = (i, j, seats, merge, n_restricted_scans, bound)
+        log_q, log_u = _launch(rng, xc, proposal, groups, work)
 
-        log_a = _log_ratio(state, params, si, sj, k_now, log_q, groups, buf, tuning)
         if is_split:
             n_split += 1
+            log_a = _split_log_ratio(state, params, sj, k_now, log_q, groups, buf, tuning)
             if moves.accepts(rng, log_a):
                 n_split_acc += 1
                 new = moves.split_labels(state, sj, i, j, members, m, side, head, nxt)
@@ -269,8 +300,15 @@ def _split_merge_moves(
                 head = moves.cover_slots(head, state)
         else:
             n_merge += 1
-            if moves.accepts(rng, log_a):
+            log_a = proposal_weight * log_q + base
+            if math.isnan(log_u):
+                accepted = moves.accepts(rng, log_a)
+            else:
+                # the launch drew the test's uniform; a stopped launch has failed
+                accepted = log_q >= (log_u - base) / proposal_weight and log_u < log_a
+            if accepted:
                 n_merge_acc += 1
+                _merged_into_group(state, params, si, sj, groups, buf)
                 _put_group(state, sj, groups, 0)
                 moves.merge_labels(state, si, sj, i, j, members, m, head, nxt)
     return n_split, n_split_acc, n_merge, n_merge_acc
