@@ -78,6 +78,16 @@ groups are paid only when the point actually changes group. Measured at
 N = 2,000 and D = 2, a point visit costs about as much as one point update of
 :func:`~pymc_pcrp._kernels.sweep.gibbs_sweeps` with K = 2.
 
+A SAMS merge stops early when it must fail. Its log ratio is
+``log q + base``, with ``base`` (the posterior and pair-selection ratios)
+known from the two clusters and their union, and ``log q`` only falls as the
+current partition's choices are scored. With ``base < 0`` the test's uniform
+is always drawn, so the launch draws it right after its shuffle (where the full
+computation drew it: scoring draws nothing) and stops once ``log q`` is below
+``log u - base``. Decisions and random stream are those of the full
+computation; a merge of two well separated clusters then costs one
+factorisation (:func:`pymc_pcrp._kernels.allocation._launch`).
+
 An accepted move writes the proposed clusters' statistics into the
 :class:`~pymc_pcrp._kernels.state.SweepState` with freshly computed Cholesky
 factors, so the state stays consistent for
