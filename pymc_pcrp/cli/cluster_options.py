@@ -278,9 +278,9 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
         help="expected split-merge proposals per Gibbs sweep (a fraction is allowed), for "
         "the final and the cross-validation fits (see pymc_pcrp.PCRPGibbs); 0 is the "
         "paper's Gibbs sampler alone, 1 frees stuck chains faster at a few times the cost "
-        "per sweep (default: the step's own, min(1, max(0.1, 360 / (N D f))) per sweep, f the "
-        "share of the points a proposal visits, set from each chain's partition when tuning "
-        "ends)",
+        "per sweep (default: the step's own, min(1, max(0.1, 600 / (N D))) per sweep while "
+        "tuning, then min(1, max(0.1, 720 / (N D f))), f the share of the points a proposal "
+        "visits, set from each chain's partition when tuning ends)",
         metavar="M",
     )
     sampling.add_argument(

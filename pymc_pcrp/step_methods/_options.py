@@ -26,7 +26,7 @@ __all__ = [
     "PAIR_MOVES_MIN_D",
     "SPECK_MOVES",
     "SPLIT_MERGE_SCANS",
-    "TUNING_VISITED",
+    "TUNING_WORK",
     "auto_pair_moves",
     "auto_speck_moves",
     "auto_split_merge",
@@ -34,24 +34,26 @@ __all__ = [
     "check_options",
     "initial_labels",
     "random_init_max_k",
+    "tuning_split_merge",
     "visited_fraction",
 ]
 
 INIT_STRATEGIES = ("random", "prior", "one", "singletons", "point")
 
 # Default move set (docs/mixing.md): after each sweep, split_merge=None expected split-merge
-# proposals, built by sequential allocation alone (SAMS, split_merge_scans=-1):
-# min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, SPLIT_MERGE_WORK / (N D f))), see
-# auto_split_merge, with f the share of the points a proposal visits on average
-# (visited_fraction): TUNING_VISITED while the chain tunes, then that of the partition the
-# chain has reached when tuning ends, kept for every later draw. At N = 2,000, D = 2 in the
-# three clusters of the budget benchmark (f = 0.61) that is 0.15, measured with
-# benchmarks/run.py to cost at most 1.5x a plain sweep. (With f = 0.6 the rule is
-# 600 / (N D), the rule of earlier versions, which the tuning draws keep.)
+# proposals, built by sequential allocation alone (SAMS, split_merge_scans=-1). While a
+# chain tunes, min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, TUNING_WORK / (N D))), the rule of
+# earlier versions (tuning_split_merge; the tournament of restarts runs with it); from the
+# first draw after tuning, min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, SPLIT_MERGE_WORK /
+# (N D f))), f the share of the points a proposal visits on average (visited_fraction) in
+# the partition the chain has reached then, kept for every later draw (auto_split_merge).
+# At N = 2,000, D = 2 in the three clusters of the budget benchmark (f = 0.61) the kept
+# rate is 0.30, measured with benchmarks/run.py to cost 1.28-1.34x a plain sweep (at most
+# 1.5x), since merges that must fail stop early (it was 360 before, 0.15 there).
 SPLIT_MERGE_RATE = 0.1
 SPLIT_MERGE_MAX = 1.0
-SPLIT_MERGE_WORK = 360
-TUNING_VISITED = 0.6
+SPLIT_MERGE_WORK = 720
+TUNING_WORK = 600
 SPLIT_MERGE_SCANS = -1
 # speck_moves=None with split-merge moves on: SPECK_MOVES proposals per sweep whose pair of
 # points is drawn among the clusters of at most moves.SMALL_SIZE points (docs/mixing.md,
@@ -172,23 +174,33 @@ def visited_fraction(counts: np.ndarray) -> float:
 
 
 def auto_split_merge(n: int, d: int, visited: float) -> float:
-    """Split-merge proposals per sweep of ``split_merge=None``.
+    """Split-merge proposals per sweep of ``split_merge=None`` once a chain has tuned.
 
-    ``min(1, max(0.1, 360 / (n d visited)))``, ``visited`` the
-    :func:`visited_fraction` of the current partition: the proposals of a sweep
-    visit about ``360 / d`` points on average, up to one proposal per sweep and
-    at least one every ten sweeps. A proposal's cost grows with the points it
-    visits, not with ``n``, while PyMC adds a fixed cost per draw: on small data
-    sets, and where the clusters are many and small (each proposal visits few
-    points), more proposals take little of a draw's time; on large data sets
-    the rate stays at 0.1. The step uses ``visited = TUNING_VISITED`` (0.6,
-    about three clusters of unequal size; the rule is then ``600 / (n d)``)
-    while it tunes, and the :func:`visited_fraction` of the partition the
-    chain has reached at the first draw after tuning for the rest of the chain
-    (see :class:`~pymc_pcrp.PCRPGibbs`). ``d = 0`` (no likelihood) counts as 1.
+    ``min(1, max(0.1, 720 / (n d visited)))``, ``visited`` the
+    :func:`visited_fraction` of the partition the chain has reached at its first
+    draw after tuning: the proposals of a sweep visit about ``720 / d`` points on
+    average, up to one proposal per sweep and at least one every ten sweeps. A
+    proposal's cost grows with the points it visits, not with ``n``, while PyMC
+    adds a fixed cost per draw: on small data sets, and where the clusters are
+    many and small (each proposal visits few points), more proposals take little
+    of a draw's time; on large data sets the rate stays at 0.1. The chain keeps
+    that rate for the rest of its draws (see :class:`~pymc_pcrp.PCRPGibbs`);
+    while it tunes it uses :func:`tuning_split_merge`. ``d = 0`` (no likelihood)
+    counts as 1.
     """
     work = max(int(n), 1) * max(int(d), 1) * min(max(float(visited), 1e-12), 1.0)
     return min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, SPLIT_MERGE_WORK / work))
+
+
+def tuning_split_merge(n: int, d: int) -> float:
+    """Split-merge proposals per sweep of ``split_merge=None`` while a chain tunes.
+
+    ``min(1, max(0.1, 600 / (n d)))``: the rule of versions before the rate was
+    set from the partition, which the tuning draws (the tournament of restarts
+    included) keep. ``d = 0`` (no likelihood) counts as 1.
+    """
+    work = max(int(n), 1) * max(int(d), 1)
+    return min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, TUNING_WORK / work))
 
 
 def auto_speck_moves(split_merge: float) -> float:

@@ -35,13 +35,13 @@ from pymc_pcrp.step_methods._input_building import StepInputsMixin
 from pymc_pcrp.step_methods._options import (
     INIT_STRATEGIES,
     SPLIT_MERGE_SCANS,
-    TUNING_VISITED,
     auto_pair_moves,
     auto_speck_moves,
     auto_split_merge,
     auto_sweeps_per_draw,
     check_options,
     initial_labels,
+    tuning_split_merge,
     visited_fraction,
 )
 from pymc_pcrp.step_methods._restarts import (
@@ -65,13 +65,13 @@ from pymc_pcrp.step_methods.pcrp_hyper import PCRPHyper
 
 __all__ = [
     "INIT_STRATEGIES",
-    "TUNING_VISITED",
     "PCRPGibbs",
     "PCRPGibbsState",
     "auto_pair_moves",
     "auto_speck_moves",
     "auto_split_merge",
     "auto_sweeps_per_draw",
+    "tuning_split_merge",
     "visited_fraction",
 ]
 
@@ -114,10 +114,11 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
     **Default move set.** By default each sweep is followed by split-merge
     proposals (built by sequential allocation: ``split_merge_scans=-1``), which
     move whole clusters where single-site Gibbs is stuck and keep the target
-    exact: ``min(1, max(0.1, 360 / (N D f)))`` of them per sweep on average
+    exact: ``min(1, max(0.1, 720 / (N D f)))`` of them per sweep on average
     (:func:`auto_split_merge`), ``f`` the share of the points a proposal visits
-    (0.6 while tuning; then that of the partition the chain has reached, kept
-    for the rest of the chain), so one per sweep on small data sets, where a
+    in the partition the chain has reached when tuning ends, kept for the rest
+    of the chain (while it tunes, ``min(1, max(0.1, 600 / (N D)))``,
+    :func:`tuning_split_merge`), so one per sweep on small data sets, where a
     draw's time is mostly PyMC's fixed cost, and where the clusters are many
     and small, and 0.1 on large data sets; then four
     more whose two points are drawn among the clusters of at most 8 points
@@ -199,17 +200,18 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         mixture of kernels that each leave the posterior invariant: the chain
         stays exact. Integer values behave exactly as in earlier versions.
         By default (``None``) :func:`auto_split_merge`:
-        ``min(1, max(0.1, 360 / (N D f)))``, where ``f`` is the expected share of
+        ``min(1, max(0.1, 720 / (N D f)))``, where ``f`` is the expected share of
         the points one proposal visits (:func:`visited_fraction`: 1 for one
         cluster, about ``2 / K`` for ``K`` equal ones). While the chain tunes,
-        ``f = 0.6`` (the rule is then ``600 / (N D)``, that of earlier versions);
-        the first draw after tuning sets ``f`` from the partition the chain has
-        reached, and the chain keeps that rate, so the kept draws apply one fixed
-        mixture of exact kernels. Many small clusters thus get more proposals,
-        each of which visits few points (on the digits at ``r = 1``, about 16
-        clusters, one per sweep instead of 0.41: the bulk ESS of the log joint
-        rose from 397-473 to 689-834 at six seeds, docs/mixing.md). The sample
-        stat ``split_merge_rate`` records the rate of each draw.
+        :func:`tuning_split_merge`, ``min(1, max(0.1, 600 / (N D)))``, the rule of
+        earlier versions; the first draw after tuning sets ``f`` from the
+        partition the chain has reached, and the chain keeps that rate, so the
+        kept draws apply one fixed mixture of exact kernels. Many small clusters
+        thus get more proposals, each of which visits few points (on the digits
+        at ``r = 1``, about 16 clusters, one per sweep instead of 0.41: the bulk
+        ESS of the log joint rose from 397-473 to 689-834 at six seeds,
+        docs/mixing.md). The sample stat ``split_merge_rate`` records the rate
+        of each draw.
 
         **``split_merge=0`` gives the paper's Algorithm 1 alone** (single-site
         Gibbs sweeps, nothing else). The default is not Algorithm 1 but the
@@ -473,7 +475,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         self.split_merge_auto = split_merge is None
         self.split_merge_settled = not self.split_merge_auto
         self.split_merge = (
-            auto_split_merge(self._n, self._data_dimension(), TUNING_VISITED)
+            tuning_split_merge(self._n, self._data_dimension())
             if split_merge is None
             else float(split_merge)
         )
@@ -603,16 +605,19 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
     def _settle_split_merge(self, state) -> None:
         """Set the automatic split-merge rate (``split_merge=None``) of this draw.
 
-        While the chain tunes, :func:`auto_split_merge` with ``visited =
-        TUNING_VISITED`` (the rule of earlier versions, ``600 / (N D)``); the first
-        draw after tuning (the first draw at all with ``tune=0``) sets it from the
+        While the chain tunes, :func:`tuning_split_merge` (the rule of earlier
+        versions, ``600 / (N D)``); the first draw after tuning (the first draw at all
+        with ``tune=0``) sets it by :func:`auto_split_merge` from the
         :func:`visited_fraction` of the partition it starts from, and the chain keeps
         that rate: the kept draws use one fixed mixture of exact kernels.
         """
         if self.split_merge_settled:
             return
-        visited = TUNING_VISITED if self.tune else visited_fraction(state.counts)
-        self.split_merge = auto_split_merge(self._n, self._data_dimension(), visited)
+        n, d = self._n, self._data_dimension()
+        if self.tune:
+            self.split_merge = tuning_split_merge(n, d)
+        else:
+            self.split_merge = auto_split_merge(n, d, visited_fraction(state.counts))
         self.split_merge_settled = not self.tune
 
     # -- the step ---------------------------------------------------------

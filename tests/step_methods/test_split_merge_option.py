@@ -88,8 +88,8 @@ def test_default_is_split_merge_and_zero_is_algorithm_1():
         default = pcrp.PCRPGibbs([model["z"]], rng=3, sweeps_per_draw=1)
         plain = pcrp.PCRPGibbs([model["z"]], rng=3, split_merge=0, sweeps_per_draw=1)
         uniform = pcrp.PCRPGibbs([model["z"]], rng=3, speck_moves=0, sweeps_per_draw=1)
-    # 60 points in 2-D: 360 / (N D f) >= 3, capped at one proposal per sweep
-    assert default.split_merge == pcrp_gibbs.auto_split_merge(60, 2, 1.0) == 1.0
+    # 60 points in 2-D: 600 / (N D) > 1 while tuning, capped at one proposal per sweep
+    assert default.split_merge == pcrp_gibbs.tuning_split_merge(60, 2) == 1.0
     assert default.split_merge_scans == pcrp_gibbs.SPLIT_MERGE_SCANS
     assert default.speck_moves == pcrp_gibbs.auto_speck_moves(1.0) == 4.0
     assert plain.speck_moves == 0.0 and uniform.speck_moves == 0.0
@@ -109,17 +109,27 @@ def test_default_is_split_merge_and_zero_is_algorithm_1():
 @pytest.mark.parametrize(
     ("n", "d", "visited", "rate"),
     [
-        (150, 4, 1.0, 0.6),  # one cluster
+        (150, 4, 1.0, 1.0),  # one cluster
+        (300, 4, 1.0, 0.6),
         (723, 2, 0.18, 1.0),  # many small clusters (the digits at r = 1): capped at 1
-        (2000, 2, 0.6077, 0.148),  # the budget benchmark's three clusters
-        (2000, 1, 0.7, 0.257),
+        (2000, 2, 0.6077, 0.296),  # the budget benchmark's three clusters
+        (2000, 1, 0.7, 0.514),
         (569, 30, 0.57, 0.1),  # at least one every ten sweeps
         (10**6, 0, 1.0, 0.1),
     ],
 )
 def test_automatic_split_merge_rate(n, d, visited, rate):
-    """``min(1, max(0.1, 360 / (N D f)))``, ``f`` the share of the points a proposal visits."""
+    """``min(1, max(0.1, 720 / (N D f)))``, ``f`` the share of the points a proposal visits."""
     assert pcrp_gibbs.auto_split_merge(n, d, visited) == pytest.approx(rate, abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("n", "d", "rate"),
+    [(150, 4, 1.0), (2000, 2, 0.15), (723, 2, 0.415), (569, 30, 0.1), (10**6, 0, 0.1)],
+)
+def test_tuning_split_merge_rate(n, d, rate):
+    """``min(1, max(0.1, 600 / (N D)))`` while a chain tunes, the rule of earlier versions."""
+    assert pcrp_gibbs.tuning_split_merge(n, d) == pytest.approx(rate, abs=1e-3)
 
 
 def test_visited_fraction_is_the_expected_share_of_points_a_uniform_pair_visits():
@@ -144,7 +154,7 @@ def test_step_resolves_the_automatic_rate_from_the_data():
     with pcrp.build_model(x) as model:
         step = pcrp.PCRPGibbs([model["z"]], rng=1)
         fixed = pcrp.PCRPGibbs([model["z"]], rng=1, split_merge=0.7)
-    # the tuning rate, 360 / (N D 0.6) = 600 / (N D), until tuning ends
+    # the tuning rate, 600 / (N D), until tuning ends
     assert step.split_merge == pytest.approx(0.2)
     assert fixed.split_merge == 0.7
 
@@ -159,11 +169,11 @@ def test_automatic_rate_is_set_from_the_partition_when_tuning_ends():
     def rate_from(labels):
         return pcrp_gibbs.auto_split_merge(400, 2, pcrp_gibbs.visited_fraction(np.bincount(labels)))
 
-    tuning = pcrp_gibbs.auto_split_merge(400, 2, pcrp_gibbs.TUNING_VISITED)
+    tuning = pcrp_gibbs.tuning_split_merge(400, 2)
     one = np.zeros(400, dtype=np.int64)
     many = np.arange(400) % 40  # forty clusters of ten: each proposal visits few points
     assert tuning == pytest.approx(0.75)  # 600 / (N D), the rule of earlier versions
-    assert rate_from(one) == pytest.approx(0.45) and rate_from(many) == 1.0
+    assert rate_from(one) == pytest.approx(0.9) and rate_from(many) == 1.0
     for labels in (one, many):  # tuning (PyMC's default until stop_tuning): one rate
         _, stats = step.step({"z": labels})
         assert step.split_merge == stats[0]["split_merge_rate"] == pytest.approx(tuning)
@@ -178,7 +188,7 @@ def test_automatic_rate_is_set_from_the_partition_when_tuning_ends():
     assert stats[0]["split_merge_rate"] == pytest.approx(tuning)
     step.stop_tuning()
     _, stats = step.step({"z": one})
-    assert stats[0]["split_merge_rate"] == pytest.approx(0.45)
+    assert stats[0]["split_merge_rate"] == pytest.approx(0.9)
     for labels in (one, many):  # an explicit rate never moves
         _, stats = fixed.step({"z": labels})
         assert stats[0]["split_merge_rate"] == 0.3
@@ -201,7 +211,7 @@ def test_automatic_rate_through_pm_sample_is_set_per_chain():
         )
     kept = idata.sample_stats["split_merge_rate"].values
     warm = idata.warmup_sample_stats["split_merge_rate"].values
-    tuning = pcrp_gibbs.auto_split_merge(1500, 2, pcrp_gibbs.TUNING_VISITED)
+    tuning = pcrp_gibbs.tuning_split_merge(1500, 2)
     assert np.all(warm == tuning)
     assert np.all(kept == kept[:, :1])  # one rate per chain
     last_tuned = idata.warmup_posterior["z"].values[:, -1]
