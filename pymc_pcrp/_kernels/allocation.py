@@ -30,6 +30,7 @@ import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.draws import shuffle_pair_prefix
+from pymc_pcrp._kernels.moves import merge_bound
 from pymc_pcrp._kernels.niw import log_predictive, predictive_constants
 from pymc_pcrp._kernels.state import factorise, shift_point
 
@@ -293,22 +294,19 @@ def _launch(
     choices, and the log of the uniform of the move's Metropolis-Hastings test
     when the launch drew it (``nan`` otherwise).
 
-    ``bound = (base, weight)`` lets a merge stop early. The merge is accepted
-    when ``log_u < weight * log_q + base`` (``base`` is the rest of its log
-    ratio); ``log_q`` only falls as the current partition's choices are scored,
-    and with ``base < 0`` the test draws its uniform whatever ``log_q`` turns out
-    to be. So a SAMS merge with ``weight > 0`` and ``base < 0`` draws ``log_u``
-    right after the shuffle (where the test would have drawn it, since the
-    forced allocation draws nothing) and stops scoring once the merge can no
-    longer pass: the test's outcome and the random stream are those of the full
-    computation. A merge far from acceptance, such as one of two well separated
-    clusters, then costs almost nothing. Pass ``weight = 0`` for no bound.
+    ``bound = (base, weight)`` lets a SAMS merge stop early: the merge is
+    accepted when ``log_u < weight * log_q + base`` (``base`` is the rest of its
+    log ratio), and with ``base < 0`` the launch draws ``log_u`` right after the
+    shuffle and stops scoring once the merge can no longer pass
+    (:func:`~pymc_pcrp._kernels.moves.merge_bound`): the test's outcome and the
+    random stream are those of the full computation, and a merge far from
+    acceptance, such as one of two well separated clusters, costs almost
+    nothing. Pass ``weight = 0`` for no bound.
     """
     i, j, seats, forced, n_restricted_scans, bound = proposal
     members, m, _, target = seats
     gcount, gsum, gsumsq, gchol, glogdet = groups
     params, _, _, _, buf = work
-    base, weight = bound
     d = xc.shape[1]
     shuffle_pair_prefix(rng, members, target, m)
     gcount[:] = 1
@@ -321,11 +319,7 @@ def _launch(
     for g in range(2):
         glogdet[g] = factorise(1, gsum[g], gsumsq[g], params, buf, gchol[g])
     sams = n_restricted_scans < 0
-    log_u = math.nan
-    floor = -math.inf
-    if forced and sams and weight > 0.0 and base < 0.0:
-        log_u = math.log(rng.random())
-        floor = (log_u - base) / weight
+    log_u, floor = merge_bound(rng, forced and sams, bound)
     # SAMS (n_restricted_scans < 0): the allocation is the proposal step.
     log_q = _sequential_allocation(rng, xc, seats, forced and sams, groups, work, floor)
     for t in range(n_restricted_scans + 1):

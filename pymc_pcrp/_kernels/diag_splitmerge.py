@@ -135,7 +135,6 @@ def _launch(
     i, j, seats, forced, n_scans, bound = proposal
     members, m, _, target = seats
     gcount, gsum, gsumsq = groups[0], groups[1], groups[2]
-    base, weight = bound
     shuffle_pair_prefix(rng, members, target, m)
     gcount[:] = 0
     gsum[:, :] = 0.0
@@ -143,11 +142,7 @@ def _launch(
     _shift_group(groups, 0, xc, i, 1, work[0])
     _shift_group(groups, 1, xc, j, 1, work[0])
     sams = n_scans < 0
-    log_u = math.nan
-    floor = -math.inf
-    if forced and sams and weight > 0.0 and base < 0.0:
-        log_u = math.log(rng.random())
-        floor = (log_u - base) / weight
+    log_u, floor = moves.merge_bound(rng, forced and sams, bound)
     # As in allocation._launch: the allocation, then n_scans + 1 scans (none for SAMS).
     log_q = _seat(rng, xc, seats, forced and sams, groups, work, False, floor)
     for t in range(n_scans + 1):
@@ -234,13 +229,7 @@ def diag_split_merge_moves(
                 head = moves.cover_slots(head, state)
         else:
             n_merge += 1
-            log_a = proposal_weight * log_q + base
-            if math.isnan(log_u):
-                accepted = moves.accepts(rng, log_a)
-            else:
-                # the launch drew the test's uniform; a stopped launch has failed
-                accepted = log_q >= (log_u - base) / proposal_weight and log_u < log_a
-            if accepted:
+            if moves.merge_accepted(rng, log_q, log_u, base, proposal_weight):
                 n_merge_acc += 1
                 # The merged cluster's rates, back in group slot 0 (the launch reset it).
                 moves.merge_into_group(state, si, sj, gcount, gsum, gsumsq)

@@ -41,6 +41,8 @@ __all__ = [
     "draw_pair",
     "gather_members",
     "member_lists",
+    "merge_accepted",
+    "merge_bound",
     "merge_into_group",
     "merge_labels",
     "move_workspace",
@@ -399,6 +401,44 @@ def accepts(rng: np.random.Generator, log_a: float) -> bool:
     Draws a uniform only when ``log_a < 0``.
     """
     return log_a >= 0.0 or math.log(rng.random()) < log_a
+
+
+@numba.njit(**NJIT_KWARGS)
+def merge_bound(rng: np.random.Generator, active: bool, bound: tuple) -> tuple[float, float]:
+    """Draw a merge's test uniform early; return ``(log_u, floor)``.
+
+    A merge is accepted when ``log_u < weight * log_q + base`` (``bound = (base,
+    weight)``), and ``log_q``, the log probability that the reverse split's
+    sequential allocation makes the current partition's choices, only falls as
+    they are scored. With ``base < 0`` and ``weight > 0`` the test draws its
+    uniform whatever ``log_q`` turns out to be, so the launch of an ``active``
+    merge (a SAMS merge, whose scoring draws no random number) draws it right
+    after its shuffle, where the full computation would have: the random stream
+    is unchanged, and scoring may stop once ``log_q < floor = (log_u - base) /
+    weight``, since the merge can no longer pass. Otherwise returns ``(nan,
+    -inf)``: nothing drawn, no stop.
+    """
+    base, weight = bound
+    if active and weight > 0.0 and base < 0.0:
+        log_u = math.log(rng.random())
+        return log_u, (log_u - base) / weight
+    return math.nan, -math.inf
+
+
+@numba.njit(**NJIT_KWARGS)
+def merge_accepted(
+    rng: np.random.Generator, log_q: float, log_u: float, base: float, weight: float
+) -> bool:
+    """Run a merge's Metropolis-Hastings test, ``log_a = weight * log_q + base``.
+
+    With ``log_u`` drawn by :func:`merge_bound` (not ``nan``) the test uses it,
+    and a launch that stopped (``log_q`` below the floor) has failed; otherwise
+    :func:`accepts` draws the uniform as usual.
+    """
+    log_a = weight * log_q + base
+    if math.isnan(log_u):
+        return accepts(rng, log_a)
+    return log_q >= (log_u - base) / weight and log_u < log_a
 
 
 @numba.njit(**NJIT_KWARGS)

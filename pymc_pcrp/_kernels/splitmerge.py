@@ -107,8 +107,6 @@ nonconjugate Dirichlet process mixture models", technical report, Texas A&M
 University.
 """
 
-import math
-
 import numba
 import numpy as np
 
@@ -310,13 +308,7 @@ def _split_merge_moves(
                 head = moves.cover_slots(head, state)
         else:
             n_merge += 1
-            log_a = proposal_weight * log_q + base
-            if math.isnan(log_u):
-                accepted = moves.accepts(rng, log_a)
-            else:
-                # the launch drew the test's uniform; a stopped launch has failed
-                accepted = log_q >= (log_u - base) / proposal_weight and log_u < log_a
-            if accepted:
+            if moves.merge_accepted(rng, log_q, log_u, base, proposal_weight):
                 n_merge_acc += 1
                 _merged_into_group(state, params, si, sj, groups, buf)
                 _put_group(state, sj, groups, 0)
