@@ -151,6 +151,23 @@ def _launch(
 
 
 @numba.njit(**NJIT_KWARGS)
+def group_workspace(d: int) -> tuple:
+    """Allocate the two-slot group arrays of a move.
+
+    ``(gcount, gsum, gsumsq, gbn, glogb, gmean, ghinv)``, laid out like a state's slots.
+    """
+    return (
+        np.zeros(2, dtype=np.int64),
+        np.zeros((2, d)),
+        np.zeros((2, d)),
+        np.ones((2, d)),
+        np.zeros(2),
+        np.zeros((2, d)),
+        np.zeros((2, d)),
+    )
+
+
+@numba.njit(**NJIT_KWARGS)
 def diag_split_merge_moves(
     rng: np.random.Generator,
     xc: np.ndarray,
@@ -180,15 +197,7 @@ def diag_split_merge_moves(
         return 0, 0, 0, 0
     labels = state.labels
     head, nxt, members, side, target = moves.move_workspace(state)
-    groups = (
-        np.zeros(2, dtype=np.int64),
-        np.zeros((2, d)),
-        np.zeros((2, d)),
-        np.ones((2, d)),
-        np.zeros(2),
-        np.zeros((2, d)),
-        np.zeros((2, d)),
-    )
+    groups = group_workspace(d)
     gcount, gsum, gsumsq, gbn, glogb, gmean, ghinv = groups
     kappa0 = params.kappa0
     n_split = n_split_acc = n_merge = n_merge_acc = 0

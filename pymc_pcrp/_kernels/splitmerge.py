@@ -137,6 +137,18 @@ def _put_split(state: SweepState, new: int, sj: int, groups: tuple) -> None:
 
 
 @numba.njit(**NJIT_KWARGS)
+def group_workspace(d: int) -> tuple:
+    """Allocate the two-slot group arrays of a move (``gcount, gsum, gsumsq, gchol, glogdet``)."""
+    return (
+        np.zeros(2, dtype=np.int64),
+        np.zeros((2, d)),
+        np.zeros((2, d, d)),
+        np.zeros((2, d, d)),
+        np.zeros(2),
+    )
+
+
+@numba.njit(**NJIT_KWARGS)
 def _split_log_ratio(
     state: SweepState,
     params: NIWParams,
@@ -259,15 +271,10 @@ def _split_merge_moves(
     # constants are computed on demand up to the largest union of clusters seen
     # so far (doubling), so that a call costs nothing in proportion to N beyond
     # the member lists.
-    gcount = np.zeros(2, dtype=np.int64)
-    gsum = np.zeros((2, d))
-    gsumsq = np.zeros((2, d, d))
-    gchol = np.zeros((2, d, d))
-    glogdet = np.zeros(2)
+    groups = group_workspace(d)
     v = np.empty(d)
     y = np.empty(d)
     buf = np.empty((d, d))
-    groups = (gcount, gsum, gsumsq, gchol, glogdet)
 
     n_split = 0
     n_split_acc = 0

@@ -188,8 +188,8 @@ def auto_split_merge(n: int, d: int, visited: float) -> float:
     while it tunes it uses :func:`tuning_split_merge`. ``d = 0`` (no likelihood)
     counts as 1.
     """
-    work = max(int(n), 1) * max(int(d), 1) * min(max(float(visited), 1e-12), 1.0)
-    return min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, SPLIT_MERGE_WORK / work))
+    visited = min(max(float(visited), 1e-12), 1.0)
+    return _bounded_rate(SPLIT_MERGE_WORK / (max(int(n), 1) * max(int(d), 1) * visited))
 
 
 def tuning_split_merge(n: int, d: int) -> float:
@@ -199,8 +199,12 @@ def tuning_split_merge(n: int, d: int) -> float:
     set from the partition, which the tuning draws (the tournament of restarts
     included) keep. ``d = 0`` (no likelihood) counts as 1.
     """
-    work = max(int(n), 1) * max(int(d), 1)
-    return min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, TUNING_WORK / work))
+    return _bounded_rate(TUNING_WORK / (max(int(n), 1) * max(int(d), 1)))
+
+
+def _bounded_rate(rate: float) -> float:
+    """``rate`` kept between ``SPLIT_MERGE_RATE`` (0.1) and ``SPLIT_MERGE_MAX`` (1) per sweep."""
+    return min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, rate))
 
 
 def auto_speck_moves(split_merge: float) -> float:

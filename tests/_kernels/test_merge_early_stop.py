@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pytest
 
-from pymc_pcrp._kernels import allocation, diag_splitmerge
+from pymc_pcrp._kernels import allocation, diag_splitmerge, splitmerge
 from pymc_pcrp._kernels.allocation import _seat_constants
 from pymc_pcrp._kernels.diag_state import diag_tables, make_diag_params
 from pymc_pcrp._kernels.state import make_params
@@ -39,13 +39,7 @@ def _full_launch(xc, members, target, seed, forced, scans, bound):
     n, d = xc.shape
     params = make_params(1.0, 1.3, 0.5, d + 2.0, 0.5 * np.eye(d))
     seat = _seat_constants(n, d, params.power, params.kappa0, params.nu0)
-    groups = (
-        np.zeros(2, dtype=np.int64),
-        np.zeros((2, d)),
-        np.zeros((2, d, d)),
-        np.zeros((2, d, d)),
-        np.zeros(2),
-    )
+    groups = splitmerge.group_workspace(d)
     launch, work = allocation._launch, (params, seat, np.empty(d), np.empty(d), np.empty((d, d)))
     return _run(launch, xc, members, target, seed, forced, scans, bound, groups, work)
 
@@ -54,15 +48,7 @@ def _diag_launch(xc, members, target, seed, forced, scans, bound):
     d = xc.shape[1]
     params = make_diag_params(1.0, 1.3, 0.5, 3.0, 0.5 * np.ones(d))
     seat = np.ascontiguousarray(diag_tables(xc, params)[2][:, 0])
-    groups = (
-        np.zeros(2, dtype=np.int64),
-        np.zeros((2, d)),
-        np.zeros((2, d)),
-        np.ones((2, d)),
-        np.zeros(2),
-        np.zeros((2, d)),
-        np.zeros((2, d)),
-    )
+    groups = diag_splitmerge.group_workspace(d)
     launch, work = diag_splitmerge._launch, (params, seat)
     return _run(launch, xc, members, target, seed, forced, scans, bound, groups, work)
 
