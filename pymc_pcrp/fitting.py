@@ -32,8 +32,11 @@ from pymc_pcrp.diagnostics import (
 )
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 from pymc_pcrp.posterior.pointwise import log_likelihood
+from pymc_pcrp.step_methods._templates import scout_templates
 
-__all__ = ["build_model", "fit"]
+__all__ = ["add_shared_templates", "build_model", "fit", "step_options"]
+
+_SCOUT_KEY = 0x7E3D  # spawn key of the scouting starts' seed (see _scout_seed)
 
 
 def _coordinate(labels) -> np.ndarray:
@@ -63,6 +66,58 @@ def _data_and_coords(X) -> tuple[np.ndarray, dict]:
         name = 0 if X.name is None else X.name
         coords = {"obs_id": _coordinate(X.index), "feature": _coordinate(pd.Index([name]))}
     return x, coords
+
+
+def _scout_seed(random_seed) -> np.random.SeedSequence | None:
+    """Return the seed of the shared scouting starts: a child of ``random_seed`` no chain uses.
+
+    The same for every type of seed that names the same run (an int, a list of
+    ints, a ``SeedSequence``, or a ``Generator`` built on one, which is not
+    advanced), so that :func:`~pymc_pcrp.distributed.fit_parallel` scouts as
+    :func:`fit` does. ``None`` (fresh entropy) for no seed.
+    """
+    if random_seed is None:
+        return None
+    if isinstance(random_seed, np.random.Generator):
+        random_seed = random_seed.bit_generator.seed_seq
+    if isinstance(random_seed, np.random.SeedSequence):
+        return np.random.SeedSequence(
+            random_seed.entropy, spawn_key=(*random_seed.spawn_key, _SCOUT_KEY)
+        )
+    entropy = [int(v) for v in np.atleast_1d(random_seed)]
+    entropy = entropy if len(entropy) > 1 else entropy[0]
+    return np.random.SeedSequence(entropy, spawn_key=(_SCOUT_KEY,))
+
+
+def step_options(sample_kwargs: dict, sweeps_per_draw, init) -> dict:
+    """Return the ``PCRPGibbs`` options of a :func:`fit` call (``pcrp_gibbs`` popped from it)."""
+    step_kwargs = dict(sample_kwargs.pop("pcrp_gibbs", {}))
+    if sweeps_per_draw is not None:
+        step_kwargs.setdefault("sweeps_per_draw", sweeps_per_draw)
+    if init is not None:
+        step_kwargs.setdefault("init", init)
+    return step_kwargs
+
+
+def add_shared_templates(model, step_kwargs: dict, tune: int, random_seed) -> dict:
+    """Give every chain the starts of one shared scouting tournament as templates.
+
+    Each chain's own tournament of restarts meets only some of the families of
+    states a posterior may have; the template jumps (``PCRPGibbs(template_jumps=...)``)
+    can reach only families among their templates. So :func:`fit` runs one
+    scouting tournament of :data:`~pymc_pcrp.step_methods._templates.SCOUT_STARTS`
+    times a chain's starts before sampling
+    (:func:`~pymc_pcrp.step_methods._templates.scout_templates`) and passes its
+    starts to every chain (``templates=``). Nothing is scouted without tuning,
+    when templates are given, or when the chains make no template jumps. Returns
+    the options, with ``templates`` set (possibly to ``[]``).
+    """
+    if tune > 0 and step_kwargs.get("templates") is None:
+        step_kwargs = {
+            **step_kwargs,
+            "templates": scout_templates(model, step_kwargs, _scout_seed(random_seed)),
+        }
+    return step_kwargs
 
 
 def _default_prior(x: np.ndarray, prior, covariance: str | None) -> NIWPrior:
@@ -216,11 +271,7 @@ def fit(
     """
     model = build_model(X, power=power, alpha=alpha, prior=prior, covariance=covariance)
     prior = _default_prior(check_data(X, "X"), prior, covariance)
-    step_kwargs = dict(sample_kwargs.pop("pcrp_gibbs", {}))
-    if sweeps_per_draw is not None:
-        step_kwargs.setdefault("sweeps_per_draw", sweeps_per_draw)
-    if init is not None:
-        step_kwargs.setdefault("init", init)
+    step_kwargs = step_options(sample_kwargs, sweeps_per_draw, init)
     checks = sample_kwargs.get("compute_convergence_checks", True)
     idata_kwargs = dict(sample_kwargs.pop("idata_kwargs", None) or {})
     pointwise = idata_kwargs.pop("log_likelihood", False)
@@ -230,6 +281,8 @@ def fit(
         sample_kwargs["callback"] = stop_after_interrupted_chain(
             tune + draws, sample_kwargs.get("callback")
         )
+    # starts made once for all chains: every chain may jump to the families they find
+    step_kwargs = add_shared_templates(model, step_kwargs, tune, random_seed)
     with model:
         idata = pm.sample(
             draws=draws,

@@ -26,11 +26,14 @@ __all__ = [
     "PAIR_MOVES_MIN_D",
     "SPECK_MOVES",
     "SPLIT_MERGE_SCANS",
+    "TEMPLATE_JUMPS",
+    "TEMPLATE_WORK",
     "TUNING_WORK",
     "auto_pair_moves",
     "auto_speck_moves",
     "auto_split_merge",
     "auto_sweeps_per_draw",
+    "auto_template_jumps",
     "check_options",
     "initial_labels",
     "random_init_max_k",
@@ -68,6 +71,12 @@ SPECK_MOVES = 4.0
 PAIR_MOVES = 2.0
 PAIR_MOVES_MIN_D = 3
 PAIR_MOVES_MAX_N = 10_000
+# template_jumps=None with split-merge moves on: proposals per kept draw from the partitions
+# remembered during tuning (docs/mixing.md, "Template jumps"), TEMPLATE_WORK / (N D) kept
+# between 1 and TEMPLATE_JUMPS. Each costs O(N D^2 + K D^3) plus O(N K + 2^K K) per template:
+# 10 on breast cancer (N D = 17,070), 1 from N D = 200,000 on.
+TEMPLATE_JUMPS = 10.0
+TEMPLATE_WORK = 200_000
 # init="random" draws K0 uniform on 1..min(ceil(sqrt(N)), RANDOM_INIT_MAX_K).
 RANDOM_INIT_MAX_K = 20
 # sweeps_per_draw=None: enough sweeps that a draw does about AUTO_SWEEP_WORK point-dimension
@@ -98,6 +107,7 @@ def check_options(
     restarts=None,
     speck_moves=None,
     pair_moves=None,
+    template_jumps=None,
 ) -> None:
     """Raise ``ValueError`` naming the first invalid option of :class:`~pymc_pcrp.PCRPGibbs`."""
     if sweeps_per_draw is not None and (
@@ -114,6 +124,7 @@ def check_options(
     _check_rate("split_merge", split_merge)
     _check_rate("speck_moves", speck_moves)
     _check_rate("pair_moves", pair_moves)
+    _check_rate("template_jumps", template_jumps)
     try:
         scans_ok = int(split_merge_scans) == split_merge_scans and split_merge_scans >= -1
     except (TypeError, ValueError):
@@ -228,6 +239,19 @@ def auto_pair_moves(split_merge: float, n: int, d: int, supported: bool = True) 
     if split_merge <= 0 or d < PAIR_MOVES_MIN_D or n > PAIR_MOVES_MAX_N or not supported:
         return 0.0
     return PAIR_MOVES
+
+
+def auto_template_jumps(split_merge: float, n: int, d: int, supported: bool = True) -> float:
+    """Template-jump proposals per kept draw of ``template_jumps=None``.
+
+    ``min(TEMPLATE_JUMPS, max(1, TEMPLATE_WORK / (N D)))`` (10 up to ``N D = 20,000``,
+    1 from ``N D = 200,000`` on); 0 when ``split_merge == 0`` (so that ``split_merge=0``
+    alone still gives the paper's Algorithm 1) or when the model does not support
+    the move (``supported``).
+    """
+    if split_merge <= 0 or not supported:
+        return 0.0
+    return min(TEMPLATE_JUMPS, max(1.0, TEMPLATE_WORK / max(n * max(d, 1), 1)))
 
 
 def random_init_max_k(n: int) -> int:

@@ -21,7 +21,13 @@ from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator
 
 from pymc_pcrp._kernels.chain import labels_match
-from pymc_pcrp._kernels.hyper import FRESH_CHAIN, REBUILT
+from pymc_pcrp._kernels.hyper import (
+    FRESH_CHAIN,
+    REBUILT,
+    _params_at,
+    partition_log_joint_scaled,
+)
+from pymc_pcrp._kernels.log_joint import partition_log_joint
 from pymc_pcrp._kernels.pair_moves import no_pairs, pair_picks
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.state import NIWParams, SweepState
@@ -39,6 +45,7 @@ from pymc_pcrp.step_methods._options import (
     auto_speck_moves,
     auto_split_merge,
     auto_sweeps_per_draw,
+    auto_template_jumps,
     check_options,
     initial_labels,
     tuning_split_merge,
@@ -60,6 +67,7 @@ from pymc_pcrp.step_methods._step_inputs import (
     same_argument_types,
 )
 from pymc_pcrp.step_methods._tempering import make_replicas
+from pymc_pcrp.step_methods._templates import TemplateJumps, check_templates
 from pymc_pcrp.step_methods._variables import group_vars, model_value_vars, split_vars
 from pymc_pcrp.step_methods.pcrp_hyper import PCRPHyper
 
@@ -364,6 +372,8 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         "pair_proposed": (np.int64, []),
         "pair_accepted": (np.int64, []),
         "split_merge_rate": (np.float64, []),
+        "jump_proposed": (np.int64, []),
+        "jump_accepted": (np.int64, []),
     }
     _state_class = PCRPGibbsState
 
@@ -414,6 +424,8 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         pair_moves: float | None = None,
         temper: int | Sequence[float] | None = None,
         restarts: int | None = None,
+        template_jumps: float | None = None,
+        templates: Sequence[np.ndarray] | None = None,
         alpha_w: float = 1.0,
         model=None,
         rng=None,
@@ -435,6 +447,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
             restarts,
             speck_moves,
             pair_moves,
+            template_jumps,
         )
         self.vars = vars
         rv = model.values_to_rvs[labels_var]
@@ -518,6 +531,10 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
             if self._learns_nu0()
             else None,
         )
+        # partitions remembered from the tournament, proposed after each kept draw
+        self._jumps = TemplateJumps(
+            self._resolve_template_jumps(template_jumps), check_templates(templates, self._n)
+        )
 
     def _resolve_pair_moves(self, pair_moves: float | None) -> float:
         """Return the pair-move rate (:func:`auto_pair_moves` for ``None``); refuse unsupported."""
@@ -540,6 +557,56 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
                 "pair_moves=0, or None (the default), which turns them off there."
             )
         return float(pair_moves)
+
+    def _resolve_template_jumps(self, rate: float | None) -> float:
+        """Return the template-jump rate (``None``: 1 where the move exists); refuse unsupported."""
+        unsupported = (
+            "covariance='diag'"
+            if self._diag
+            else "latent values (the data move at every draw)"
+            if self._latent is not None
+            else "no NIWMixture likelihood"
+            if self._data_readers is None
+            else "a random alpha or power"
+            if self._alpha_is_random or self._alpha is not None
+            else "temper (parallel tempering)"
+            if self._replicas is not None
+            else None
+        )
+        if rate is None:
+            return auto_template_jumps(
+                self.split_merge, self._n, self._data_dimension(), unsupported is None
+            )
+        if float(rate) > 0 and unsupported is not None:
+            raise ValueError(
+                f"Argument 'template_jumps' > 0 is not available with {unsupported}: pass "
+                "template_jumps=0, or None (the default), which turns them off there."
+            )
+        return float(rate)
+
+    def _template_jump(self, inputs: SweepInputs, new_labels: np.ndarray):
+        """Propose partitions drawn from the templates (after tuning); new labels or None."""
+        jumps = self._jumps
+        if self.tune or jumps.rate == 0:
+            jumps.proposed = jumps.accepted = 0
+            return None
+        params = inputs.params if inputs.scale is None else _params_at(inputs.params, inputs.scale)
+        if jumps.weights is None:  # the first kept draw: the tournament's starts, and given ones
+            jumps.build(
+                inputs.xc,
+                params,
+                self._tournament.remembered,
+                lambda labels: self._template_score(inputs, labels),
+            )
+        labels = canonical_labels(np.asarray(new_labels, dtype=np.int64))
+        return jumps.run(self.rng, inputs.xc, labels, params)
+
+    def _template_score(self, inputs: SweepInputs, labels: np.ndarray) -> float:
+        """Return the log joint of given template labels (the scale of the tournament's scores)."""
+        labels = canonical_labels(np.asarray(labels, dtype=np.int64))
+        if inputs.scale is None:
+            return partition_log_joint(inputs.xc, labels, inputs.params) + inputs.fixed_scale[1]
+        return partition_log_joint_scaled(inputs.xc, labels, inputs.params, inputs.scale)
 
     def _pair_plan(self, xc: np.ndarray) -> tuple:
         """Return the ``pairs`` entry of the kernel's plan: the rate, the pair tables, a tally.
@@ -596,6 +663,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         self.split_merge_settled = not self.split_merge_auto  # a new chain tunes its own rate
         self._kept = None
         self._tournament.reset()
+        self._jumps.reset()
 
     def _initial_labels(self, current: np.ndarray, params: NIWParams) -> np.ndarray:
         """Draw a new chain's start labels from the step's generator (:func:`initial_labels`)."""
@@ -721,6 +789,16 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
                 if self._diag
                 else float(scale.nu0s[scale.current[2]])
             )
+        jumped = self._template_jump(inputs, new_labels)
+        if jumped is not None:  # a template jump was accepted: rebuild from its labels
+            new_labels[:] = jumped
+            state = init_family_state(self._diag, xc, jumped, params)
+            age = 0
+            if scale is None:
+                log_density = partition_log_joint(xc, jumped, params) + inputs.fixed_scale[1]
+            else:
+                scale.current[1] = max(scale.current[1], REBUILT)  # tables for the current s
+                log_density = partition_log_joint_scaled(xc, jumped, params, scale)
         swaps = (0, 0)
         if self._replicas is not None:  # hot replicas' draws, then swaps (may change state)
             drawn = self._replicas.draw(
@@ -760,6 +838,8 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
             "pair_proposed": int(pairs[2][0]),
             "pair_accepted": int(pairs[2][1]),
             "split_merge_rate": self.split_merge,
+            "jump_proposed": self._jumps.proposed,
+            "jump_accepted": self._jumps.accepted,
         }
         if self.tune:
             self._tournament.record(new_labels, log_density)

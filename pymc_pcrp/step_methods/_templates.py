@@ -1,0 +1,245 @@
+"""Template jumps in the step: remembered partitions turned into an exact independence move.
+
+The tuning tournament of restarts (:mod:`pymc_pcrp.step_methods._restarts`) runs
+several starts of a chain and keeps its finalists. When two or more of them are
+distinct families of states of nearly the same log joint, a chain of the local
+moves alone stays in whichever family it won, and four chains disagree (breast
+cancer at r = 1.3, docs/mixing.md, "Template jumps"). :class:`TemplateJumps`
+keeps those finalists as templates when tuning ends and, after every kept draw,
+proposes a partition drawn from them (:mod:`pymc_pcrp._kernels.templates`),
+accepted with the exact Metropolis-Hastings ratio. The templates are fixed from
+the first kept draw on, so the kept draws come from one fixed mixture of exact
+kernels.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from scipy.optimize import linear_sum_assignment
+
+from pymc_pcrp._kernels.log_joint import partition_log_joint
+from pymc_pcrp._kernels.partitions import canonical_labels
+from pymc_pcrp._kernels.templates import (
+    MAX_TEMPLATE_CLUSTERS,
+    draw_from_template,
+    log_proposal_probability,
+    template_log_weights,
+)
+
+__all__ = [
+    "SCOUT_STARTS",
+    "TEMPLATE_DISTINCT",
+    "TEMPLATE_MAX",
+    "TEMPLATE_WINDOW",
+    "TemplateJumps",
+    "check_templates",
+    "distinct_templates",
+    "points_apart",
+    "scout_templates",
+]
+
+# Finalists more than this many nats (tournament score) below the best are not kept.
+TEMPLATE_WINDOW = 20.0
+# fit's shared scouting tournament makes this many times the starts of one chain's own.
+SCOUT_STARTS = 3
+# At most this many templates per chain (best first).
+TEMPLATE_MAX = 8
+# Two finalists are distinct families when they place more than this fraction of the
+# points differently (and at least 2 points), after their clusters are matched.
+TEMPLATE_DISTINCT = 0.02
+
+
+def points_apart(a: np.ndarray, b: np.ndarray) -> int:
+    """Points placed differently by two partitions after a one-to-one matching of their clusters."""
+    _, ia = np.unique(a, return_inverse=True)
+    _, ib = np.unique(b, return_inverse=True)
+    table = np.zeros((ia.max() + 1, ib.max() + 1), dtype=np.int64)
+    np.add.at(table, (ia, ib), 1)
+    rows, cols = linear_sum_assignment(-table)
+    return int(a.size - table[rows, cols].sum())
+
+
+def distinct_templates(
+    candidates: list[tuple[float, np.ndarray]],
+    window: float = TEMPLATE_WINDOW,
+    distinct: float = TEMPLATE_DISTINCT,
+    max_clusters: int = MAX_TEMPLATE_CLUSTERS,
+    most: int = TEMPLATE_MAX,
+) -> list[np.ndarray]:
+    """Choose the templates among the tournament's ``(score, labels)`` finalists.
+
+    Best score first, a finalist is kept when its score is within ``window`` of the
+    best, it has at most ``max_clusters`` clusters, and it places more than
+    ``max(2, distinct * N)`` points differently from every finalist kept before it;
+    at most ``most`` are kept.
+    """
+    kept: list[np.ndarray] = []
+    if not candidates:
+        return kept
+    best = max(score for score, _ in candidates)
+    for score, labels in sorted(candidates, key=lambda c: -c[0]):
+        labels = canonical_labels(np.asarray(labels, dtype=np.int64))
+        if score < best - window or labels.max() + 1 > max_clusters:
+            continue
+        limit = max(2, int(distinct * labels.size))
+        if all(points_apart(labels, other) > limit for other in kept):
+            kept.append(labels)
+            if len(kept) == most:
+                break
+    return kept
+
+
+def check_templates(templates, n: int) -> list[np.ndarray]:
+    """Validate the ``templates`` option: partitions of the ``n`` points, as label arrays."""
+    if templates is None:
+        return []
+    if isinstance(templates, np.ndarray) and templates.ndim == 1:
+        templates = [templates]
+    checked = []
+    for i, labels in enumerate(templates):
+        arr = np.asarray(labels)
+        if (
+            arr.shape != (n,)
+            or not np.issubdtype(arr.dtype, np.integer)
+            or (arr.size and arr.min() < 0)
+        ):
+            raise ValueError(
+                f"Argument 'templates' must be a sequence of label arrays of shape ({n},) "
+                f"with non-negative integers (one partition of the data each); entry {i} has "
+                f"shape {arr.shape} and dtype {arr.dtype}."
+            )
+        checked.append(canonical_labels(arr.astype(np.int64)))
+    return checked
+
+
+class TemplateJumps:
+    """A chain's template move: the templates and its counts of proposals and acceptances.
+
+    Parameters
+    ----------
+    rate : float
+        Proposals per kept draw on average (the integer part always, one more with
+        probability the fractional part); 0 turns the move off.
+    given : list of numpy.ndarray
+        Partitions passed to the step (``templates=``, e.g. by :func:`~pymc_pcrp.fit`,
+        which pools starts made for all chains); they join the chain's own
+        tournament starts as candidates.
+    """
+
+    def __init__(self, rate: float, given: list[np.ndarray] | None = None):
+        self.rate = float(rate)
+        self.given = list(given or [])
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the templates: a new chain begins."""
+        self.weights: list[np.ndarray] | None = None  # per template, (N, K) log weights
+        self.proposed = 0
+        self.accepted = 0
+
+    @property
+    def active(self) -> bool:
+        """Whether the move runs (templates built, at least two of them, rate above 0)."""
+        return bool(self.weights) and len(self.weights) >= 2 and self.rate > 0
+
+    def build(self, xc: np.ndarray, params, remembered, score) -> int:
+        """Choose the templates and build their proposals at the chain's current parameters.
+
+        Called once, on the first draw after tuning, with the tournament's
+        ``(score, labels)`` starts (``remembered``) and ``score(labels)``, which
+        gives a given partition its log joint. Returns the number of templates
+        (none unless at least two are distinct).
+        """
+        candidates = list(remembered) + [(score(labels), labels) for labels in self.given]
+        templates = distinct_templates(candidates)
+        self.weights = (
+            [template_weights(xc, labels, params) for labels in templates]
+            if len(templates) >= 2
+            else []
+        )
+        return len(self.weights)
+
+    def run(self, rng: np.random.Generator, xc: np.ndarray, labels: np.ndarray, params):
+        """Make this draw's proposals from canonical ``labels``; return the new labels or None.
+
+        ``params`` are the kernel parameters at the chain's current hyperparameters
+        (the target of the move is the partition's posterior given them).
+        """
+        self.proposed = self.accepted = 0
+        if not self.active:
+            return None
+        rate = self.rate
+        count = int(rate) + (1 if rng.random() < rate - int(rate) else 0)
+        current = labels
+        current_log_pi = None
+        changed = False
+        proposal = np.empty(labels.size, dtype=np.int64)
+        for _ in range(count):
+            which = int(rng.integers(len(self.weights)))
+            draw_from_template(rng, self.weights[which], proposal)
+            candidate = canonical_labels(proposal)
+            self.proposed += 1
+            if current_log_pi is None:
+                current_log_pi = partition_log_joint(xc, current, params)
+                current_log_q = self._log_q(current)
+            log_pi = partition_log_joint(xc, candidate, params)
+            log_q = self._log_q(candidate)
+            log_ratio = log_pi - current_log_pi + current_log_q - log_q
+            if log_ratio >= 0.0 or math.log(rng.random()) < log_ratio:
+                self.accepted += 1
+                current, current_log_pi, current_log_q = candidate, log_pi, log_q
+                changed = True
+        return current if changed else None
+
+    def _log_q(self, labels: np.ndarray) -> float:
+        return log_proposal_probability(self.weights, labels)
+
+
+def template_weights(xc: np.ndarray, labels: np.ndarray, params) -> np.ndarray:
+    """Return the template's ``(N, K)`` log weights.
+
+    See :func:`~pymc_pcrp._kernels.templates.template_log_weights`.
+    """
+    return template_log_weights(
+        xc,
+        labels,
+        params.log_alpha,
+        params.power,
+        params.kappa0,
+        params.nu0,
+        params.psi0,
+        params.chol0,
+    )
+
+
+def scout_templates(model, step_kwargs: dict, seed) -> list[np.ndarray]:
+    """Run one chain's tournament of restarts outside ``pm.sample``; return its starts' labels.
+
+    :func:`~pymc_pcrp.fit` passes these to every chain (``templates=``), so that a
+    family of states that one chain's own tournament missed can still be jumped to
+    by every chain (each chain meets only some of the families on its own). The
+    starts are made by the step the chains use (``step_kwargs``), in this process,
+    from the generator ``numpy.random.default_rng(seed)``. Returns ``[]`` when the
+    chains would make no template jumps or run no tournament.
+    """
+    from pymc_pcrp.step_methods._restarts import segment_draws, tournament_draws
+    from pymc_pcrp.step_methods.pcrp_gibbs import PCRPGibbs
+
+    with model:
+        step = PCRPGibbs(**{**step_kwargs, "templates": None})
+    if not isinstance(step, PCRPGibbs) or step._jumps.rate == 0 or step.restarts <= 1:
+        return []
+    with model:  # SCOUT_STARTS times as many starts as one chain makes
+        step = PCRPGibbs(
+            **{**step_kwargs, "templates": None, "restarts": SCOUT_STARTS * step.restarts}
+        )
+    step.set_rng(np.random.default_rng(seed))
+    step.tune = True
+    point = model.initial_point()
+    for _ in range(tournament_draws(step.restarts, segment_draws(step.sweeps_per_draw))):
+        point, _ = step.step(point)
+    step._tournament.stop()
+    return [labels for _, labels in step._tournament.remembered]
