@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 # The permanent costs O(2^K K) per evaluation: templates with more clusters are not used.
-MAX_TEMPLATE_CLUSTERS = 12
+MAX_TEMPLATE_CLUSTERS = 10
 
 _LOG_PI = math.log(math.pi)
 

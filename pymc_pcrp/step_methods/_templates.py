@@ -46,7 +46,7 @@ TEMPLATE_WINDOW = 20.0
 # fit's shared scouting tournament makes this many times the starts of one chain's own.
 SCOUT_STARTS = 3
 # At most this many templates per chain (best first).
-TEMPLATE_MAX = 8
+TEMPLATE_MAX = 6
 # Two finalists are distinct families when they place more than this fraction of the
 # points differently (and at least 2 points), after their clusters are matched.
 TEMPLATE_DISTINCT = 0.02
@@ -64,18 +64,22 @@ def points_apart(a: np.ndarray, b: np.ndarray) -> int:
 
 def distinct_templates(
     candidates: list[tuple[float, np.ndarray]],
-    window: float = TEMPLATE_WINDOW,
-    distinct: float = TEMPLATE_DISTINCT,
+    window: float | None = None,
+    distinct: float | None = None,
     max_clusters: int = MAX_TEMPLATE_CLUSTERS,
-    most: int = TEMPLATE_MAX,
+    most: int | None = None,
 ) -> list[np.ndarray]:
-    """Choose the templates among the tournament's ``(score, labels)`` finalists.
+    """Choose the templates among ``(score, labels)`` candidates (tournament starts).
 
-    Best score first, a finalist is kept when its score is within ``window`` of the
+    Best score first, a candidate is kept when its score is within ``window`` of the
     best, it has at most ``max_clusters`` clusters, and it places more than
-    ``max(2, distinct * N)`` points differently from every finalist kept before it;
-    at most ``most`` are kept.
+    ``max(2, distinct * N)`` points differently from every candidate kept before it;
+    at most ``most`` are kept. ``None`` takes :data:`TEMPLATE_WINDOW`,
+    :data:`TEMPLATE_DISTINCT` and :data:`TEMPLATE_MAX`.
     """
+    window = TEMPLATE_WINDOW if window is None else window
+    distinct = TEMPLATE_DISTINCT if distinct is None else distinct
+    most = TEMPLATE_MAX if most is None else most
     kept: list[np.ndarray] = []
     if not candidates:
         return kept

@@ -310,6 +310,29 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         16, whose tournament fits in 400 tuning draws, with ``init="random"`` or
         ``"prior"``, else 1; ``1`` turns restarts off (docs/mixing.md, "Restarts
         during tuning").
+    template_jumps : float or None, default=None
+        Proposals per kept draw of a partition drawn from templates: partitions
+        met during tuning (the tournament's starts, plus ``templates``), fixed when
+        tuning ends (:mod:`pymc_pcrp.step_methods._templates`). A proposal picks a
+        template uniformly and draws every point's cluster independently from its
+        Gibbs conditional given the template's other points; it is accepted with
+        the exact Metropolis-Hastings ratio of this independence proposal (its
+        probability of a partition sums over every labelling). It lets a chain
+        jump between families of states that no local move crosses (docs/mixing.md,
+        "Template jumps"). The move runs only when at least two templates are
+        distinct (they place more than 2% of the points differently) and within
+        20 nats of the best start's log joint (at most 6); a template of more than 10
+        clusters is not used. ``None``: ``min(10, max(1, 200,000 / (N D)))``
+        proposals per draw; 0 when ``split_merge`` is 0 (Algorithm 1 alone), and
+        with ``covariance="diag"``, latent values, no likelihood, a random
+        ``alpha`` or power, or ``temper``, where an explicit value above 0 is
+        refused. Counted in the sample stats ``jump_proposed`` and
+        ``jump_accepted``.
+    templates : sequence of array_like or None, default=None
+        Partitions of the data (label arrays of length N) to use as templates
+        beside the chain's own tournament starts. :func:`~pymc_pcrp.fit` passes
+        the starts of one scouting tournament made for all chains, so that every
+        chain can jump to a family that only some chains' tournaments met.
     alpha_w : float, default=1.0
         Initial width, on the unconstrained scale, of the slice move of an
         ``alpha`` this step owns (see below); adapted during tuning. Ignored
@@ -345,7 +368,8 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
     draw, ``swap_proposed`` (``M - 1``) and ``swap_accepted`` (zeros without);
     the pair moves of the draw, ``pair_proposed`` (drawn pairs that shared a
     cluster) and ``pair_accepted``; ``split_merge_rate``, the draw's expected
-    split-merge proposals per sweep (see ``split_merge``).
+    split-merge proposals per sweep (see ``split_merge``); the template jumps of
+    the draw, ``jump_proposed`` and ``jump_accepted`` (zeros while tuning).
     ``log_joint`` is the log density of the terms this step owns, the ``PowerCRP`` labels and the
     ``NIWMixture`` data given ``alpha``, exactly as PyMC computes them:
     ``K log alpha + r sum_k log Gamma(n_k) + sum_k log m(X_k)`` (with a learned
