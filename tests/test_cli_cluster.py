@@ -205,7 +205,7 @@ def test_split_merge_option_reaches_the_step(tmp_path):
     out = tmp_path / "sm"
     args = _args(
         tmp_path / "data.npy", "--power", 1.2, "--split-merge", 2, "--speck-moves", 0,
-        "--pair-moves", 3, "--init", "one",
+        "--pair-moves", 3, "--template-jumps", 0, "--init", "one",
         "--draws", 30, "--tune", 10, "--chains", 1, "--seed", 4, "--out", out,
     )  # fmt: skip
     assert run_cluster(args) == 0
@@ -216,12 +216,14 @@ def test_split_merge_option_reaches_the_step(tmp_path):
     assert sweeps > 1
     assert int(stats["split_proposed"].sum() + stats["merge_proposed"].sum()) == 60 * sweeps
     assert 0 < int(stats["pair_proposed"].sum()) <= 3 * 30 * sweeps
+    assert int(stats["jump_proposed"].sum()) == 0  # --template-jumps 0
     _, labels = _read_labels(out / "labels.csv")
     _assert_recovers(labels, truth)
     summary_text = (out / "summary.md").read_text()
     assert "2 split-merge proposal(s) per sweep" in summary_text
     assert "among the clusters" not in summary_text  # --speck-moves 0
-    assert "--split-merge 2 --speck-moves 0 --pair-moves 3" in summary_text
+    assert "--split-merge 2 --speck-moves 0 --pair-moves 3 --template-jumps 0" in summary_text
+    assert "no template jumps" in summary_text
     assert "3 pair move(s) per sweep" in summary_text
     assert f"{sweeps} Gibbs sweep(s) per draw" in summary_text
     assert f"--sweeps-per-draw {sweeps}" in summary_text

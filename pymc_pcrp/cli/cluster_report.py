@@ -62,6 +62,8 @@ def _full_command(args: argparse.Namespace, seed: int, power_text: str) -> str:
         parts += ["--speck-moves", f"{args.speck_moves:g}"]
     if args.pair_moves is not None:
         parts += ["--pair-moves", f"{args.pair_moves:g}"]
+    if args.template_jumps is not None:
+        parts += ["--template-jumps", f"{args.template_jumps:g}"]
     parts += ["--seed", str(seed)]
     if power_text == "auto":
         grid = ",".join(f"{r:g}" for r in args.cv_grid)
@@ -108,8 +110,27 @@ def _split_merge_text(args, idata: az.InferenceData) -> str:
     return f"{text} (set from each chain's partition at the end of tuning)"
 
 
+def _jumps_text(args, idata: az.InferenceData | None) -> str:
+    """Return the run's template jumps (proposed and accepted over all chains), or ``""``."""
+    stats = None if idata is None else idata.get("sample_stats")
+    if stats is None or "jump_proposed" not in stats:
+        return ""
+    proposed = int(stats["jump_proposed"].sum())
+    if proposed == 0:
+        why = "turned off" if args.template_jumps == 0 else "fewer than two distinct templates"
+        return f", no template jumps ({why})"
+    accepted = int(stats["jump_accepted"].sum())
+    return f", template jumps: {accepted} of {proposed} proposals accepted"
+
+
 def _model_section(
-    args, shape: tuple[int, int], power: float, seed: int, cv: CVResult | None, rate: str
+    args,
+    shape: tuple[int, int],
+    power: float,
+    seed: int,
+    cv: CVResult | None,
+    rate: str,
+    idata: az.InferenceData | None = None,
 ) -> list[str]:
     lines = ["", "## Model and sampler", ""]
     how = power_choice(cv)
@@ -123,7 +144,9 @@ def _model_section(
     )
     if pairs:
         moves += f", {pairs:g} pair move(s) per sweep"
-    if args.split_merge is None and args.speck_moves is None and args.pair_moves is None:
+    moves += _jumps_text(args, idata)
+    given = (args.split_merge, args.speck_moves, args.pair_moves, args.template_jumps)
+    if all(option is None for option in given):
         moves = f"the step's default moves (PCRPGibbs without options: {moves})"
     lines.append(
         f"- {args.chains} chain(s) x {args.draws} draws after {args.tune} burn-in draws, "
@@ -307,6 +330,7 @@ def summary(
         seed,
         None if cv_info is None else cv_info[0],
         _split_merge_text(args, idata),
+        idata,
     )
     if cv_info is not None:
         lines += _cv_section(args, data.x.shape[0], *cv_info)

@@ -30,6 +30,7 @@ from pymc_pcrp._kernels.templates import (
 )
 
 __all__ = [
+    "SCOUT_MAX_WORK",
     "SCOUT_STARTS",
     "TEMPLATE_DISTINCT",
     "TEMPLATE_MAX",
@@ -43,8 +44,10 @@ __all__ = [
 
 # Finalists more than this many nats (tournament score) below the best are not kept.
 TEMPLATE_WINDOW = 20.0
-# fit's shared scouting tournament makes this many times the starts of one chain's own.
+# fit's shared scouting tournament makes this many times the starts of one chain's own,
+# on data of at most SCOUT_MAX_WORK = N D (where template jumps are made ten times a draw).
 SCOUT_STARTS = 3
+SCOUT_MAX_WORK = 20_000
 # At most this many templates per chain (best first).
 TEMPLATE_MAX = 6
 # Two finalists are distinct families when they place more than this fraction of the
@@ -226,8 +229,11 @@ def scout_templates(model, step_kwargs: dict, seed) -> list[np.ndarray]:
     family of states that one chain's own tournament missed can still be jumped to
     by every chain (each chain meets only some of the families on its own). The
     starts are made by the step the chains use (``step_kwargs``), in this process,
-    from the generator ``numpy.random.default_rng(seed)``. Returns ``[]`` when the
-    chains would make no template jumps or run no tournament.
+    from the generator ``numpy.random.default_rng(seed)``, and the distinct ones
+    within the score window are returned (:func:`distinct_templates`). Returns ``[]``
+    when the chains would make no template jumps or run no tournament, and above
+    ``N D =`` :data:`SCOUT_MAX_WORK`, where the tournament's serial cost would add
+    more than the jumps it serves are likely to give.
     """
     from pymc_pcrp.step_methods._restarts import segment_draws, tournament_draws
     from pymc_pcrp.step_methods.pcrp_gibbs import PCRPGibbs
@@ -236,6 +242,8 @@ def scout_templates(model, step_kwargs: dict, seed) -> list[np.ndarray]:
         step = PCRPGibbs(**{**step_kwargs, "templates": None})
     if not isinstance(step, PCRPGibbs) or step._jumps.rate == 0 or step.restarts <= 1:
         return []
+    if step._n * max(step._data_dimension(), 1) > SCOUT_MAX_WORK:
+        return []  # a tournament this size would cost more than a chain's own
     with model:  # SCOUT_STARTS times as many starts as one chain makes
         step = PCRPGibbs(
             **{**step_kwargs, "templates": None, "restarts": SCOUT_STARTS * step.restarts}
@@ -246,4 +254,4 @@ def scout_templates(model, step_kwargs: dict, seed) -> list[np.ndarray]:
     for _ in range(tournament_draws(step.restarts, segment_draws(step.sweeps_per_draw))):
         point, _ = step.step(point)
     step._tournament.stop()
-    return [labels for _, labels in step._tournament.remembered]
+    return distinct_templates(step._tournament.remembered)
