@@ -34,7 +34,7 @@ from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 from pymc_pcrp.posterior.pointwise import log_likelihood
 from pymc_pcrp.step_methods._templates import scout_templates
 
-__all__ = ["add_shared_templates", "build_model", "fit", "step_options"]
+__all__ = ["build_model", "fit"]
 
 _SCOUT_KEY = 0x7E3D  # spawn key of the scouting starts' seed (see _scout_seed)
 

@@ -49,7 +49,7 @@ TEMPLATE_WINDOW = 20.0
 SCOUT_STARTS = 3
 SCOUT_MAX_WORK = 20_000
 # At most this many templates per chain (best first).
-TEMPLATE_MAX = 6
+TEMPLATE_MAX = 8
 # Two finalists are distinct families when they place more than this fraction of the
 # points differently (and at least 2 points), after their clusters are matched.
 TEMPLATE_DISTINCT = 0.02
@@ -229,8 +229,9 @@ def scout_templates(model, step_kwargs: dict, seed) -> list[np.ndarray]:
     family of states that one chain's own tournament missed can still be jumped to
     by every chain (each chain meets only some of the families on its own). The
     starts are made by the step the chains use (``step_kwargs``), in this process,
-    from the generator ``numpy.random.default_rng(seed)``, and the distinct ones
-    within the score window are returned (:func:`distinct_templates`). Returns ``[]``
+    from the generator ``numpy.random.default_rng(seed)``; those within
+    :data:`TEMPLATE_WINDOW` of the best start's score are returned (each chain then
+    chooses among them and its own starts, :func:`distinct_templates`). Returns ``[]``
     when the chains would make no template jumps or run no tournament, and above
     ``N D =`` :data:`SCOUT_MAX_WORK`, where the tournament's serial cost would add
     more than the jumps it serves are likely to give.
@@ -254,4 +255,8 @@ def scout_templates(model, step_kwargs: dict, seed) -> list[np.ndarray]:
     for _ in range(tournament_draws(step.restarts, segment_draws(step.sweeps_per_draw))):
         point, _ = step.step(point)
     step._tournament.stop()
-    return distinct_templates(step._tournament.remembered)
+    remembered = step._tournament.remembered
+    if not remembered:
+        return []
+    best = max(score for score, _ in remembered)
+    return [labels for score, labels in remembered if score >= best - TEMPLATE_WINDOW]

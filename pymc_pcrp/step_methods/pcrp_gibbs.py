@@ -321,7 +321,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         jump between families of states that no local move crosses (docs/mixing.md,
         "Template jumps"). The move runs only when at least two templates are
         distinct (they place more than 2% of the points differently) and within
-        20 nats of the best start's log joint (at most 6); a template of more than 10
+        20 nats of the best start's log joint (at most 8); a template of more than 10
         clusters is not used. ``None``: ``min(10, max(1, 200,000 / (N D)))``
         proposals per draw; 0 when ``split_merge`` is 0 (Algorithm 1 alone), and
         with ``covariance="diag"``, latent values, no likelihood, a random
