@@ -201,6 +201,7 @@ def test_template_jumps_keep_the_exact_posterior(monkeypatch):
                 "sweeps_per_draw": 1,  # one sweep between jumps: a wrong ratio would show
                 "templates": templates,
                 "template_jumps": 2,
+                "restarts": 1,  # no tournament: the given templates are the candidates
             },
         )
     stats = idata.sample_stats
