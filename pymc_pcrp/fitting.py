@@ -108,9 +108,9 @@ def add_shared_templates(model, step_kwargs: dict, tune: int, random_seed) -> di
     scouting tournament of :data:`~pymc_pcrp.step_methods._templates.SCOUT_STARTS`
     times a chain's starts before sampling
     (:func:`~pymc_pcrp.step_methods._templates.scout_templates`) and passes its
-    starts to every chain (``templates=``). Nothing is scouted without tuning,
-    when templates are given, or when the chains make no template jumps. Returns
-    the options, with ``templates`` set (possibly to ``[]``).
+    starts within 20 nats of its best to every chain (``templates=``). Nothing is
+    scouted without tuning, when templates are given, or when the chains make no
+    template jumps. Returns the options, with ``templates`` set (possibly to ``[]``).
     """
     if tune > 0 and step_kwargs.get("templates") is None:
         step_kwargs = {
@@ -215,7 +215,10 @@ def fit(
         Initial partition of each chain (see :class:`~pymc_pcrp.PCRPGibbs`);
         the step's default when omitted.
     random_seed : int or numpy.random.Generator, optional
-        Makes the whole run, all chains included, reproducible.
+        Makes the whole run, all chains included, reproducible. Before sampling,
+        ``fit`` runs one scouting tournament of restarts whose starts every chain
+        may jump to (``PCRPGibbs(template_jumps=...)``, docs/mixing.md, "Template
+        jumps"); it is seeded by a child of this seed that no chain uses.
     progressbar : bool, default=False
     **sample_kwargs
         Any other ``pm.sample`` argument (for example ``var_names``), and

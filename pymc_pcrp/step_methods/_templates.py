@@ -1,15 +1,15 @@
 """Template jumps in the step: remembered partitions turned into an exact independence move.
 
 The tuning tournament of restarts (:mod:`pymc_pcrp.step_methods._restarts`) runs
-several starts of a chain and keeps its finalists. When two or more of them are
-distinct families of states of nearly the same log joint, a chain of the local
-moves alone stays in whichever family it won, and four chains disagree (breast
-cancer at r = 1.3, docs/mixing.md, "Template jumps"). :class:`TemplateJumps`
-keeps those finalists as templates when tuning ends and, after every kept draw,
-proposes a partition drawn from them (:mod:`pymc_pcrp._kernels.templates`),
-accepted with the exact Metropolis-Hastings ratio. The templates are fixed from
-the first kept draw on, so the kept draws come from one fixed mixture of exact
-kernels.
+several starts of a chain. When they end in distinct families of states of nearly
+the same log joint, a chain of the local moves alone stays in whichever family it
+won, and four chains disagree (breast cancer at r = 1.3, docs/mixing.md, "Template
+jumps"). :class:`TemplateJumps` keeps some of those partitions (and any given to the
+step) as templates when tuning ends and, after every kept draw, proposes partitions
+drawn from them (:mod:`pymc_pcrp._kernels.templates`), accepted with the exact
+Metropolis-Hastings ratio. The templates are fixed from the first kept draw on, so
+the kept draws come from one fixed mixture of exact kernels. :func:`scout_templates`
+runs the tournament that :func:`~pymc_pcrp.fit` shares between its chains.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ __all__ = [
     "scout_templates",
 ]
 
-# Finalists more than this many nats (tournament score) below the best are not kept.
+# Candidates more than this many nats (tournament score, or log joint) below the best are
+# not kept.
 TEMPLATE_WINDOW = 20.0
 # fit's shared scouting tournament makes this many times the starts of one chain's own,
 # on data of at most SCOUT_MAX_WORK = N D (where template jumps are made ten times a draw).
@@ -50,8 +51,8 @@ SCOUT_STARTS = 3
 SCOUT_MAX_WORK = 20_000
 # At most this many templates per chain (best first).
 TEMPLATE_MAX = 8
-# Two finalists are distinct families when they place more than this fraction of the
-# points differently (and at least 2 points), after their clusters are matched.
+# Two candidates are distinct when they place more than this fraction of the points (and
+# more than 2 points) differently, after their clusters are matched one to one.
 TEMPLATE_DISTINCT = 0.02
 
 
@@ -233,8 +234,8 @@ def scout_templates(model, step_kwargs: dict, seed) -> list[np.ndarray]:
     :data:`TEMPLATE_WINDOW` of the best start's score are returned (each chain then
     chooses among them and its own starts, :func:`distinct_templates`). Returns ``[]``
     when the chains would make no template jumps or run no tournament, and above
-    ``N D =`` :data:`SCOUT_MAX_WORK`, where the tournament's serial cost would add
-    more than the jumps it serves are likely to give.
+    ``N D =`` :data:`SCOUT_MAX_WORK`: the tournament runs in this one process before
+    sampling, and its cost grows with the data (minutes at a million points).
     """
     from pymc_pcrp.step_methods._restarts import segment_draws, tournament_draws
     from pymc_pcrp.step_methods.pcrp_gibbs import PCRPGibbs

@@ -319,15 +319,15 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         the exact Metropolis-Hastings ratio of this independence proposal (its
         probability of a partition sums over every labelling). It lets a chain
         jump between families of states that no local move crosses (docs/mixing.md,
-        "Template jumps"). The move runs only when at least two templates are
-        distinct (they place more than 2% of the points differently) and within
-        20 nats of the best start's log joint (at most 8); a template of more than 10
-        clusters is not used. ``None``: ``min(10, max(1, 200,000 / (N D)))``
-        proposals per draw; 0 when ``split_merge`` is 0 (Algorithm 1 alone), and
-        with ``covariance="diag"``, latent values, no likelihood, a random
-        ``alpha`` or power, or ``temper``, where an explicit value above 0 is
-        refused. Counted in the sample stats ``jump_proposed`` and
-        ``jump_accepted``.
+        "Template jumps"). The templates are chosen best log joint first among the
+        candidates within 20 nats of the best, each placing more than 2% of the
+        points differently from those chosen before it (at most 8, none of more
+        than 10 clusters); the move runs when at least two are chosen. ``None``:
+        ``min(10, max(1, 200,000 / (N D)))`` proposals per draw; 0 when
+        ``split_merge`` is 0 (Algorithm 1 alone), and with ``covariance="diag"``,
+        latent values, no likelihood, a random ``alpha`` or power, or ``temper``,
+        where an explicit value above 0 is refused. Counted in the sample stats
+        ``jump_proposed`` and ``jump_accepted``.
     templates : sequence of array_like or None, default=None
         Partitions of the data (label arrays of length N) to use as templates
         beside the chain's own tournament starts. :func:`~pymc_pcrp.fit` passes
@@ -583,7 +583,10 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         return float(pair_moves)
 
     def _resolve_template_jumps(self, rate: float | None) -> float:
-        """Return the template-jump rate (``None``: 1 where the move exists); refuse unsupported."""
+        """Return the template-jump rate (:func:`auto_template_jumps` for ``None``).
+
+        An explicit rate above 0 is refused where the move does not exist.
+        """
         unsupported = (
             "covariance='diag'"
             if self._diag
