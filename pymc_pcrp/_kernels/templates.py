@@ -43,6 +43,7 @@ import numpy as np
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.log_joint import cluster_scatter, mean_weight, n_blocks
 from pymc_pcrp._kernels.niw import cholesky_lower, log_det_chol, log_multigamma
+from pymc_pcrp._kernels.partitions import _log_add
 
 __all__ = [
     "MAX_TEMPLATE_CLUSTERS",
@@ -178,17 +179,6 @@ def draw_from_template(rng: np.random.Generator, log_weights: np.ndarray, out: n
                 chosen = c
                 break
         out[p] = chosen
-
-
-@numba.njit(**NJIT_KWARGS)
-def _log_add(a: float, b: float) -> float:
-    if a == -np.inf:
-        return b
-    if b == -np.inf:
-        return a
-    if a > b:
-        return a + math.log1p(math.exp(b - a))
-    return b + math.log1p(math.exp(a - b))
 
 
 @numba.njit(**NJIT_KWARGS)

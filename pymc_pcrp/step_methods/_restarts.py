@@ -119,8 +119,6 @@ class RestartTournament:
         self._labels: np.ndarray | None = None
         self._pending: np.ndarray | None = None
         self.done = self.restarts <= 1
-        # (score, labels) of every start when the tournament ended (template jumps)
-        self.remembered: list[tuple[float, np.ndarray]] = []
 
     @property
     def scores(self) -> list[float]:
@@ -194,8 +192,6 @@ class RestartTournament:
         if self.candidates:
             best = int(np.argmax(self.scores))
             self._pending = self.candidates[best][1]
-            self.remembered = list(self.candidates)
-        self.done = True
-        self.candidates = [(score, np.empty(0, dtype=np.int64)) for score in self.scores]
+        self.done = True  # candidates keep their labels: the template jumps choose from them
         self._labels = None
         self._log_joints = []

@@ -153,15 +153,15 @@ class TemplateJumps:
         """Whether the move runs (templates built, at least two of them, rate above 0)."""
         return bool(self.weights) and len(self.weights) >= 2 and self.rate > 0
 
-    def build(self, xc: np.ndarray, params, remembered, score) -> int:
+    def build(self, xc: np.ndarray, params, starts, score) -> int:
         """Choose the templates and build their proposals at the chain's current parameters.
 
         Called once, on the first draw after tuning, with the tournament's
-        ``(score, labels)`` starts (``remembered``) and ``score(labels)``, which
+        ``(score, labels)`` starts (``starts``) and ``score(labels)``, which
         gives a given partition its log joint. Returns the number of templates
         (none unless at least two are distinct).
         """
-        candidates = list(remembered) + [(score(labels), labels) for labels in self.given]
+        candidates = list(starts) + [(score(labels), labels) for labels in self.given]
         templates = distinct_templates(candidates)
         self.weights = (
             [template_weights(xc, labels, params) for labels in templates]
@@ -256,8 +256,8 @@ def scout_templates(model, step_kwargs: dict, seed) -> list[np.ndarray]:
     for _ in range(tournament_draws(step.restarts, segment_draws(step.sweeps_per_draw))):
         point, _ = step.step(point)
     step._tournament.stop()
-    remembered = step._tournament.remembered
-    if not remembered:
+    starts = step._tournament.candidates
+    if not starts:
         return []
-    best = max(score for score, _ in remembered)
-    return [labels for score, labels in remembered if score >= best - TEMPLATE_WINDOW]
+    best = max(score for score, _ in starts)
+    return [labels for score, labels in starts if score >= best - TEMPLATE_WINDOW]

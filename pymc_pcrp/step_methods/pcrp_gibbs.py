@@ -560,76 +560,71 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
             self._resolve_template_jumps(template_jumps), check_templates(templates, self._n)
         )
 
+    def _local_moves_unsupported(self) -> str | None:
+        """Why the pair moves and template jumps do not exist for this model (None: they do)."""
+        if self._diag:
+            return "covariance='diag'"
+        if self._latent is not None:
+            return "latent values (the data move at every draw)"
+        if self._data_readers is None:
+            return "no NIWMixture likelihood"
+        return None
+
+    def _resolve_rate(self, name: str, value: float | None, auto, unsupported: str | None):
+        """Return an option's rate (the rule ``auto`` for ``None``); refuse one unsupported.
+
+        ``auto(split_merge, n, d, supported)`` is the option's automatic rule; an
+        explicit rate above 0 is refused, naming the fix, where the move does not exist.
+        """
+        if value is None:
+            return auto(self.split_merge, self._n, self._data_dimension(), unsupported is None)
+        if float(value) > 0 and unsupported is not None:
+            raise ValueError(
+                f"Argument '{name}' > 0 is not available with {unsupported}: pass "
+                f"{name}=0, or None (the default), which turns them off there."
+            )
+        return float(value)
+
     def _resolve_pair_moves(self, pair_moves: float | None) -> float:
         """Return the pair-move rate (:func:`auto_pair_moves` for ``None``); refuse unsupported."""
-        unsupported = (
-            "covariance='diag'"
-            if self._diag
-            else "latent values (the data move at every draw)"
-            if self._latent is not None
-            else "no NIWMixture likelihood"
-            if self._data_readers is None
-            else None
-        )
-        if pair_moves is None:
-            return auto_pair_moves(
-                self.split_merge, self._n, self._data_dimension(), unsupported is None
-            )
-        if float(pair_moves) > 0 and unsupported is not None:
-            raise ValueError(
-                f"Argument 'pair_moves' > 0 is not available with {unsupported}: pass "
-                "pair_moves=0, or None (the default), which turns them off there."
-            )
-        return float(pair_moves)
+        unsupported = self._local_moves_unsupported()
+        return self._resolve_rate("pair_moves", pair_moves, auto_pair_moves, unsupported)
 
     def _resolve_template_jumps(self, rate: float | None) -> float:
         """Return the template-jump rate (:func:`auto_template_jumps` for ``None``).
 
-        An explicit rate above 0 is refused where the move does not exist.
+        Besides the models without pair moves, a random ``alpha`` or power and
+        parallel tempering have none (the jumps' target holds them fixed).
         """
-        unsupported = (
-            "covariance='diag'"
-            if self._diag
-            else "latent values (the data move at every draw)"
-            if self._latent is not None
-            else "no NIWMixture likelihood"
-            if self._data_readers is None
-            else "a random alpha or power"
+        unsupported = self._local_moves_unsupported() or (
+            "a random alpha or power"
             if self._alpha_is_random or self._alpha is not None
             else "temper (parallel tempering)"
             if self._replicas is not None
             else None
         )
-        if rate is None:
-            return auto_template_jumps(
-                self.split_merge, self._n, self._data_dimension(), unsupported is None
-            )
-        if float(rate) > 0 and unsupported is not None:
-            raise ValueError(
-                f"Argument 'template_jumps' > 0 is not available with {unsupported}: pass "
-                "template_jumps=0, or None (the default), which turns them off there."
-            )
-        return float(rate)
+        return self._resolve_rate("template_jumps", rate, auto_template_jumps, unsupported)
 
     def _template_jump(self, inputs: SweepInputs, new_labels: np.ndarray):
         """Propose partitions drawn from the templates (after tuning); new labels or None."""
         jumps = self._jumps
-        if self.tune or jumps.rate == 0:
-            jumps.proposed = jumps.accepted = 0
+        jumps.proposed = jumps.accepted = 0
+        built = jumps.weights is not None
+        if self.tune or jumps.rate == 0 or (built and not jumps.active):
             return None
         params = inputs.params if inputs.scale is None else _params_at(inputs.params, inputs.scale)
-        if jumps.weights is None:  # the first kept draw: the tournament's starts, and given ones
+        if not built:  # the first kept draw: the tournament's starts, and given ones
             jumps.build(
                 inputs.xc,
                 params,
-                self._tournament.remembered,
-                lambda labels: self._template_score(inputs, labels),
+                self._tournament.candidates,
+                lambda labels: self._labels_log_density(inputs, labels),
             )
         labels = canonical_labels(np.asarray(new_labels, dtype=np.int64))
         return jumps.run(self.rng, inputs.xc, labels, params)
 
-    def _template_score(self, inputs: SweepInputs, labels: np.ndarray) -> float:
-        """Return the log joint of given template labels (the scale of the tournament's scores)."""
+    def _labels_log_density(self, inputs: SweepInputs, labels: np.ndarray) -> float:
+        """Return the step's ``log_joint`` of ``labels`` from scratch (scale, nu0 summed out)."""
         labels = canonical_labels(np.asarray(labels, dtype=np.int64))
         if inputs.scale is None:
             return partition_log_joint(inputs.xc, labels, inputs.params) + inputs.fixed_scale[1]
@@ -821,11 +816,9 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
             new_labels[:] = jumped
             state = init_family_state(self._diag, xc, jumped, params)
             age = 0
-            if scale is None:
-                log_density = partition_log_joint(xc, jumped, params) + inputs.fixed_scale[1]
-            else:
+            if scale is not None:
                 scale.current[1] = max(scale.current[1], REBUILT)  # tables for the current s
-                log_density = partition_log_joint_scaled(xc, jumped, params, scale)
+            log_density = self._labels_log_density(inputs, jumped)
         swaps = (0, 0)
         if self._replicas is not None:  # hot replicas' draws, then swaps (may change state)
             drawn = self._replicas.draw(

@@ -23,9 +23,13 @@ from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.templates import (
     draw_from_template,
     log_partition_probability,
-    template_log_weights,
 )
-from pymc_pcrp.step_methods._templates import TemplateJumps, distinct_templates, points_apart
+from pymc_pcrp.step_methods._templates import (
+    TemplateJumps,
+    distinct_templates,
+    points_apart,
+    template_weights,
+)
 
 TEMPLATES = (
     np.array([0, 0, 1, 1, 1]),
@@ -35,16 +39,7 @@ TEMPLATES = (
 
 
 def _weights(xc, params, labels):
-    return template_log_weights(
-        xc,
-        canonical_labels(labels),
-        params.log_alpha,
-        params.power,
-        params.kappa0,
-        params.nu0,
-        params.psi0,
-        params.chol0,
-    )
+    return template_weights(xc, canonical_labels(labels), params)
 
 
 def _code(labels):

@@ -38,16 +38,16 @@ def _prior(d):
     return pcrp.NIWPrior(mu0=np.zeros(d), kappa0=0.5, nu0=d + 1.0, psi0=0.5 * np.eye(d))
 
 
-def sampled_frequencies(x, prior, alpha, r, seed, **step_options):
-    """Partition frequencies of ``pm.sample``; ``step_options`` go to ``PCRPGibbs``.
+def sample(x, prior, alpha, r, seed, **step_options):
+    """``pm.sample`` of the model; ``step_options`` go to ``PCRPGibbs``.
 
-    Without options the step runs its default move set (Gibbs sweeps and
-    split-merge proposals at the default rate).
+    Without options the step runs its default move set with
+    ``ENUMERATION_SWEEPS_PER_DRAW`` sweeps per draw.
     """
     with pm.Model():
         z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=len(x))
         pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
-        idata = pm.sample(
+        return pm.sample(
             draws=DRAWS,
             tune=100,
             chains=CHAINS,
@@ -57,11 +57,24 @@ def sampled_frequencies(x, prior, alpha, r, seed, **step_options):
             compute_convergence_checks=False,
             pcrp_gibbs={"sweeps_per_draw": ENUMERATION_SWEEPS_PER_DRAW, **step_options},
         )
-    labels = idata.posterior["z"].values.reshape(-1, len(x))
+
+
+def frequencies(idata, n):
+    """Visit frequencies of the canonical label vectors of ``idata``'s posterior."""
+    labels = idata.posterior["z"].values.reshape(-1, n)
     keys, counts = np.unique(labels, axis=0, return_counts=True)
     return {
         tuple(int(v) for v in k): c / labels.shape[0] for k, c in zip(keys, counts, strict=True)
     }
+
+
+def sampled_frequencies(x, prior, alpha, r, seed, **step_options):
+    """Partition frequencies of ``pm.sample``; ``step_options`` go to ``PCRPGibbs``.
+
+    Without options the step runs its default move set (Gibbs sweeps and
+    split-merge proposals at the default rate).
+    """
+    return frequencies(sample(x, prior, alpha, r, seed, **step_options), len(x))
 
 
 @pytest.mark.parametrize("n", [5, 6])
@@ -188,30 +201,21 @@ def test_template_jumps_keep_the_exact_posterior(monkeypatch):
     prior = _prior(d)
     templates = [np.array([0, 0, 1, 1, 1]), np.arange(5), np.array([0, 1, 1, 2, 2])]
     partitions, probs = exact_posterior(x, alpha, r, prior.mu0, prior.kappa0, prior.nu0, prior.psi0)
-    with pm.Model():
-        z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=n)
-        pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
-        idata = pm.sample(
-            draws=DRAWS,
-            tune=100,
-            chains=CHAINS,
-            cores=1,
-            random_seed=seed,
-            progressbar=False,
-            compute_convergence_checks=False,
-            pcrp_gibbs={
-                "sweeps_per_draw": 1,  # one sweep between jumps: a wrong ratio would show
-                "templates": templates,
-                "template_jumps": 2,
-                "restarts": 1,  # no tournament: the given templates are the candidates
-            },
-        )
+    idata = sample(
+        x,
+        prior,
+        alpha,
+        r,
+        seed,
+        sweeps_per_draw=1,  # one sweep between jumps: a wrong ratio would show
+        templates=templates,
+        template_jumps=2,
+        restarts=1,  # no tournament: the given templates are the candidates
+    )
     stats = idata.sample_stats
     assert int(stats["jump_proposed"].sum()) == 2 * DRAWS * CHAINS
     assert int(stats["jump_accepted"].sum()) > DRAWS  # the move does move
-    labels = idata.posterior["z"].values.reshape(-1, n)
-    keys, counts = np.unique(labels, axis=0, return_counts=True)
-    freq = dict(zip(map(tuple, keys.tolist()), counts / labels.shape[0], strict=True))
+    freq = frequencies(idata, n)
     empirical = np.array([freq.get(p, 0.0) for p in partitions])
     tv = 0.5 * np.abs(empirical - probs).sum()
     assert tv < 0.02, f"total variation {tv:.4f} between sampler and exact posterior"
