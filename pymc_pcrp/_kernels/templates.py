@@ -14,7 +14,7 @@ distribution over those clusters: the Gibbs conditional of ``p`` given the other
 points of ``T`` (:func:`template_log_weights`), i.e. ``n_{t,-p}^r m(x_p | X_{t,-p})``
 for a cluster ``t`` and ``alpha m(x_p)`` for the cluster ``p`` is alone in.
 A proposal picks one of the ``M`` templates uniformly and draws every point's
-cluster independently from its row (:func:`draw_from_template`). It never looks at
+cluster independently from its row (:func:`draw_assignment`). It never looks at
 the chain's state, so it is an independence proposal:
 
     accept z' with probability min(1, pi(z') q(z) / (pi(z) q(z'))),
@@ -23,7 +23,7 @@ where ``q`` is the probability of the proposed *partition*: the mean over templa
 of the sum, over every one-to-one assignment of the partition's blocks to the
 template's clusters, of the product of the points' weights (a permanent, computed
 by dynamic programming over subsets of the template's clusters in
-:func:`log_partition_probability`, so at most :data:`MAX_TEMPLATE_CLUSTERS` clusters
+:func:`mixture_log_probability`, so at most :data:`MAX_TEMPLATE_CLUSTERS` clusters
 per template). A partition with more blocks than a template has clusters has
 probability zero under it; from a state no template can produce the move is always
 rejected, which keeps detailed balance.
@@ -31,25 +31,49 @@ rejected, which keeps detailed balance.
 ``pi`` is the posterior of the partition given the chain's current hyperparameters
 (``alpha``, ``r``, and the NIW scale and ``nu0`` when they are learned): the move
 is one more conditional update inside the step, as the sweeps are.
+
+A draw's proposals run in one compiled loop (:func:`template_jump_chain`) over the
+templates packed into arrays (:class:`TemplateSet`). A proposal's log joint starts
+from its template's cluster statistics and moves only the points drawn elsewhere
+(:func:`assignment_log_joint`), so it costs a fraction of one from scratch.
 """
 
 from __future__ import annotations
 
 import math
 
+from typing import NamedTuple
+
 import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.log_joint import cluster_scatter, mean_weight, n_blocks
-from pymc_pcrp._kernels.niw import cholesky_lower, log_det_chol, log_multigamma
-from pymc_pcrp._kernels.partitions import _log_add
+from pymc_pcrp._kernels.log_joint import (
+    cluster_scatter,
+    mean_weight,
+    n_blocks,
+    partition_log_joint,
+)
+from pymc_pcrp._kernels.niw import (
+    cholesky_lower,
+    log_det_chol,
+    log_marginal_from_logdet,
+    log_multigamma,
+)
+from pymc_pcrp._kernels.partitions import _log_add, canonical_labels
+from pymc_pcrp._kernels.state import NIWParams
 
 __all__ = [
+    "EXACT",
     "MAX_TEMPLATE_CLUSTERS",
-    "draw_from_template",
-    "log_partition_probability",
-    "log_proposal_probability",
+    "NO_RATIO",
+    "ONE_LABELLING",
+    "TemplateSet",
+    "assignment_log_joint",
+    "draw_assignment",
+    "mixture_log_probability",
+    "pack_templates",
+    "template_jump_chain",
     "template_log_weights",
 ]
 
@@ -166,39 +190,13 @@ def template_log_weights(
 
 
 @numba.njit(**NJIT_KWARGS)
-def draw_from_template(rng: np.random.Generator, log_weights: np.ndarray, out: np.ndarray) -> None:
-    """Draw every point's template cluster from its row of ``log_weights`` into ``out``."""
-    n, k = log_weights.shape
-    for p in range(n):
-        u = rng.random()
-        acc = 0.0
-        chosen = k - 1
-        for c in range(k):
-            acc += math.exp(log_weights[p, c])
-            if u < acc:
-                chosen = c
-                break
-        out[p] = chosen
+def _log_permanent(block: np.ndarray) -> float:
+    """``log sum`` over one-to-one maps of ``B`` rows into ``K`` columns of ``prod exp(block)``.
 
-
-@numba.njit(**NJIT_KWARGS)
-def log_partition_probability(log_weights: np.ndarray, labels: np.ndarray) -> float:
-    """Log probability that one template's proposal yields the partition ``labels``.
-
-    ``labels`` are canonical (blocks ``0..B-1``). The probability sums, over every
-    one-to-one map of the ``B`` blocks to the template's ``K`` clusters, the product
-    of the points' weights: a permanent, computed exactly by dynamic programming
-    over the subsets of clusters already used (``O(2^K K)`` after ``O(N K)``).
-    ``-inf`` when ``B > K``.
+    ``block[b, c]`` is the log weight of block ``b`` going to cluster ``c``. Dynamic
+    programming over the subsets of columns already used: ``O(2^K K)``.
     """
-    n, k = log_weights.shape
-    b = n_blocks(labels)
-    if b > k:
-        return -np.inf
-    block = np.zeros((b, k))
-    for p in range(n):
-        for c in range(k):
-            block[labels[p], c] += log_weights[p, c]
+    b, k = block.shape
     size = 1 << k
     f = np.full(size, -np.inf)
     f[0] = 0.0
@@ -222,10 +220,215 @@ def log_partition_probability(log_weights: np.ndarray, labels: np.ndarray) -> fl
     return result
 
 
-def log_proposal_probability(templates: list[np.ndarray], labels: np.ndarray) -> float:
-    """Log probability of the partition ``labels`` under the equal mixture of ``templates``."""
-    values = np.array([log_partition_probability(t, labels) for t in templates])
-    top = values.max()
-    if top == -np.inf:
-        return -np.inf
-    return float(top + np.log(np.mean(np.exp(values - top))))
+@numba.njit(**NJIT_KWARGS)
+def _block_log_weights(log_weights: np.ndarray, k: int, labels: np.ndarray, b: int) -> np.ndarray:
+    """``(B, K)``: each block's summed log weights for each of the first ``k`` clusters."""
+    block = np.zeros((b, k))
+    for p in range(labels.shape[0]):
+        for c in range(k):
+            block[labels[p], c] += log_weights[p, c]
+    return block
+
+
+class TemplateSet(NamedTuple):
+    """A chain's templates packed into arrays for :func:`template_jump_chain`.
+
+    ``M`` templates over ``N`` points, padded to ``KM`` clusters (the most any has).
+    ``cumulative[m, p]`` is the running sum of ``exp(log_weights[m, p])`` (the
+    template's proposal for point ``p``; ``1`` in the padding); ``sizes``,
+    ``centres`` and ``scatter`` are each template cluster's size, mean and scatter
+    about its mean (of the centred data), from which a proposal's statistics
+    follow by moving only the points drawn into another cluster than the template's.
+    """
+
+    log_weights: np.ndarray  # (M, N, KM), -inf in the padding
+    cumulative: np.ndarray  # (M, N, KM)
+    n_clusters: np.ndarray  # (M,)
+    labels: np.ndarray  # (M, N), canonical
+    sizes: np.ndarray  # (M, KM)
+    centres: np.ndarray  # (M, KM, D)
+    scatter: np.ndarray  # (M, KM, D, D)
+
+
+def pack_templates(xc: np.ndarray, templates: list[np.ndarray], params) -> TemplateSet:
+    """Build the :class:`TemplateSet` of canonical label arrays at kernel ``params``.
+
+    The proposal rows are :func:`template_log_weights` at ``params`` (fixed from then
+    on: the proposal need not follow the chain's hyperparameters to be exact).
+    """
+    m = len(templates)
+    n, d = xc.shape
+    ks = np.array([n_blocks(t) for t in templates], dtype=np.int64)
+    km = int(ks.max()) if m else 0
+    log_weights = np.full((m, n, km), -np.inf)
+    sizes = np.zeros((m, km), dtype=np.int64)
+    centres = np.zeros((m, km, d))
+    scatter = np.zeros((m, km, d, d))
+    for i, labels in enumerate(templates):
+        k = int(ks[i])
+        log_weights[i, :, :k] = template_log_weights(
+            xc,
+            labels,
+            params.log_alpha,
+            params.power,
+            params.kappa0,
+            params.nu0,
+            params.psi0,
+            params.chol0,
+        )
+        sizes[i, :k], centres[i, :k], scatter[i, :k] = cluster_scatter(xc, labels, k)
+    cumulative = np.cumsum(np.exp(log_weights), axis=2)
+    labels = np.array(templates, dtype=np.int64).reshape(m, n)
+    return TemplateSet(log_weights, cumulative, ks, labels, sizes, centres, scatter)
+
+
+# How a chain's proposal probability is computed: EXACT (the permanent over the
+# blocks' one-to-one maps to clusters). The two others are wrong on purpose, for the
+# tests that check the enumeration tests can tell: ONE_LABELLING (the product along
+# the partition's own labels only) and NO_RATIO (q left out of the ratio).
+EXACT, ONE_LABELLING, NO_RATIO = 0, 1, 2
+
+
+@numba.njit(**NJIT_KWARGS)
+def mixture_log_probability(templates: TemplateSet, labels: np.ndarray, mode: int = EXACT) -> float:
+    """Log probability of the canonical partition ``labels`` under the equal mixture."""
+    if mode == NO_RATIO:
+        return 0.0
+    m = templates.n_clusters.shape[0]
+    b = n_blocks(labels)
+    values = np.full(m, -np.inf)
+    for t in range(m):
+        k = templates.n_clusters[t]
+        if b > k:
+            continue
+        w = templates.log_weights[t]
+        if mode == ONE_LABELLING:
+            acc = 0.0
+            for p in range(labels.shape[0]):
+                acc += w[p, labels[p]]
+            values[t] = acc
+        else:
+            values[t] = _log_permanent(_block_log_weights(w, k, labels, b))
+    total = -np.inf
+    for t in range(m):
+        total = _log_add(total, values[t])
+    return total - math.log(m)
+
+
+@numba.njit(**NJIT_KWARGS)
+def draw_assignment(rng, templates: TemplateSet, t: int, out: np.ndarray) -> None:
+    """Draw every point's cluster of template ``t`` into ``out``."""
+    k = templates.n_clusters[t]
+    cumulative = templates.cumulative[t]
+    for p in range(out.shape[0]):
+        u = rng.random()
+        chosen = k - 1
+        for c in range(k - 1):
+            if u < cumulative[p, c]:
+                chosen = c
+                break
+        out[p] = chosen
+
+
+@numba.njit(**NJIT_KWARGS)
+def _shift(first, second, c: int, x: np.ndarray, centre: np.ndarray, sign: float, v) -> None:
+    d = x.shape[0]
+    for i in range(d):
+        v[i] = x[i] - centre[i]
+        first[c, i] += sign * v[i]
+    for i in range(d):
+        for j in range(i + 1):
+            second[c, i, j] += sign * v[i] * v[j]
+
+
+@numba.njit(**NJIT_KWARGS)
+def assignment_log_joint(
+    xc: np.ndarray, templates: TemplateSet, t: int, assign: np.ndarray, params: NIWParams
+) -> float:
+    """Return the log joint of the partition made by ``assign`` (clusters of template ``t``).
+
+    Starts from the template's cluster statistics and moves only the points whose
+    drawn cluster is not their template cluster, each cluster's moments kept about
+    the template cluster's mean: ``O(N + moved D^2 + K D^3)`` instead of the
+    ``O(N D^2)`` of :func:`~pymc_pcrp._kernels.log_joint.partition_log_joint`,
+    which it equals up to rounding.
+    """
+    n, d = xc.shape
+    k = templates.n_clusters[t]
+    own = templates.labels[t]
+    centres = templates.centres[t]
+    sizes = templates.sizes[t, :k].copy()
+    first = np.zeros((k, d))
+    second = templates.scatter[t, :k].copy()
+    v = np.empty(d)
+    for p in range(n):
+        a = assign[p]
+        b = own[p]
+        if a != b:
+            sizes[b] -= 1
+            sizes[a] += 1
+            _shift(first, second, b, xc[p], centres[b], -1.0, v)
+            _shift(first, second, a, xc[p], centres[a], 1.0, v)
+    acc = 0.0
+    mat = np.empty((d, d))
+    chol = np.empty((d, d))
+    y = np.empty(d)
+    for c in range(k):
+        size = sizes[c]
+        if size == 0:
+            continue
+        acc += params.log_alpha + params.power * math.lgamma(size)
+        for i in range(d):
+            v[i] = first[c, i] / size  # the block's mean minus the template cluster's
+        for i in range(d):
+            for j in range(i + 1):
+                mat[i, j] = params.psi0[i, j] + second[c, i, j] - size * v[i] * v[j]
+                mat[j, i] = mat[i, j]
+        if not cholesky_lower(mat, chol):
+            raise FloatingPointError("posterior scale matrix is not positive definite")
+        for i in range(d):
+            v[i] += centres[c, i]
+        yy = _solve_lower(chol, v, y)
+        logdet = log_det_chol(chol) + math.log1p(mean_weight(params.kappa0, size) * yy)
+        acc += log_marginal_from_logdet(size, logdet, d, params.kappa0, params.nu0, params.logdet0)
+    return acc
+
+
+@numba.njit(**NJIT_KWARGS)
+def template_jump_chain(
+    rng,
+    xc: np.ndarray,
+    labels: np.ndarray,
+    templates: TemplateSet,
+    params: NIWParams,
+    count: int,
+    mode: int = EXACT,
+) -> tuple[np.ndarray, int]:
+    """Make ``count`` template-jump proposals from canonical ``labels``.
+
+    Each picks a template uniformly, draws a partition from it and accepts it with
+    probability ``min(1, pi(z') q(z) / (pi(z) q(z')))`` (``pi`` at ``params``,
+    ``q`` from :func:`mixture_log_probability`). Returns the final canonical labels
+    and the number of proposals accepted.
+    """
+    m = templates.n_clusters.shape[0]
+    current = labels.copy()
+    if count == 0:
+        return current, 0
+    current_log_pi = partition_log_joint(xc, current, params)
+    current_log_q = mixture_log_probability(templates, current, mode)
+    assign = np.empty(labels.shape[0], dtype=np.int64)
+    accepted = 0
+    for _ in range(count):
+        t = min(int(rng.random() * m), m - 1)
+        draw_assignment(rng, templates, t, assign)
+        log_pi = assignment_log_joint(xc, templates, t, assign, params)
+        candidate = canonical_labels(assign)
+        log_q = mixture_log_probability(templates, candidate, mode)
+        log_ratio = log_pi - current_log_pi + current_log_q - log_q
+        if log_ratio >= 0.0 or math.log(rng.random()) < log_ratio:
+            accepted += 1
+            current = candidate
+            current_log_pi = log_pi
+            current_log_q = log_q
+    return current, accepted

@@ -14,19 +14,17 @@ runs the tournament that :func:`~pymc_pcrp.fit` shares between its chains.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from scipy.optimize import linear_sum_assignment
 
-from pymc_pcrp._kernels.log_joint import partition_log_joint
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.templates import (
+    EXACT,
     MAX_TEMPLATE_CLUSTERS,
-    draw_from_template,
-    log_proposal_probability,
-    template_log_weights,
+    TemplateSet,
+    pack_templates,
+    template_jump_chain,
 )
 
 __all__ = [
@@ -137,6 +135,9 @@ class TemplateJumps:
         tournament starts as candidates.
     """
 
+    # How the kernel computes the proposal probability (tests set a wrong one on purpose).
+    mode = EXACT
+
     def __init__(self, rate: float, given: list[np.ndarray] | None = None):
         self.rate = float(rate)
         self.given = list(given or [])
@@ -144,14 +145,24 @@ class TemplateJumps:
 
     def reset(self) -> None:
         """Forget the templates: a new chain begins."""
-        self.weights: list[np.ndarray] | None = None  # per template, (N, K) log weights
+        self.templates: TemplateSet | None = None
+        self.built = False
         self.proposed = 0
         self.accepted = 0
 
     @property
     def active(self) -> bool:
         """Whether the move runs (templates built, at least two of them, rate above 0)."""
-        return bool(self.weights) and len(self.weights) >= 2 and self.rate > 0
+        return self.templates is not None and self.rate > 0
+
+    def use(self, xc: np.ndarray, templates: list[np.ndarray], params) -> int:
+        """Pack canonical ``templates`` at kernel ``params``; return how many are used.
+
+        Fewer than two templates leave the move off.
+        """
+        self.built = True
+        self.templates = pack_templates(xc, templates, params) if len(templates) >= 2 else None
+        return len(templates) if self.templates is not None else 0
 
     def build(self, xc: np.ndarray, params, starts, score) -> int:
         """Choose the templates and build their proposals at the chain's current parameters.
@@ -162,13 +173,7 @@ class TemplateJumps:
         (none unless at least two are distinct).
         """
         candidates = list(starts) + [(score(labels), labels) for labels in self.given]
-        templates = distinct_templates(candidates)
-        self.weights = (
-            [template_weights(xc, labels, params) for labels in templates]
-            if len(templates) >= 2
-            else []
-        )
-        return len(self.weights)
+        return self.use(xc, distinct_templates(candidates), params)
 
     def run(self, rng: np.random.Generator, xc: np.ndarray, labels: np.ndarray, params):
         """Make this draw's proposals from canonical ``labels``; return the new labels or None.
@@ -181,46 +186,12 @@ class TemplateJumps:
             return None
         rate = self.rate
         count = int(rate) + (1 if rng.random() < rate - int(rate) else 0)
-        current = labels
-        current_log_pi = None
-        changed = False
-        proposal = np.empty(labels.size, dtype=np.int64)
-        for _ in range(count):
-            which = int(rng.integers(len(self.weights)))
-            draw_from_template(rng, self.weights[which], proposal)
-            candidate = canonical_labels(proposal)
-            self.proposed += 1
-            if current_log_pi is None:
-                current_log_pi = partition_log_joint(xc, current, params)
-                current_log_q = self._log_q(current)
-            log_pi = partition_log_joint(xc, candidate, params)
-            log_q = self._log_q(candidate)
-            log_ratio = log_pi - current_log_pi + current_log_q - log_q
-            if log_ratio >= 0.0 or math.log(rng.random()) < log_ratio:
-                self.accepted += 1
-                current, current_log_pi, current_log_q = candidate, log_pi, log_q
-                changed = True
-        return current if changed else None
-
-    def _log_q(self, labels: np.ndarray) -> float:
-        return log_proposal_probability(self.weights, labels)
-
-
-def template_weights(xc: np.ndarray, labels: np.ndarray, params) -> np.ndarray:
-    """Return the template's ``(N, K)`` log weights.
-
-    See :func:`~pymc_pcrp._kernels.templates.template_log_weights`.
-    """
-    return template_log_weights(
-        xc,
-        labels,
-        params.log_alpha,
-        params.power,
-        params.kappa0,
-        params.nu0,
-        params.psi0,
-        params.chol0,
-    )
+        labels = np.ascontiguousarray(labels, dtype=np.int64)
+        new, self.accepted = template_jump_chain(
+            rng, xc, labels, self.templates, params, count, self.mode
+        )
+        self.proposed = count
+        return new if self.accepted else None
 
 
 def scout_templates(model, step_kwargs: dict, seed) -> list[np.ndarray]:

@@ -609,7 +609,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         """Propose partitions drawn from the templates (after tuning); new labels or None."""
         jumps = self._jumps
         jumps.proposed = jumps.accepted = 0
-        built = jumps.weights is not None
+        built = jumps.built
         if self.tune or jumps.rate == 0 or (built and not jumps.active):
             return None
         params = inputs.params if inputs.scale is None else _params_at(inputs.params, inputs.scale)

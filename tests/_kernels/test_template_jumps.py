@@ -21,14 +21,17 @@ from _kernels.test_splitmerge import N_DRAWS, SEED, TV_THRESHOLD, _exact_draws, 
 from pymc_pcrp._kernels.log_joint import partition_log_joint
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.templates import (
-    draw_from_template,
-    log_partition_probability,
+    NO_RATIO,
+    ONE_LABELLING,
+    assignment_log_joint,
+    draw_assignment,
+    mixture_log_probability,
+    pack_templates,
 )
 from pymc_pcrp.step_methods._templates import (
     TemplateJumps,
     distinct_templates,
     points_apart,
-    template_weights,
 )
 
 TEMPLATES = (
@@ -38,8 +41,8 @@ TEMPLATES = (
 )
 
 
-def _weights(xc, params, labels):
-    return template_weights(xc, canonical_labels(labels), params)
+def _packed(xc, params, *templates):
+    return pack_templates(xc, [canonical_labels(t) for t in templates], params)
 
 
 def _code(labels):
@@ -50,23 +53,13 @@ def _code(labels):
 class _OneLabelling(TemplateJumps):
     """A wrong test: the proposal probability of the one labelling that was drawn."""
 
-    def _log_q(self, labels):
-        values = []
-        for w in self.weights:
-            k = w.shape[1]
-            b = int(labels.max()) + 1
-            values.append(
-                -np.inf if b > k else float(sum(w[p, labels[p]] for p in range(labels.size)))
-            )
-        top = max(values)
-        return top + np.log(np.mean(np.exp(np.array(values) - top)))
+    mode = ONE_LABELLING
 
 
 class _NoProposalRatio(TemplateJumps):
     """A wrong test: the posterior ratio alone, as if the proposal were symmetric."""
 
-    def _log_q(self, labels):
-        return 0.0
+    mode = NO_RATIO
 
 
 def _tv_after_one_jump(d, alpha, r, jumps_class=TemplateJumps):
@@ -74,7 +67,7 @@ def _tv_after_one_jump(d, alpha, r, jumps_class=TemplateJumps):
     rng = np.random.default_rng(SEED + 11)
     starts = _exact_draws(rng, partitions, probs, N_DRAWS)
     jumps = jumps_class(1.0)
-    jumps.weights = [_weights(xc, params, t) for t in TEMPLATES]
+    jumps.use(xc, [canonical_labels(t) for t in TEMPLATES], params)
     codes = np.empty(len(starts), dtype=np.int64)
     accepted = 0
     for s, start in enumerate(starts):
@@ -106,7 +99,7 @@ def test_template_rows_are_the_gibbs_conditionals_of_the_template():
     rng = np.random.default_rng(SEED)
     xc = np.ascontiguousarray(np.r_[xc, rng.normal(size=(4, 3))])
     template = np.array([0, 0, 1, 1, 2, 2, 2, 3, 1])
-    w = _weights(xc, params, template)
+    w = _packed(xc, params, template).log_weights[0]
     np.testing.assert_allclose(np.exp(w).sum(axis=1), 1.0, rtol=1e-12)
     for p in range(template.size):
         joint = []
@@ -120,24 +113,43 @@ def test_template_rows_are_the_gibbs_conditionals_of_the_template():
 
 def test_partition_probabilities_sum_to_one_and_match_draws():
     xc, params, _, _ = _problem(2, 1.0, 1.5)
-    w = _weights(xc, params, np.array([0, 0, 1, 2, 2]))
+    packed = _packed(xc, params, np.array([0, 0, 1, 2, 2]))
     seen = {}
     for labels in itertools.product(range(3), repeat=5):
         labels = canonical_labels(np.array(labels))
-        seen.setdefault(_code(labels), log_partition_probability(w, labels))
+        seen.setdefault(_code(labels), mixture_log_probability(packed, labels))
     assert np.isclose(np.exp(list(seen.values())).sum(), 1.0, rtol=1e-12)
     # a partition with more blocks than the template has clusters cannot be drawn
-    assert log_partition_probability(w, np.arange(5)) == -np.inf
+    assert mixture_log_probability(packed, np.arange(5)) == -np.inf
     rng = np.random.default_rng(SEED)
     out = np.empty(5, dtype=np.int64)
     counts: dict[int, int] = {}
     n = 40_000
     for _ in range(n):
-        draw_from_template(rng, w, out)
+        draw_assignment(rng, packed, 0, out)
         key = _code(out)
         counts[key] = counts.get(key, 0) + 1
     tv = 0.5 * sum(abs(counts.get(k, 0) / n - np.exp(v)) for k, v in seen.items())
     assert tv < TV_THRESHOLD, f"TV {tv:.4f}"
+
+
+def test_a_proposal_log_joint_from_the_template_statistics_is_the_log_joint():
+    """Moving only the points drawn away from their template cluster gives the log joint
+    computed from scratch, including clusters the draw empties."""
+    xc, params, _, _ = _problem(3, 0.7, 1.3)
+    rng = np.random.default_rng(SEED)
+    xc = np.ascontiguousarray(np.r_[xc, 3.0 + rng.normal(size=(25, 3))])
+    template = rng.integers(0, 4, size=xc.shape[0])
+    packed = _packed(xc, params, template)
+    own = packed.labels[0]
+    assign = np.empty(xc.shape[0], dtype=np.int64)
+    for moved in (0, 1, 5, xc.shape[0]):
+        assign[:] = own
+        assign[:moved] = rng.integers(0, 4, size=moved)
+        if moved == xc.shape[0]:
+            assign[:] = np.where(own == 2, 1, own)  # empty one cluster
+        fresh = partition_log_joint(xc, canonical_labels(assign), params)
+        assert np.isclose(assignment_log_joint(xc, packed, 0, assign, params), fresh, rtol=1e-11)
 
 
 def test_distinct_templates_keep_families_within_the_window():

@@ -16,10 +16,10 @@ from pymc_pcrp.step_methods import _templates
 from pymc_pcrp.step_methods._options import TEMPLATE_JUMPS, TEMPLATE_WORK, auto_template_jumps
 
 
-def _data(n=30, seed=0):
+def _data(n=30, seed=0, shift=4.0):
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n, 2))
-    x[: n // 2, 0] += 4.0
+    x[: n // 2, 0] += shift
     return x
 
 
@@ -101,7 +101,7 @@ def test_defaults_and_refusals():
 
 def test_given_templates_jump_after_tuning_only_and_the_log_joint_follows(monkeypatch):
     monkeypatch.setattr(_templates, "TEMPLATE_WINDOW", np.inf)
-    x = _data()
+    x = _data(shift=8.0)  # two clear clusters: proposals from the templates are plausible
     kwargs = {"templates": _templates_of(), "template_jumps": 3, "restarts": 1}
     a = _sample(x, chains=2, **kwargs)
     b = _sample(x, chains=2, **kwargs)
