@@ -33,6 +33,7 @@ On the local machine, with two worker processes::
 from __future__ import annotations
 
 import inspect
+import os
 
 import arviz as az
 import numpy as np
@@ -170,7 +171,9 @@ def fit_parallel(
         fit_kwargs, fit_kwargs.pop("sweeps_per_draw", None), fit_kwargs.pop("init", None)
     )
     tune = fit_kwargs.get("tune", inspect.signature(fit).parameters["tune"].default)
-    fit_kwargs["pcrp_gibbs"] = add_shared_templates(model, step_kwargs, tune, random_seed)
+    fit_kwargs["pcrp_gibbs"] = add_shared_templates(
+        model, step_kwargs, tune, random_seed, cores=os.cpu_count() or 1
+    )
     parts = Parallel(n_jobs=n_jobs)(delayed(_fit_chain)(x, seed, fit_kwargs) for seed in seeds)
     idata = parts[0] if len(parts) == 1 else _join_chains(parts)
     if compute_convergence_checks and not fit_kwargs.get("quiet", False):

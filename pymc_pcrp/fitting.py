@@ -99,23 +99,24 @@ def step_options(sample_kwargs: dict, sweeps_per_draw, init) -> dict:
     return step_kwargs
 
 
-def add_shared_templates(model, step_kwargs: dict, tune: int, random_seed) -> dict:
-    """Give every chain the starts of one shared scouting tournament as templates.
+def add_shared_templates(model, step_kwargs: dict, tune: int, random_seed, cores: int = 1) -> dict:
+    """Give every chain the starts of shared scouting tournaments as templates.
 
     Each chain's own tournament of restarts meets only some of the families of
     states a posterior may have; the template jumps (``PCRPGibbs(template_jumps=...)``)
-    can reach only families among their templates. So :func:`fit` runs one
-    scouting tournament of :data:`~pymc_pcrp.step_methods._templates.SCOUT_STARTS`
-    times a chain's starts before sampling
-    (:func:`~pymc_pcrp.step_methods._templates.scout_templates`) and passes its
-    starts within 20 nats of its best to every chain (``templates=``). Nothing is
+    can reach only families among their templates. So :func:`fit` runs two
+    independent scouting tournaments, each of
+    :data:`~pymc_pcrp.step_methods._templates.SCOUT_STARTS` times a chain's starts,
+    before sampling (:func:`~pymc_pcrp.step_methods._templates.scout_templates`;
+    side by side with ``cores > 1``, the same starts either way) and passes their
+    starts within 20 nats of the best to every chain (``templates=``). Nothing is
     scouted without tuning, when templates are given, or when the chains make no
     template jumps. Returns the options, with ``templates`` set (possibly to ``[]``).
     """
     if tune > 0 and step_kwargs.get("templates") is None:
         step_kwargs = {
             **step_kwargs,
-            "templates": scout_templates(model, step_kwargs, _scout_seed(random_seed)),
+            "templates": scout_templates(model, step_kwargs, _scout_seed(random_seed), cores),
         }
     return step_kwargs
 
@@ -216,7 +217,7 @@ def fit(
         the step's default when omitted.
     random_seed : int or numpy.random.Generator, optional
         Makes the whole run, all chains included, reproducible. Before sampling,
-        ``fit`` runs one scouting tournament of restarts whose starts every chain
+        ``fit`` runs two scouting tournaments of restarts whose starts every chain
         may jump to (``PCRPGibbs(template_jumps=...)``, docs/mixing.md, "Template
         jumps"); it is seeded by a child of this seed that no chain uses.
     progressbar : bool, default=False
@@ -285,7 +286,7 @@ def fit(
             tune + draws, sample_kwargs.get("callback")
         )
     # starts made once for all chains: every chain may jump to the families they find
-    step_kwargs = add_shared_templates(model, step_kwargs, tune, random_seed)
+    step_kwargs = add_shared_templates(model, step_kwargs, tune, random_seed, cores)
     with model:
         idata = pm.sample(
             draws=draws,

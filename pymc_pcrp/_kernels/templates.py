@@ -415,8 +415,12 @@ def template_jump_chain(
     current = labels.copy()
     if count == 0:
         return current, 0
-    current_log_pi = partition_log_joint(xc, current, params)
     current_log_q = mixture_log_probability(templates, current, mode)
+    if current_log_q == -np.inf:
+        # no template can make the current partition (it has more blocks than any has
+        # clusters): every proposal would be rejected, so none is drawn
+        return current, 0
+    current_log_pi = partition_log_joint(xc, current, params)
     assign = np.empty(labels.shape[0], dtype=np.int64)
     accepted = 0
     for _ in range(count):

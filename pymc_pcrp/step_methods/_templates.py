@@ -30,6 +30,7 @@ from pymc_pcrp._kernels.templates import (
 __all__ = [
     "SCOUT_MAX_WORK",
     "SCOUT_STARTS",
+    "SCOUT_TOURNAMENTS",
     "TEMPLATE_DISTINCT",
     "TEMPLATE_MAX",
     "TEMPLATE_WINDOW",
@@ -43,8 +44,10 @@ __all__ = [
 # Candidates more than this many nats (tournament score, or log joint) below the best are
 # not kept.
 TEMPLATE_WINDOW = 20.0
-# fit's shared scouting tournament makes this many times the starts of one chain's own,
-# on data of at most SCOUT_MAX_WORK = N D (where template jumps are made ten times a draw).
+# fit's shared scouting: SCOUT_TOURNAMENTS independent tournaments (side by side when fit
+# has cores), each of SCOUT_STARTS times the starts of one chain's own, on data of at most
+# SCOUT_MAX_WORK = N D (where template jumps are made ten times a draw).
+SCOUT_TOURNAMENTS = 2
 SCOUT_STARTS = 3
 SCOUT_MAX_WORK = 20_000
 # At most this many templates per chain (best first).
@@ -194,21 +197,24 @@ class TemplateJumps:
         return new if self.accepted else None
 
 
-def scout_templates(model, step_kwargs: dict, seed) -> list[np.ndarray]:
-    """Run one chain's tournament of restarts outside ``pm.sample``; return its starts' labels.
+def scout_templates(model, step_kwargs: dict, seed, cores: int = 1) -> list[np.ndarray]:
+    """Run independent tournaments of restarts outside ``pm.sample``; return their starts.
 
     :func:`~pymc_pcrp.fit` passes these to every chain (``templates=``), so that a
     family of states that one chain's own tournament missed can still be jumped to
-    by every chain (each chain meets only some of the families on its own). The
-    starts are made by the step the chains use (``step_kwargs``), in this process,
-    from the generator ``numpy.random.default_rng(seed)``; those within
-    :data:`TEMPLATE_WINDOW` of the best start's score are returned (each chain then
-    chooses among them and its own starts, :func:`distinct_templates`). Returns ``[]``
-    when the chains would make no template jumps or run no tournament, and above
-    ``N D =`` :data:`SCOUT_MAX_WORK`: the tournament runs in this one process before
-    sampling, and its cost grows with the data (minutes at a million points).
+    by every chain (each chain meets only some of the families on its own).
+    :data:`SCOUT_TOURNAMENTS` tournaments run, each of :data:`SCOUT_STARTS` times a
+    chain's starts, made by the step the chains use (``step_kwargs``) from
+    generators seeded by children of ``seed`` (so the result does not depend on
+    ``cores``); with ``cores > 1`` they run side by side in forked processes where
+    the platform forks safely (Linux), one after the other otherwise. The starts
+    within :data:`TEMPLATE_WINDOW` of the best start's score are returned (each
+    chain then chooses among them and its own starts, :func:`distinct_templates`).
+    Returns ``[]`` when the chains would make no template jumps or run no
+    tournament, and above ``N D =`` :data:`SCOUT_MAX_WORK`: the tournaments run
+    before sampling, and their cost grows with the data (minutes at a million
+    points).
     """
-    from pymc_pcrp.step_methods._restarts import segment_draws, tournament_draws
     from pymc_pcrp.step_methods.pcrp_gibbs import PCRPGibbs
 
     with model:
@@ -217,18 +223,82 @@ def scout_templates(model, step_kwargs: dict, seed) -> list[np.ndarray]:
         return []
     if step._n * max(step._data_dimension(), 1) > SCOUT_MAX_WORK:
         return []  # a tournament this size would cost more than a chain's own
-    with model:  # SCOUT_STARTS times as many starts as one chain makes
-        step = PCRPGibbs(
-            **{**step_kwargs, "templates": None, "restarts": SCOUT_STARTS * step.restarts}
-        )
+    kwargs = {**step_kwargs, "templates": None, "restarts": SCOUT_STARTS * step.restarts}
+    root = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    seeds = root.spawn(SCOUT_TOURNAMENTS)
+    jobs = [(model, kwargs, child) for child in seeds]
+    if cores > 1 and _can_fork():
+        parts = _in_forked_processes(_tournament_starts, jobs)
+    else:
+        parts = [_tournament_starts(*job) for job in jobs]
+    starts = [start for part in parts for start in part]
+    if not starts:
+        return []
+    best = max(score for score, _ in starts)
+    return [labels for score, labels in starts if score >= best - TEMPLATE_WINDOW]
+
+
+def _tournament_starts(model, step_kwargs: dict, seed) -> list[tuple[float, np.ndarray]]:
+    """One tournament of restarts by a fresh step; its ``(score, labels)`` starts."""
+    from pymc_pcrp.step_methods._restarts import segment_draws, tournament_draws
+    from pymc_pcrp.step_methods.pcrp_gibbs import PCRPGibbs
+
+    with model:
+        step = PCRPGibbs(**step_kwargs)
     step.set_rng(np.random.default_rng(seed))
     step.tune = True
     point = model.initial_point()
     for _ in range(tournament_draws(step.restarts, segment_draws(step.sweeps_per_draw))):
         point, _ = step.step(point)
     step._tournament.stop()
-    starts = step._tournament.candidates
-    if not starts:
-        return []
-    best = max(score for score, _ in starts)
-    return [labels for score, labels in starts if score >= best - TEMPLATE_WINDOW]
+    return step._tournament.candidates
+
+
+def _can_fork() -> bool:
+    """Whether forked worker processes are safe here (Linux: yes; macOS and Windows: no)."""
+    import multiprocessing
+    import sys
+
+    return sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods()
+
+
+def _in_forked_processes(function, jobs: list[tuple]) -> list:
+    """``[function(*job) for job in jobs]``, each job in its own forked process.
+
+    A fork inherits the model and the compiled kernels, so nothing is pickled on
+    the way in; the results come back through a pipe. A job that fails re-raises
+    its error here.
+    """
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    pipes, processes = [], []
+    for job in jobs:
+        receive, send = context.Pipe(duplex=False)
+        process = context.Process(target=_send_result, args=(send, function, job), daemon=True)
+        process.start()
+        send.close()
+        pipes.append(receive)
+        processes.append(process)
+    results = []
+    try:
+        for receive in pipes:
+            ok, value = receive.recv()
+            if not ok:
+                raise RuntimeError(f"a scouting tournament failed in its process: {value}")
+            results.append(value)
+    finally:
+        for process in processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.terminate()
+    return results
+
+
+def _send_result(send, function, job) -> None:
+    try:
+        result = (True, function(*job))
+    except BaseException as error:  # reported in the parent
+        result = (False, f"{type(error).__name__}: {error}")
+    send.send(result)
+    send.close()

@@ -27,6 +27,7 @@ from pymc_pcrp._kernels.templates import (
     draw_assignment,
     mixture_log_probability,
     pack_templates,
+    template_jump_chain,
 )
 from pymc_pcrp.step_methods._templates import (
     TemplateJumps,
@@ -166,3 +167,18 @@ def test_distinct_templates_keep_families_within_the_window():
     assert points_apart(kept[0], base) == 0 and points_apart(kept[1], other) == 0
     assert points_apart(base, canonical_labels((base + 1) % 3)) == 0  # relabelling is free
     assert distinct_templates([]) == []
+
+
+def test_a_state_no_template_can_make_is_kept_without_drawing():
+    """From a partition with more blocks than every template has clusters, every
+    proposal would be rejected (q of the current state is zero): none is drawn."""
+    xc, params, _, _ = _problem(2, 1.0, 1.5)
+    packed = _packed(xc, params, np.array([0, 0, 1, 1, 1]), np.array([0, 0, 0, 1, 2]))
+    rng = np.random.default_rng(SEED)
+    state = rng.bit_generator.state
+    labels = np.arange(5, dtype=np.int64)
+    new, accepted = template_jump_chain(rng, xc, labels, packed, params, 5)
+    assert accepted == 0 and (new == labels).all()
+    assert rng.bit_generator.state == state
+    new, accepted = template_jump_chain(rng, xc, np.zeros(5, dtype=np.int64), packed, params, 50)
+    assert accepted > 0 and rng.bit_generator.state != state

@@ -127,14 +127,18 @@ def test_one_template_is_not_enough():
     assert int(idata.sample_stats["jump_proposed"].sum()) == 0
 
 
-def test_fit_shares_one_scouting_tournament_between_its_chains():
+def test_fit_shares_its_scouting_tournaments_between_its_chains():
     x = _data()
     model = pcrp.build_model(x, power=1.1)
     first = add_shared_templates(model, {}, tune=50, random_seed=3)["templates"]
     again = add_shared_templates(model, {}, tune=50, random_seed=3)["templates"]
+    # side by side in forked processes where possible: the same starts as one after the other
+    forked = add_shared_templates(model, {}, tune=50, random_seed=3, cores=2)["templates"]
     assert len(first) > 1 and all(t.shape == (30,) for t in first)
-    for a, b in zip(first, again, strict=True):
+    assert len(again) == len(forked) == len(first)
+    for a, b, c in zip(first, again, forked, strict=True):
         np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(a, c)
     # nothing to scout without tuning, with given templates, or without template jumps
     assert "templates" not in add_shared_templates(model, {}, tune=0, random_seed=3)
     given = add_shared_templates(model, {"templates": first[:1]}, tune=50, random_seed=3)
