@@ -308,7 +308,7 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="expected proposals per kept draw of a partition drawn from the templates "
         "remembered during tuning (see pymc_pcrp.PCRPGibbs, template_jumps); 0 turns them "
-        "off (default: the step's own, min(10, max(1, 200000 / (N D))), or 0 with "
+        "off (default: the step's own, min(25, max(1, 500000 / (N D))), or 0 with "
         "--split-merge 0)",
         metavar="M",
     )

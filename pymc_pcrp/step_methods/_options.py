@@ -73,10 +73,10 @@ PAIR_MOVES_MIN_D = 3
 PAIR_MOVES_MAX_N = 10_000
 # template_jumps=None with split-merge moves on: proposals per kept draw from the partitions
 # remembered during tuning (docs/mixing.md, "Template jumps"), TEMPLATE_WORK / (N D) kept
-# between 1 and TEMPLATE_JUMPS. Each costs O(N D^2 + K D^3) plus O(N K + 2^K K) per template:
-# 10 on breast cancer (N D = 17,070), 1 from N D = 200,000 on.
-TEMPLATE_JUMPS = 10.0
-TEMPLATE_WORK = 200_000
+# between 1 and TEMPLATE_JUMPS. Each costs O(N + moved D^2 + K D^3) plus O(N K + 2^K K) per
+# template: 25 on breast cancer (N D = 17,070), 1 from N D = 500,000 on.
+TEMPLATE_JUMPS = 25.0
+TEMPLATE_WORK = 500_000
 # init="random" draws K0 uniform on 1..min(ceil(sqrt(N)), RANDOM_INIT_MAX_K).
 RANDOM_INIT_MAX_K = 20
 # sweeps_per_draw=None: enough sweeps that a draw does about AUTO_SWEEP_WORK point-dimension
@@ -244,8 +244,8 @@ def auto_pair_moves(split_merge: float, n: int, d: int, supported: bool = True) 
 def auto_template_jumps(split_merge: float, n: int, d: int, supported: bool = True) -> float:
     """Template-jump proposals per kept draw of ``template_jumps=None``.
 
-    ``min(TEMPLATE_JUMPS, max(1, TEMPLATE_WORK / (N D)))`` (10 up to ``N D = 20,000``,
-    1 from ``N D = 200,000`` on); 0 when ``split_merge == 0`` (so that ``split_merge=0``
+    ``min(TEMPLATE_JUMPS, max(1, TEMPLATE_WORK / (N D)))`` (25 up to ``N D = 20,000``,
+    1 from ``N D = 500,000`` on); 0 when ``split_merge == 0`` (so that ``split_merge=0``
     alone still gives the paper's Algorithm 1) or when the model does not support
     the move (``supported``).
     """

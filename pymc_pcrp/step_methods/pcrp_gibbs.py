@@ -323,7 +323,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         candidates within 20 nats of the best, each placing more than 2% of the
         points differently from those chosen before it (at most 8, none of more
         than 10 clusters); the move runs when at least two are chosen. ``None``:
-        ``min(10, max(1, 200,000 / (N D)))`` proposals per draw; 0 when
+        ``min(25, max(1, 500,000 / (N D)))`` proposals per draw; 0 when
         ``split_merge`` is 0 (Algorithm 1 alone), and with ``covariance="diag"``,
         latent values, no likelihood, a random ``alpha`` or power, or ``temper``,
         where an explicit value above 0 is refused. Counted in the sample stats

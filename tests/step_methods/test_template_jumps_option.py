@@ -77,8 +77,8 @@ def test_bad_templates_are_refused(templates):
 @pytest.mark.parametrize(
     ("split_merge", "n", "d", "supported", "rate"),
     [
-        (1.0, 569, 30, True, TEMPLATE_JUMPS),  # breast cancer: 200,000 / 17,070 > 10
-        (0.1, 10_000, 10, True, TEMPLATE_WORK / 100_000),  # 2 per draw
+        (1.0, 569, 30, True, TEMPLATE_JUMPS),  # breast cancer: 500,000 / 17,070 > 25
+        (0.1, 10_000, 10, True, TEMPLATE_WORK / 100_000),  # 5 per draw
         (0.1, 1_000_000, 10, True, 1.0),  # at least one
         (0.0, 569, 30, True, 0.0),  # split_merge=0: the paper's Algorithm 1 alone
         (1.0, 569, 30, False, 0.0),  # the diagonal family, latent values, random alpha
