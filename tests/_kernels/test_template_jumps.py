@@ -182,3 +182,21 @@ def test_a_state_no_template_can_make_is_kept_without_drawing():
     assert rng.bit_generator.state == state
     new, accepted = template_jump_chain(rng, xc, np.zeros(5, dtype=np.int64), packed, params, 50)
     assert accepted > 0 and rng.bit_generator.state != state
+
+
+@pytest.mark.parametrize("spread", [1.0, 30.0, 300.0])
+def test_the_permanent_equals_the_sum_over_all_one_to_one_maps(spread):
+    """The dynamic programme, with its dropped partial maps (far below a complete one),
+    against the sum over every one-to-one map of blocks to clusters."""
+    from scipy.special import logsumexp
+
+    from pymc_pcrp._kernels.templates import _log_permanent
+
+    rng = np.random.default_rng(SEED)
+    for b, k in [(1, 3), (3, 3), (4, 6), (6, 7)]:
+        block = -spread * rng.random((b, k))
+        terms = [
+            sum(block[row, c] for row, c in enumerate(cols))
+            for cols in itertools.permutations(range(k), b)
+        ]
+        assert _log_permanent(block) == pytest.approx(logsumexp(terms), rel=1e-13, abs=1e-12)
