@@ -327,11 +327,13 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         ``split_merge`` is 0 (Algorithm 1 alone), and with ``covariance="diag"``,
         latent values, no likelihood, a random ``alpha`` or power, or ``temper``,
         where an explicit value above 0 is refused. Counted in the sample stats
-        ``jump_proposed`` and ``jump_accepted``.
+        ``jump_proposed`` and ``jump_accepted`` (from a state no template can make,
+        every proposal would be rejected: they are counted as proposed and not
+        drawn).
     templates : sequence of array_like or None, default=None
         Partitions of the data (label arrays of length N) to use as templates
         beside the chain's own tournament starts. :func:`~pymc_pcrp.fit` passes
-        the starts of one scouting tournament made for all chains, so that every
+        the starts of two scouting tournaments made for all chains, so that every
         chain can jump to a family that only some chains' tournaments met.
     alpha_w : float, default=1.0
         Initial width, on the unconstrained scale, of the slice move of an
