@@ -219,7 +219,8 @@ def fit(
         Makes the whole run, all chains included, reproducible. Before sampling,
         ``fit`` runs two scouting tournaments of restarts whose starts every chain
         may jump to (``PCRPGibbs(template_jumps=...)``, docs/mixing.md, "Template
-        jumps"); it is seeded by a child of this seed that no chain uses.
+        jumps"); they are seeded by children of a child of this seed that no
+        chain uses.
     progressbar : bool, default=False
     **sample_kwargs
         Any other ``pm.sample`` argument (for example ``var_names``), and

@@ -42,6 +42,7 @@ from pymc_pcrp._kernels.state import NIWParams, SweepState, refresh_slot, shift_
 __all__ = [
     "DRIFT_TOLERANCE",
     "add_state_prior_terms",
+    "block_log_marginal",
     "cluster_means",
     "cluster_scatter",
     "drifted",
@@ -151,25 +152,42 @@ def partition_log_joint(xc: np.ndarray, labels: np.ndarray, params: NIWParams) -
     chol = np.empty((d, d))
     y = np.empty(d)
     for c in range(k):
-        # |Psi_0 + W + w m m^T| = |A| (1 + w m^T A^{-1} m) with A = Psi_0 + W: the
-        # factor of A keeps its digits when the cluster is far from the prior mean.
-        for i in range(d):
-            for j in range(d):
-                a[i, j] = params.psi0[i, j] + w[c, i, j]
-        if not cholesky_lower(a, chol):
-            raise FloatingPointError("posterior scale matrix is not positive definite")
-        yy = 0.0
-        for i in range(d):
-            t = means[c, i]
-            for j in range(i):
-                t -= chol[i, j] * y[j]
-            y[i] = t / chol[i, i]
-            yy += y[i] * y[i]
-        logdet = log_det_chol(chol) + math.log1p(mean_weight(params.kappa0, sizes[c]) * yy)
-        acc += log_marginal_from_logdet(
-            sizes[c], logdet, d, params.kappa0, params.nu0, params.logdet0
-        )
+        acc += block_log_marginal(sizes[c], w[c], means[c], params, a, chol, y)
     return acc
+
+
+@numba.njit(**NJIT_KWARGS)
+def block_log_marginal(
+    size: int,
+    scatter: np.ndarray,
+    mean: np.ndarray,
+    params: NIWParams,
+    a: np.ndarray,
+    chol: np.ndarray,
+    y: np.ndarray,
+) -> float:
+    """``log m(X)`` of a block of ``size`` points from its scatter ``W`` and mean ``m``.
+
+    ``m`` is the mean of the centred data and ``W`` the scatter about it (both
+    triangles); ``a``, ``chol`` (``D x D``) and ``y`` (``D``) are work space.
+    """
+    d = mean.shape[0]
+    # |Psi_0 + W + w m m^T| = |A| (1 + w m^T A^{-1} m) with A = Psi_0 + W: the
+    # factor of A keeps its digits when the cluster is far from the prior mean.
+    for i in range(d):
+        for j in range(d):
+            a[i, j] = params.psi0[i, j] + scatter[i, j]
+    if not cholesky_lower(a, chol):
+        raise FloatingPointError("posterior scale matrix is not positive definite")
+    yy = 0.0
+    for i in range(d):
+        t = mean[i]
+        for j in range(i):
+            t -= chol[i, j] * y[j]
+        y[i] = t / chol[i, i]
+        yy += y[i] * y[i]
+    logdet = log_det_chol(chol) + math.log1p(mean_weight(params.kappa0, size) * yy)
+    return log_marginal_from_logdet(size, logdet, d, params.kappa0, params.nu0, params.logdet0)
 
 
 @numba.njit(**NJIT_KWARGS)

@@ -49,17 +49,13 @@ import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.log_joint import (
+    block_log_marginal,
     cluster_scatter,
     mean_weight,
     n_blocks,
     partition_log_joint,
 )
-from pymc_pcrp._kernels.niw import (
-    cholesky_lower,
-    log_det_chol,
-    log_marginal_from_logdet,
-    log_multigamma,
-)
+from pymc_pcrp._kernels.niw import cholesky_lower, log_det_chol, log_multigamma
 from pymc_pcrp._kernels.partitions import _log_add, canonical_labels
 from pymc_pcrp._kernels.state import NIWParams
 
@@ -400,7 +396,8 @@ def assignment_log_joint(
             _shift(first, second, b, xc[p], centres[b], -1.0, v)
             _shift(first, second, a, xc[p], centres[a], 1.0, v)
     acc = 0.0
-    mat = np.empty((d, d))
+    scatter = np.empty((d, d))
+    a = np.empty((d, d))
     chol = np.empty((d, d))
     y = np.empty(d)
     for c in range(k):
@@ -412,15 +409,11 @@ def assignment_log_joint(
             v[i] = first[c, i] / size  # the block's mean minus the template cluster's
         for i in range(d):
             for j in range(i + 1):
-                mat[i, j] = params.psi0[i, j] + second[c, i, j] - size * v[i] * v[j]
-                mat[j, i] = mat[i, j]
-        if not cholesky_lower(mat, chol):
-            raise FloatingPointError("posterior scale matrix is not positive definite")
+                scatter[i, j] = second[c, i, j] - size * v[i] * v[j]
+                scatter[j, i] = scatter[i, j]
         for i in range(d):
             v[i] += centres[c, i]
-        yy = _solve_lower(chol, v, y)
-        logdet = log_det_chol(chol) + math.log1p(mean_weight(params.kappa0, size) * yy)
-        acc += log_marginal_from_logdet(size, logdet, d, params.kappa0, params.nu0, params.logdet0)
+        acc += block_log_marginal(size, scatter, v, params, a, chol, y)
     return acc
 
 

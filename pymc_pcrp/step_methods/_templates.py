@@ -46,7 +46,7 @@ __all__ = [
 TEMPLATE_WINDOW = 20.0
 # fit's shared scouting: SCOUT_TOURNAMENTS independent tournaments (side by side when fit
 # has cores), each of SCOUT_STARTS times the starts of one chain's own, on data of at most
-# SCOUT_MAX_WORK = N D (where template jumps are made ten times a draw).
+# SCOUT_MAX_WORK = N D (where template jumps are made 25 times a draw).
 SCOUT_TOURNAMENTS = 2
 SCOUT_STARTS = 3
 SCOUT_MAX_WORK = 20_000
@@ -189,7 +189,6 @@ class TemplateJumps:
             return None
         rate = self.rate
         count = int(rate) + (1 if rng.random() < rate - int(rate) else 0)
-        labels = np.ascontiguousarray(labels, dtype=np.int64)
         new, self.accepted = template_jump_chain(
             rng, xc, labels, self.templates, params, count, self.mode
         )
