@@ -10,23 +10,28 @@ straight into any of the families, and makes the Metropolis-Hastings test exact.
 The proposal
 ------------
 A template ``T`` with clusters ``1..K_T`` gives every point ``p`` a categorical
-distribution over those clusters: the Gibbs conditional of ``p`` given the other
-points of ``T`` (:func:`template_log_weights`), i.e. ``n_{t,-p}^r m(x_p | X_{t,-p})``
-for a cluster ``t`` and ``alpha m(x_p)`` for the cluster ``p`` is alone in.
-A proposal picks one of the ``M`` templates uniformly and draws every point's
-cluster independently from its row (:func:`draw_assignment`). It never looks at
-the chain's state, so it is an independence proposal:
+distribution over those clusters and one more, the *open* cluster, empty in the
+template: the Gibbs conditional of ``p`` given the other points of ``T``
+(:func:`template_log_weights`), i.e. ``n_{t,-p}^r m(x_p | X_{t,-p})`` for a
+cluster ``t``, ``alpha m(x_p)`` for the cluster ``p`` is alone in, and
+``alpha m(x_p)`` for the open cluster. A proposal picks one of the ``M`` templates
+uniformly and draws every point's column independently from its row
+(:func:`draw_assignment`). It never looks at the chain's state, so it is an
+independence proposal:
 
     accept z' with probability min(1, pi(z') q(z) / (pi(z) q(z'))),
 
 where ``q`` is the probability of the proposed *partition*: the mean over templates
 of the sum, over every one-to-one assignment of the partition's blocks to the
-template's clusters, of the product of the points' weights (a permanent, computed
-by dynamic programming over subsets of the template's clusters in
+template's columns, of the product of the points' weights (a permanent, computed
+by dynamic programming over subsets of the template's columns in
 :func:`mixture_log_probability`, so at most :data:`MAX_TEMPLATE_CLUSTERS` clusters
-per template). A partition with more blocks than a template has clusters has
+per template). A partition with more blocks than a template has columns has
 probability zero under it; from a state no template can produce the move is always
-rejected, which keeps detailed balance.
+rejected, which keeps detailed balance. The open column is what lets a chain in a
+state with one cluster more than the templates (a speck split in two, a medium
+cluster divided) jump at all: without it such a state has ``q = 0`` and keeps
+the chain until the local moves bring it back (docs/mixing.md, "The open column").
 
 ``pi`` is the posterior of the partition given the chain's current hyperparameters
 (``alpha``, ``r``, and the NIW scale and ``nu0`` when they are learned): the move
@@ -73,7 +78,8 @@ __all__ = [
     "template_log_weights",
 ]
 
-# The permanent costs O(2^K K) per evaluation: templates with more clusters are not used.
+# The permanent costs O(2^K K) per evaluation, K counting the open column: templates with
+# more clusters are not used.
 MAX_TEMPLATE_CLUSTERS = 10
 # Partial maps of the permanent this many nats below a complete one are dropped (their
 # share of the sum is below a double's rounding, see _log_permanent).
@@ -120,18 +126,22 @@ def template_log_weights(
     psi0: np.ndarray,
     chol0: np.ndarray,
 ) -> np.ndarray:
-    """Each point's normalised log Gibbs conditional over a template's clusters, ``(N, K)``.
+    """Each point's normalised log Gibbs conditional over a template's clusters, ``(N, K + 1)``.
 
     ``labels`` are the template's canonical labels and ``xc`` the data centred at
     the prior mean. Row ``p`` holds ``log q_p(t)``: proportional to
     ``r log n_{t,-p} + log m(x_p | X_{t,-p})`` for a cluster ``t`` with other points
-    and ``log alpha + log m(x_p)`` for the cluster that holds ``p`` alone. The
-    leave-one-out terms use the determinant lemma on the cluster's own factor:
-    ``Psi_{-p} = Psi - kappa_n / (kappa_n - 1) v v^T`` with ``v`` the point minus the
-    posterior mean. ``O(N K D^2 + K D^3)``.
+    and ``log alpha + log m(x_p)`` for the cluster that holds ``p`` alone. The last
+    column (the "open" cluster) is ``p`` taken out into a new cluster of its own,
+    ``log alpha + log m(x_p)``: points
+    drawn there form one more block, so a proposal can also add a cluster to the
+    template's. The leave-one-out terms use the determinant lemma on the
+    cluster's own factor: ``Psi_{-p} = Psi - kappa_n / (kappa_n - 1) v v^T`` with
+    ``v`` the point minus the posterior mean. ``O(N K D^2 + K D^3)``.
     """
     n, d = xc.shape
     k = n_blocks(labels)
+    columns = k + 1
     sizes, means, w = cluster_scatter(xc, labels, k)
     chols = np.empty((k, d, d))
     logdets = np.empty(k)
@@ -148,12 +158,18 @@ def template_log_weights(
         for i in range(d):
             post_means[c, i] = sizes[c] * means[c, i] / (kappa0 + sizes[c])
     logdet0 = log_det_chol(chol0)
-    out = np.empty((n, k))
+    out = np.empty((n, columns))
     v = np.empty(d)
     y = np.empty(d)
     for p in range(n):
         own = labels[p]
-        top = -np.inf
+        # the open column: p alone in a new cluster
+        for i in range(d):
+            v[i] = xc[p, i]
+        q0 = _solve_lower(chol0, v, y)
+        logdet_with = logdet0 + math.log1p(kappa0 / (kappa0 + 1.0) * q0)
+        top = log_alpha + _log_ratio(kappa0, nu0, logdet0, logdet_with, d)
+        out[p, k] = top
         for c in range(k):
             kappa_n = kappa0 + sizes[c]
             nu_n = nu0 + sizes[c]
@@ -165,12 +181,8 @@ def template_log_weights(
                 value = power * math.log(sizes[c]) + _log_ratio(
                     kappa_n, nu_n, logdets[c], logdet_with, d
                 )
-            elif sizes[c] == 1:  # alone: weighed as a new cluster
-                for i in range(d):
-                    v[i] = xc[p, i]
-                q0 = _solve_lower(chol0, v, y)
-                logdet_with = logdet0 + math.log1p(kappa0 / (kappa0 + 1.0) * q0)
-                value = log_alpha + _log_ratio(kappa0, nu0, logdet0, logdet_with, d)
+            elif sizes[c] == 1:  # alone: weighed as a new cluster, as in the open column
+                value = out[p, k]
             else:
                 logdet_without = logdets[c] + math.log1p(-kappa_n / (kappa_n - 1.0) * q)
                 value = power * math.log(sizes[c] - 1) + _log_ratio(
@@ -180,10 +192,10 @@ def template_log_weights(
             if value > top:
                 top = value
         total = 0.0
-        for c in range(k):
+        for c in range(columns):
             total += math.exp(out[p, c] - top)
         norm = top + math.log(total)
-        for c in range(k):
+        for c in range(columns):
             out[p, c] -= norm
     return out
 
@@ -197,7 +209,7 @@ def _log_permanent(block: np.ndarray) -> float:
     Partial maps that cannot reach within :data:`PERMANENT_CUTOFF` nats of one
     complete map (the greedy one), even if every remaining block took its best
     column, are dropped: together they hold less than ``K! e^-60`` of the sum, below
-    the rounding of a double for ``K <= 10`` (``10! e^-60 = 3e-20``).
+    the rounding of a double for the ``K <= 11`` columns used (``11! e^-60 = 3.5e-19``).
     """
     b, k = block.shape
     # a lower bound on the sum: the greedy complete map
@@ -259,17 +271,19 @@ def _block_log_weights(log_weights: np.ndarray, k: int, labels: np.ndarray, b: i
 class TemplateSet(NamedTuple):
     """A chain's templates packed into arrays for :func:`template_jump_chain`.
 
-    ``M`` templates over ``N`` points, padded to ``KM`` clusters (the most any has).
-    ``cumulative[m, p]`` is the running sum of ``exp(log_weights[m, p])`` (the
-    template's proposal for point ``p``; ``1`` in the padding); ``sizes``,
-    ``centres`` and ``scatter`` are each template cluster's size, mean and scatter
-    about its mean (of the centred data), from which a proposal's statistics
-    follow by moving only the points drawn into another cluster than the template's.
+    ``M`` templates over ``N`` points; template ``m`` has ``n_columns[m]`` columns,
+    its clusters and then the open cluster (empty in the template), padded to
+    ``KM`` (the most any has). ``cumulative[m, p]`` is the running sum of
+    ``exp(log_weights[m, p])`` (the template's proposal for point ``p``; ``1`` in
+    the padding); ``sizes``, ``centres`` and ``scatter`` are each column's size,
+    mean and scatter about its mean (of the centred data; zero for the open
+    column), from which a proposal's statistics follow by moving only the points
+    drawn into another column than their template cluster.
     """
 
     log_weights: np.ndarray  # (M, N, KM), -inf in the padding
     cumulative: np.ndarray  # (M, N, KM)
-    n_clusters: np.ndarray  # (M,)
+    n_columns: np.ndarray  # (M,)
     labels: np.ndarray  # (M, N), canonical
     sizes: np.ndarray  # (M, KM)
     centres: np.ndarray  # (M, KM, D)
@@ -285,14 +299,15 @@ def pack_templates(xc: np.ndarray, templates: list[np.ndarray], params) -> Templ
     m = len(templates)
     n, d = xc.shape
     ks = np.array([n_blocks(t) for t in templates], dtype=np.int64)
-    km = int(ks.max()) if m else 0
+    columns = ks + 1  # the template's clusters and the open one
+    km = int(columns.max()) if m else 0
     log_weights = np.full((m, n, km), -np.inf)
     sizes = np.zeros((m, km), dtype=np.int64)
     centres = np.zeros((m, km, d))
     scatter = np.zeros((m, km, d, d))
     for i, labels in enumerate(templates):
         k = int(ks[i])
-        log_weights[i, :, :k] = template_log_weights(
+        log_weights[i, :, : columns[i]] = template_log_weights(
             xc,
             labels,
             params.log_alpha,
@@ -305,7 +320,7 @@ def pack_templates(xc: np.ndarray, templates: list[np.ndarray], params) -> Templ
         sizes[i, :k], centres[i, :k], scatter[i, :k] = cluster_scatter(xc, labels, k)
     cumulative = np.cumsum(np.exp(log_weights), axis=2)
     labels = np.array(templates, dtype=np.int64).reshape(m, n)
-    return TemplateSet(log_weights, cumulative, ks, labels, sizes, centres, scatter)
+    return TemplateSet(log_weights, cumulative, columns, labels, sizes, centres, scatter)
 
 
 # How a chain's proposal probability is computed: EXACT (the permanent over the
@@ -320,11 +335,11 @@ def mixture_log_probability(templates: TemplateSet, labels: np.ndarray, mode: in
     """Log probability of the canonical partition ``labels`` under the equal mixture."""
     if mode == NO_RATIO:
         return 0.0
-    m = templates.n_clusters.shape[0]
+    m = templates.n_columns.shape[0]
     b = n_blocks(labels)
     values = np.full(m, -np.inf)
     for t in range(m):
-        k = templates.n_clusters[t]
+        k = templates.n_columns[t]
         if b > k:
             continue
         w = templates.log_weights[t]
@@ -344,7 +359,7 @@ def mixture_log_probability(templates: TemplateSet, labels: np.ndarray, mode: in
 @numba.njit(**NJIT_KWARGS)
 def draw_assignment(rng, templates: TemplateSet, t: int, out: np.ndarray) -> None:
     """Draw every point's cluster of template ``t`` into ``out``."""
-    k = templates.n_clusters[t]
+    k = templates.n_columns[t]
     cumulative = templates.cumulative[t]
     for p in range(out.shape[0]):
         u = rng.random()
@@ -380,7 +395,7 @@ def assignment_log_joint(
     which it equals up to rounding.
     """
     n, d = xc.shape
-    k = templates.n_clusters[t]
+    k = templates.n_columns[t]
     own = templates.labels[t]
     centres = templates.centres[t]
     sizes = templates.sizes[t, :k].copy()
@@ -434,14 +449,14 @@ def template_jump_chain(
     ``q`` from :func:`mixture_log_probability`). Returns the final canonical labels
     and the number of proposals accepted.
     """
-    m = templates.n_clusters.shape[0]
+    m = templates.n_columns.shape[0]
     current = labels.copy()
     if count == 0:
         return current, 0
     current_log_q = mixture_log_probability(templates, current, mode)
     if current_log_q == -np.inf:
         # no template can make the current partition (it has more blocks than any has
-        # clusters): every proposal would be rejected, so none is drawn
+        # columns): every proposal would be rejected, so none is drawn
         return current, 0
     current_log_pi = partition_log_joint(xc, current, params)
     assign = np.empty(labels.shape[0], dtype=np.int64)

@@ -315,7 +315,9 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         met during tuning (the tournament's starts, plus ``templates``), fixed when
         tuning ends (:mod:`pymc_pcrp.step_methods._templates`). A proposal picks a
         template uniformly and draws every point's cluster independently from its
-        Gibbs conditional given the template's other points; it is accepted with
+        Gibbs conditional given the template's other points (one of the template's
+        clusters, or alone in one new cluster, so that a proposal may have one
+        cluster more than its template); it is accepted with
         the exact Metropolis-Hastings ratio of this independence proposal (its
         probability of a partition sums over every labelling). It lets a chain
         jump between families of states that no local move crosses (docs/mixing.md,
