@@ -78,8 +78,8 @@ __all__ = [
     "template_log_weights",
 ]
 
-# The permanent costs O(2^K K) per evaluation, K counting the open column: templates with
-# more clusters are not used.
+# The permanent costs O(2^C C) per evaluation for C columns (a template's clusters and the
+# open one): templates of more clusters than this are not used.
 MAX_TEMPLATE_CLUSTERS = 10
 # Partial maps of the permanent this many nats below a complete one are dropped (their
 # share of the sum is below a double's rounding, see _log_permanent).
@@ -133,11 +133,11 @@ def template_log_weights(
     ``r log n_{t,-p} + log m(x_p | X_{t,-p})`` for a cluster ``t`` with other points
     and ``log alpha + log m(x_p)`` for the cluster that holds ``p`` alone. The last
     column (the "open" cluster) is ``p`` taken out into a new cluster of its own,
-    ``log alpha + log m(x_p)``: points
-    drawn there form one more block, so a proposal can also add a cluster to the
-    template's. The leave-one-out terms use the determinant lemma on the
-    cluster's own factor: ``Psi_{-p} = Psi - kappa_n / (kappa_n - 1) v v^T`` with
-    ``v`` the point minus the posterior mean. ``O(N K D^2 + K D^3)``.
+    ``log alpha + log m(x_p)``: points drawn there form one more block, so a
+    proposal can also add a cluster to the template's. The leave-one-out terms use
+    the determinant lemma on the cluster's own factor:
+    ``Psi_{-p} = Psi - kappa_n / (kappa_n - 1) v v^T`` with ``v`` the point minus the
+    posterior mean. ``O(N K D^2 + K D^3)``.
     """
     n, d = xc.shape
     k = n_blocks(labels)
@@ -358,7 +358,7 @@ def mixture_log_probability(templates: TemplateSet, labels: np.ndarray, mode: in
 
 @numba.njit(**NJIT_KWARGS)
 def draw_assignment(rng, templates: TemplateSet, t: int, out: np.ndarray) -> None:
-    """Draw every point's cluster of template ``t`` into ``out``."""
+    """Draw every point's column of template ``t`` (a cluster, or the open one) into ``out``."""
     k = templates.n_columns[t]
     cumulative = templates.cumulative[t]
     for p in range(out.shape[0]):
