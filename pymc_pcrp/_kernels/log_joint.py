@@ -35,7 +35,12 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.niw import cholesky_lower, log_det_chol, log_marginal_from_logdet
+from pymc_pcrp._kernels.niw import (
+    cholesky_lower,
+    log_det_chol,
+    log_marginal_from_logdet,
+    solve_lower,
+)
 from pymc_pcrp._kernels.slots import clear_occupied
 from pymc_pcrp._kernels.state import NIWParams, SweepState, refresh_slot, shift_stats
 
@@ -179,13 +184,7 @@ def block_log_marginal(
             a[i, j] = params.psi0[i, j] + scatter[i, j]
     if not cholesky_lower(a, chol):
         raise FloatingPointError("posterior scale matrix is not positive definite")
-    yy = 0.0
-    for i in range(d):
-        t = mean[i]
-        for j in range(i):
-            t -= chol[i, j] * y[j]
-        y[i] = t / chol[i, i]
-        yy += y[i] * y[i]
+    yy = solve_lower(chol, mean, y)
     logdet = log_det_chol(chol) + math.log1p(mean_weight(params.kappa0, size) * yy)
     return log_marginal_from_logdet(size, logdet, d, params.kappa0, params.nu0, params.logdet0)
 

@@ -69,6 +69,20 @@ def cholesky_lower(a: np.ndarray, out: np.ndarray) -> bool:
 
 
 @numba.njit(**NJIT_KWARGS)
+def solve_lower(chol: np.ndarray, b: np.ndarray, out: np.ndarray) -> float:
+    """Solve ``L y = b`` into ``out`` and return ``y^T y`` (``= b^T (L L^T)^{-1} b``)."""
+    d = b.shape[0]
+    acc = 0.0
+    for i in range(d):
+        t = b[i]
+        for j in range(i):
+            t -= chol[i, j] * out[j]
+        out[i] = t / chol[i, i]
+        acc += out[i] * out[i]
+    return acc
+
+
+@numba.njit(**NJIT_KWARGS)
 def chol_rank_one_at(chol: np.ndarray, slot: int, v: np.ndarray, sign: float) -> bool:
     """Update the factor ``L = chol[slot]`` in place so that ``L L^T`` gains ``sign * v v^T``.
 

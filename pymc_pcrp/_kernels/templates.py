@@ -60,7 +60,7 @@ from pymc_pcrp._kernels.log_joint import (
     n_blocks,
     partition_log_joint,
 )
-from pymc_pcrp._kernels.niw import cholesky_lower, log_det_chol, log_multigamma
+from pymc_pcrp._kernels.niw import cholesky_lower, log_det_chol, log_multigamma, solve_lower
 from pymc_pcrp._kernels.partitions import _log_add, canonical_labels
 from pymc_pcrp._kernels.state import NIWParams
 
@@ -99,20 +99,6 @@ def _log_ratio(kappa: float, nu: float, logdet_without: float, logdet_with: floa
         + 0.5 * nu * logdet_without
         - 0.5 * (nu + 1.0) * logdet_with
     )
-
-
-@numba.njit(**NJIT_KWARGS)
-def _solve_lower(chol: np.ndarray, b: np.ndarray, out: np.ndarray) -> float:
-    """Solve ``L y = b`` into ``out`` and return ``y^T y`` (``= b^T (L L^T)^{-1} b``)."""
-    d = b.shape[0]
-    acc = 0.0
-    for i in range(d):
-        t = b[i]
-        for j in range(i):
-            t -= chol[i, j] * out[j]
-        out[i] = t / chol[i, i]
-        acc += out[i] * out[i]
-    return acc
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -166,7 +152,7 @@ def template_log_weights(
         # the open column: p alone in a new cluster
         for i in range(d):
             v[i] = xc[p, i]
-        q0 = _solve_lower(chol0, v, y)
+        q0 = solve_lower(chol0, v, y)
         logdet_with = logdet0 + math.log1p(kappa0 / (kappa0 + 1.0) * q0)
         top = log_alpha + _log_ratio(kappa0, nu0, logdet0, logdet_with, d)
         out[p, k] = top
@@ -175,7 +161,7 @@ def template_log_weights(
             nu_n = nu0 + sizes[c]
             for i in range(d):
                 v[i] = xc[p, i] - post_means[c, i]
-            q = _solve_lower(chols[c], v, y)
+            q = solve_lower(chols[c], v, y)
             if c != own:
                 logdet_with = logdets[c] + math.log1p(kappa_n / (kappa_n + 1.0) * q)
                 value = power * math.log(sizes[c]) + _log_ratio(
