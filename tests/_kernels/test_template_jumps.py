@@ -20,6 +20,7 @@ from _kernels.test_splitmerge import N_DRAWS, SEED, TV_THRESHOLD, _exact_draws, 
 
 from pymc_pcrp._kernels.log_joint import partition_log_joint
 from pymc_pcrp._kernels.partitions import canonical_labels
+from pymc_pcrp._kernels.state import make_params
 from pymc_pcrp._kernels.templates import (
     NO_RATIO,
     ONE_LABELLING,
@@ -209,3 +210,53 @@ def test_the_permanent_equals_the_sum_over_all_one_to_one_maps(spread):
             for cols in itertools.permutations(range(k), b)
         ]
         assert _log_permanent(block) == pytest.approx(logsumexp(terms), rel=1e-13, abs=1e-12)
+
+
+def _plain_jump_chain(rng, xc, labels, packed, params, count):
+    """The Metropolis-Hastings test written out, ``q`` of every proposal computed."""
+    m = packed.n_columns.shape[0]
+    current = labels.copy()
+    current_log_q = mixture_log_probability(packed, current)
+    current_log_pi = partition_log_joint(xc, current, params)
+    assign = np.empty(labels.shape[0], dtype=np.int64)
+    accepted = 0
+    for _ in range(count):
+        t = min(int(rng.random() * m), m - 1)
+        draw_assignment(rng, packed, t, assign)
+        log_pi = assignment_log_joint(xc, packed, t, assign, params)
+        candidate = canonical_labels(assign)
+        log_q = mixture_log_probability(packed, candidate)
+        log_ratio = log_pi - current_log_pi + current_log_q - log_q
+        if log_ratio >= 0.0 or np.log(rng.random()) < log_ratio:
+            accepted += 1
+            current, current_log_pi, current_log_q = candidate, log_pi, log_q
+    return current, accepted
+
+
+def test_rejections_decided_from_the_drawn_labelling_are_those_of_the_plain_test():
+    """The kernel rejects most proposals from a bound on the ratio (the drawn labelling
+    is one term of q) before computing q; its decisions and its use of the generator must
+    be those of the plain test. Two groups of 30 points in 2-D and three templates (the
+    right one, a mixed one, a split one), so that proposals are accepted and rejected by
+    wide and by narrow margins."""
+    rng = np.random.default_rng(SEED)
+    xc = np.ascontiguousarray(np.r_[rng.normal(size=(30, 2)), 2.5 + rng.normal(size=(30, 2))])
+    params = make_params(1.0, 1.2, 0.5, 3.0, 0.5 * np.eye(2))
+    right = np.repeat([0, 1], 30)
+    mixed = right.copy()
+    mixed[::4] = 1 - mixed[::4]
+    split = np.where(np.arange(60) % 3 == 0, 2, right)
+    packed = _packed(xc, params, right, mixed, split)
+    drawn = np.empty(60, dtype=np.int64)
+    log_w = draw_assignment(np.random.default_rng(1), packed, 1, drawn)
+    assert np.isclose(log_w, packed.log_weights[1][np.arange(60), drawn].sum(), rtol=1e-13)
+    total = 0
+    for seed, start in enumerate((right, mixed, split, np.zeros(60, dtype=np.int64))):
+        start = canonical_labels(start)
+        kernel_rng, plain_rng = np.random.default_rng(seed), np.random.default_rng(seed)
+        new, accepted = template_jump_chain(kernel_rng, xc, start, packed, params, 300)
+        ref_new, ref_accepted = _plain_jump_chain(plain_rng, xc, start, packed, params, 300)
+        assert accepted == ref_accepted and (new == ref_new).all()
+        assert kernel_rng.bit_generator.state == plain_rng.bit_generator.state
+        total += accepted
+    assert 0 < total < 4 * 300  # both outcomes occur
