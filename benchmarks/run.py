@@ -830,7 +830,7 @@ def section_scale(cfg: Config, rep: Report, cache: dict) -> None:
 
     import pymc_pcrp as pcrp
 
-    from pymc_pcrp.step_methods import pcrp_gibbs
+    from pymc_pcrp.step_methods._options import random_init_max_k
 
     n, d = cfg.scale
     x, z, prior, _, _, _ = problem(n, d)
@@ -846,7 +846,7 @@ def section_scale(cfg: Config, rep: Report, cache: dict) -> None:
             )
         k0 = None
         if init == "random":
-            k_max = pcrp_gibbs.random_init_max_k(n)
+            k_max = random_init_max_k(n)
             k0 = int(copy.deepcopy(step.rng).integers(1, k_max + 1))
         point = model.initial_point()
         found, recs, t_start = None, [], time.perf_counter()
@@ -1234,12 +1234,12 @@ def section_start(cfg: Config, rep: Report, cache: dict) -> None:
 
     import pymc_pcrp as pcrp
 
-    from pymc_pcrp.step_methods import pcrp_gibbs
+    from pymc_pcrp.step_methods._options import random_init_max_k
 
     n, d = cfg.start
     x, _, prior, _, _, _ = problem(n, d)
     model = build_model(x, prior)
-    k_max = pcrp_gibbs.random_init_max_k(n)
+    k_max = random_init_max_k(n)
     # The chain whose start costs most: the first seed that draws the largest K0.
     seed = next(
         s for s in range(10_000) if int(np.random.default_rng(s).integers(1, k_max + 1)) == k_max
