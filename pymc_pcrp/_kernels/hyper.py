@@ -20,7 +20,10 @@ on ``s``. With ``P = L0 L0^T`` and ``lambda_j`` the eigenvalues of
     \log|s P + B| = \log|P| + \sum_j \log(s + \lambda_j),
 
 so after one ``O(D^3)`` eigen-decomposition per cluster every grid value costs
-``O(D)``: ``O(K D^3 + G K D)`` for the whole conditional. After a new ``s`` the
+``O(D)``: ``O(K D^3 + G K D)`` for the whole conditional. The eigenvalues of a
+cluster whose ``B`` is bit for bit the one of the previous call in its slot are
+reused (:func:`cluster_eigenvalues`): between two sweeps most moves stay among a
+few clusters, and the others keep their statistics. After a new ``s`` the
 occupied slots' Cholesky factors (``O(K D^3)``) and every point's new-cluster
 weight (``O(N)``, from the cached ``q_i = x_i^T P^{-1} x_i``) are recomputed.
 
@@ -61,6 +64,7 @@ from pymc_pcrp._kernels.niw import log_multigamma, predictive_constants
 from pymc_pcrp._kernels.state import NIWParams, SweepState, refresh_slot
 
 __all__ = [
+    "EIGEN_CACHE_SLOTS",
     "ScaleGrid",
     "advance_scaled",
     "cluster_eigenvalues",
@@ -89,6 +93,8 @@ class ScaleGrid(NamedTuple):
     ``s``; ``current`` is ``[grid index of s, status, grid index of nu0]`` (see
     the module constants for the status). ``nu0s`` and ``nu_log_w`` are the
     ``nu0`` grid and its log prior weights (one value for a fixed ``nu0``).
+    ``cached_b`` and ``cached_eig`` remember, per slot, the last ``B`` whose
+    eigenvalues :func:`cluster_eigenvalues` computed, and those eigenvalues.
     """
 
     log_s: np.ndarray
@@ -102,6 +108,14 @@ class ScaleGrid(NamedTuple):
     current: np.ndarray
     nu0s: np.ndarray
     nu_log_w: np.ndarray
+    cached_b: np.ndarray
+    cached_eig: np.ndarray
+
+
+# Slots whose eigenvalues cluster_eigenvalues remembers: the first EIGEN_CACHE_SLOTS, fewer
+# when their D^2 floats each would pass EIGEN_CACHE_FLOATS (32 MB).
+EIGEN_CACHE_SLOTS = 64
+EIGEN_CACHE_FLOATS = 1 << 22
 
 
 def make_scale_grid(
@@ -131,6 +145,8 @@ def make_scale_grid(
     log_w = np.asarray(log_weights, dtype=np.float64)
     logdet = 2.0 * float(np.sum(np.log(np.diag(chol))))
     s = math.exp(log_s[0])
+    d = base.shape[0]
+    slots = min(xc.shape[0] + 1, EIGEN_CACHE_SLOTS, max(1, EIGEN_CACHE_FLOATS // (d * d)))
     return ScaleGrid(
         np.ascontiguousarray(log_s),
         np.ascontiguousarray(log_w),
@@ -143,6 +159,8 @@ def make_scale_grid(
         np.array([0, FRESH_CHAIN, start_nu], dtype=np.int64),
         np.ascontiguousarray(nu0s),
         np.ascontiguousarray(np.asarray(nu_log_weights, dtype=np.float64)),
+        np.full((slots, d, d), np.nan),
+        np.empty((slots, d)),
     )
 
 
@@ -192,14 +210,23 @@ def symmetric_eigenvalues(m: np.ndarray, out: np.ndarray) -> None:
 
 @numba.njit(**NJIT_KWARGS)
 def cluster_eigenvalues(
-    state: SweepState, kappa0: float, base_chol_inv: np.ndarray, sizes: np.ndarray, eig: np.ndarray
+    state: SweepState, kappa0: float, grid: ScaleGrid, sizes: np.ndarray, eig: np.ndarray
 ) -> int:
     """Write each occupied cluster's size and the eigenvalues of ``L0^{-1} B L0^{-T}``.
 
     ``sizes`` (length ``>= K``) and ``eig`` (shape ``(>= K, D)``) are overwritten
-    in the order of ``state.order``; returns ``K``.
+    in the order of ``state.order``; returns ``K``. ``L0^{-1}`` is
+    ``grid.base_chol_inv``. For the first :data:`EIGEN_CACHE_SLOTS` slots the
+    grid remembers ``B`` and its eigenvalues (``grid.cached_b``,
+    ``grid.cached_eig``). The eigenvalues are a function of ``B`` alone, so when
+    a slot's ``B`` equals the remembered one bit for bit the remembered values are
+    exactly what the decomposition would return, and it is skipped; any other
+    ``B`` (a point moved, another ``kappa0``; NaN never compares equal) is
+    decomposed afresh and remembered.
     """
-    d = base_chol_inv.shape[0]
+    linv = grid.base_chol_inv
+    cached_b, cached_eig = grid.cached_b, grid.cached_eig
+    d = linv.shape[0]
     b = np.empty((d, d))
     t = np.empty((d, d))
     m = np.empty((d, d))
@@ -207,15 +234,35 @@ def cluster_eigenvalues(
     for p in range(k):
         slot = state.order[p]
         n = state.counts[slot]
+        sizes[p] = n
         inv_kappa = 1.0 / (kappa0 + n)
         for i in range(d):
             for j in range(d):
                 b[i, j] = (
                     state.sumsq[slot, i, j] - state.sums[slot, i] * state.sums[slot, j] * inv_kappa
                 )
-        whiten(base_chol_inv, b, t, m)
+        cached = slot < cached_b.shape[0]
+        if cached:
+            same = True
+            for i in range(d):
+                for j in range(d):
+                    if b[i, j] != cached_b[slot, i, j]:
+                        same = False
+                        break
+                if not same:
+                    break
+            if same:
+                for j in range(d):
+                    eig[p, j] = cached_eig[slot, j]
+                continue
+        whiten(linv, b, t, m)
         symmetric_eigenvalues(m, eig[p])
-        sizes[p] = n
+        if cached:
+            for i in range(d):
+                for j in range(d):
+                    cached_b[slot, i, j] = b[i, j]
+            for j in range(d):
+                cached_eig[slot, j] = eig[p, j]
     return k
 
 
@@ -303,7 +350,7 @@ def scale_conditional(
     k = state.k[0]
     sizes = np.empty(k, dtype=np.int64)
     eig = np.empty((k, d))
-    cluster_eigenvalues(state, kappa0, grid.base_chol_inv, sizes, eig)
+    cluster_eigenvalues(state, kappa0, grid, sizes, eig)
     log_marginal_grid(sizes, eig, k, kappa0, nu0, grid.logdet_base, grid.log_s, out)
     for g in range(out.shape[0]):
         out[g] += grid.log_w[g]
@@ -445,7 +492,7 @@ def draw_nu0(
     k = state.k[0]
     sizes = np.empty(k, dtype=np.int64)
     eig = np.empty((k, d))
-    cluster_eigenvalues(state, params.kappa0, grid.base_chol_inv, sizes, eig)
+    cluster_eigenvalues(state, params.kappa0, grid, sizes, eig)
     g_count = grid.log_s.shape[0]
     h_count = grid.nu0s.shape[0]
     a = np.empty(g_count)

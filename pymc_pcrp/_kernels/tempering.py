@@ -159,7 +159,7 @@ def tempered_scale_index(
     k = state.k[0]
     sizes = np.empty(k, dtype=np.int64)
     eig = np.empty((k, d))
-    cluster_eigenvalues(state, params.kappa0, grid.base_chol_inv, sizes, eig)
+    cluster_eigenvalues(state, params.kappa0, grid, sizes, eig)
     log_marginal_grid(sizes, eig, k, params.kappa0, params.nu0, grid.logdet_base, grid.log_s, logp)
     for g in range(logp.shape[0]):
         logp[g] = grid.log_w[g] + beta * logp[g]

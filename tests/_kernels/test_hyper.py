@@ -29,6 +29,7 @@ from pymc_pcrp._kernels.hyper import (
 )
 from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp._kernels.partitions import canonical_labels
+from pymc_pcrp._kernels.state import place_point
 from pymc_pcrp._kernels.sweep import init_state, log_joint, make_params, sweep_tables
 from pymc_pcrp._niw_numpy import scale_log_posterior
 
@@ -79,6 +80,66 @@ def test_grid_conditional_matches_the_marginal_likelihood_at_each_scale(d):
         lj = log_joint(init_state(xc, labels, params), params, d)
         prior_z = sum(math.lgamma(n) for n in np.bincount(labels))
         assert lj - prior_z == pytest.approx(out[g] - LOG_W[g], rel=1e-10)
+
+
+@pytest.mark.parametrize("d", [1, 3])
+def test_remembered_eigenvalues_give_the_conditional_of_a_fresh_grid(d):
+    # The grid reuses a slot's eigenvalues while its B is unchanged bit for bit. Two
+    # points swapped between clusters keep every size: a check on sizes alone would
+    # reuse stale eigenvalues, and the conditional would differ from a fresh grid's.
+    x, labels, mu0, kappa0, nu0, base = _problem(15, d, SEED + 20 + d)
+    xc = np.ascontiguousarray(x - mu0)
+    params = make_params(1.0, 1.0, kappa0, nu0, base)
+    state = init_state(xc, labels, params)
+    grid = make_scale_grid(xc, base, GRID, LOG_W, nu0)
+    out, ref = np.empty(GRID.size), np.empty(GRID.size)
+    scale_conditional(state, kappa0, nu0, grid, out)
+    i = int(np.flatnonzero(labels == 0)[0])
+    j = int(np.flatnonzero(labels == 1)[0])
+    v, buf = np.empty(d), np.empty((d, d))
+    for point, src, dst in ((i, 0, 1), (j, 1, 0)):
+        place_point(state, xc, point, src, -1, params, v, buf)
+        place_point(state, xc, point, dst, 1, params, v, buf)
+        state.labels[point] = dst
+    top = scale_conditional(state, kappa0, nu0, grid, out)
+    fresh = make_scale_grid(xc, base, GRID, LOG_W, nu0)
+    assert top == scale_conditional(state, kappa0, nu0, fresh, ref)
+    np.testing.assert_array_equal(out, ref)
+    # ... and the unchanged cluster's eigenvalues were taken from the cache: a marker
+    # written there shows up in the next conditional, until that cluster changes.
+    grid.cached_eig[2] += 1.0
+    scale_conditional(state, kappa0, nu0, grid, out)
+    assert not np.array_equal(out, ref)
+
+
+def test_eigenvalue_cache_leaves_the_chain_unchanged():
+    # The same seed with and without the cache (no slots): the same labels and s draws.
+    x, labels, mu0, kappa0, nu0, base = _problem(40, 3, SEED + 25)
+    xc = np.ascontiguousarray(x - mu0)
+    params = make_params(1.0, 1.2, kappa0, nu0, base)
+    runs = []
+    for slots in (None, 0):
+        grid = make_scale_grid(xc, base, GRID, LOG_W, nu0)
+        if slots == 0:
+            grid = grid._replace(cached_b=grid.cached_b[:0], cached_eig=grid.cached_eig[:0])
+        tables = sweep_tables(xc, params)
+        state = init_state(xc, labels.copy(), params)
+        counts, out = np.empty(4, dtype=np.int64), step_labels_out(40)
+        rng = np.random.default_rng(SEED)
+        trace = []
+        for _ in range(60):
+            lj = advance_scaled(
+                rng,
+                (xc, state, params, tables),
+                grid,
+                (3, 0.0, 0, 0.0, no_pairs()),
+                (counts, out),
+                None,
+            )
+            trace.append((tuple(int(z) for z in out), int(grid.current[0]), lj))
+        runs.append(trace)
+    assert runs[0] == runs[1]
+    assert len({labels for labels, _, _ in runs[0]}) > 5  # the chain moved
 
 
 @pytest.mark.parametrize("d", [1, 3])
