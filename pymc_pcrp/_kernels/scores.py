@@ -28,7 +28,9 @@ from pymc_pcrp._kernels.niw import predictive_constants
 from pymc_pcrp._kernels.state import NIWParams, SweepState
 
 __all__ = [
+    "PARTIAL_ROWS",
     "SKIP_NATS",
+    "distance_limit",
     "log_weight_upper_bound",
     "loo_log_weight",
     "loo_lower_bound",
@@ -257,6 +259,62 @@ def _forward_norm2(
         y[a] = t
         acc += t * t
     return acc
+
+
+# A partial distance is compared with its limit after every PARTIAL_ROWS rows of the
+# triangular solve (_forward_norm2_capped); data of at most that many dimensions never stop.
+PARTIAL_ROWS = 4
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def _forward_norm2_capped(
+    chol: np.ndarray,
+    slot: int,
+    xc: np.ndarray,
+    i: int,
+    mean: np.ndarray,
+    inv_diag: np.ndarray,
+    y: np.ndarray,
+    limit: float,
+) -> float:
+    """:func:`_forward_norm2` that gives up once the distance is known to exceed ``limit``.
+
+    The first ``j`` rows of the solve give ``sum_{a < j} y_a^2``, a lower bound on
+    the squared norm (the rest adds non-negative terms, in floating point too).
+    After every :data:`PARTIAL_ROWS` rows that partial sum is compared with
+    ``limit``; when it is larger the solve stops and ``-1.0`` is returned.
+    Otherwise the full squared norm is returned, computed by the same operations
+    in the same order as :func:`_forward_norm2`, bit for bit. Used for ``D > 2``.
+    """
+    d = xc.shape[1]
+    acc = 0.0
+    for a in range(d):
+        t = xc[i, a] - mean[slot, a]
+        for b in range(a):
+            t -= chol[slot, a, b] * y[b]
+        t *= inv_diag[slot, a]
+        y[a] = t
+        acc += t * t
+        if a % PARTIAL_ROWS == PARTIAL_ROWS - 1 and a < d - 1 and acc > limit:
+            return -1.0
+    return acc
+
+
+@numba.njit(**NJIT_KWARGS)
+def distance_limit(const: float, e: float, bm: float, cut: float) -> float:
+    """Return a squared distance beyond which :func:`log_weight_upper_bound` is below ``cut``.
+
+    ``const + e t / (1 + t) < cut`` with ``e < 0`` and ``t = u bm`` holds for
+    every ``t > q / (1 - q)``, ``q = (const - cut) / (-e)``; the limit carries a
+    relative margin of ``1e-9`` so that a distance beyond it passes the bound's
+    own test despite rounding. ``inf`` when no distance is enough (``q >= 1``).
+    """
+    q = (const - cut) / (-e)
+    if q >= 1.0:
+        return math.inf
+    if q <= 0.0:
+        return 0.0
+    return q / ((1.0 - q) * bm) * (1.0 + 1e-9)
 
 
 @numba.njit(**NJIT_KWARGS)

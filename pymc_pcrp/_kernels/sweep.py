@@ -26,14 +26,17 @@ from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.draws import next_sweep_order, shuffle_in_place, sweep_order
 from pymc_pcrp._kernels.niw import log_marginal_from_logdet
 from pymc_pcrp._kernels.scores import (
+    PARTIAL_ROWS,
     SKIP_NATS,
     _draw_with_skipped,
     _forward_norm2,
+    _forward_norm2_capped,
     _sample_log_weights,
     _sync_eigen_bounds,
     _sync_moments,
     _sync_slot,
     _widen_eigen_bounds,
+    distance_limit,
     log_weight_upper_bound,
     loo_log_weight,
     loo_lower_bound,
@@ -186,7 +189,11 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     ``log(1 + t) >= t / (1 + t)`` gives the upper bound
     ``c_k + e_k b_k u / (1 + b_k u)`` without a logarithm (for ``D > 2`` a
     lower bound on ``u`` from the Euclidean distance, see :func:`_sync_slot`,
-    first saves the triangular solve too). The reference is a lower bound on
+    first saves the triangular solve too, and for ``D > 4`` the solve stops once
+    the partial distance of its first rows is already beyond the cluster's
+    limit, :func:`~pymc_pcrp._kernels.scores._forward_norm2_capped`; a solve
+    that runs to the end is the full one, bit for bit, so the draws are those of
+    the full solve). The reference is a lower bound on
     the largest weight: the larger of the new cluster's log weight and a
     logarithm-free lower bound on the own cluster's (:func:`loo_lower_bound`).
     An option (another cluster, or the new one) whose upper bound is more than
@@ -348,7 +355,18 @@ def sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hooks: tu
                         skipped_u[n_skipped] = -1.0  # distance not computed
                         n_skipped += 1
                         continue
-                u = _forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
+                if d > PARTIAL_ROWS:
+                    # the solve stops once a partial distance rules the cluster out
+                    limit = distance_limit(const[slot], e, bm, cut)
+                    u = _forward_norm2_capped(chol, slot, xc, i, mean, inv_diag, y, limit)
+                    if u < 0.0:
+                        logw[p] = -math.inf
+                        skipped[n_skipped] = p
+                        skipped_u[n_skipped] = -1.0  # distance not computed
+                        n_skipped += 1
+                        continue
+                else:
+                    u = _forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
                 tb = u * bm
                 if log_weight_upper_bound(const[slot], e, tb) < cut:
                     logw[p] = -math.inf

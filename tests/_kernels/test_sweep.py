@@ -219,6 +219,58 @@ def test_eigenvalue_bounds_bracket_the_distance(d):
     assert finite[-1]
 
 
+@pytest.mark.parametrize("d", [3, 5, 9, 30])
+def test_capped_solve_stops_only_past_its_limit_and_is_otherwise_the_full_solve(d):
+    # The sweep stops a cluster's triangular solve once the partial distance rules the
+    # cluster out. A solve that runs to the end must give the full distance bit for bit
+    # (the draw is then the one the full solve gives), and a stop must mean that the full
+    # distance is beyond the limit, where the log weight's bound is below the cut.
+    from pymc_pcrp._kernels.scores import (
+        PARTIAL_ROWS,
+        _forward_norm2,
+        _forward_norm2_capped,
+        _sync_slot,
+        distance_limit,
+        log_weight_upper_bound,
+    )
+
+    rng = np.random.default_rng(SEED + 40 + d)
+    n = 200
+    x = rng.normal(size=(n, d)) @ (np.eye(d) + 0.5 * rng.normal(size=(d, d)))
+    params = make_params(1.0, 1.2, 0.5, d + 2.0, np.eye(d))
+    state = init_state(x, np.zeros(n, dtype=np.int64), params)
+    by_size = sweep_tables(x, params)[2]
+    cap = state.counts.shape[0]
+    mean, inv_diag = np.zeros((cap, d)), np.zeros((cap, d))
+    const, inv_eig = np.zeros(cap), np.zeros((cap, 2))
+    _sync_slot(state, 0, by_size, (mean, inv_diag, const, inv_eig))
+    e, bm = by_size[n, 1], by_size[n, 2]
+    probes = np.r_[x[:40], rng.normal(size=(160, d)) * rng.uniform(0.5, 6.0, size=(160, 1))]
+    y = np.empty(d)
+    stopped = 0
+    for i in range(len(probes)):
+        u = _forward_norm2(state.chol, 0, probes, i, mean, inv_diag, y)
+        for cut in const[0] + e * np.array([0.05, 0.3, 0.6, 0.9, 0.99, 1.5]):
+            limit = distance_limit(const[0], e, bm, cut)
+            capped = _forward_norm2_capped(state.chol, 0, probes, i, mean, inv_diag, y, limit)
+            if capped < 0.0:
+                stopped += 1
+                assert d > PARTIAL_ROWS
+                assert u > limit
+                assert log_weight_upper_bound(const[0], e, u * bm) < cut
+            else:
+                assert capped == u  # bit for bit
+        # the limit is tight: just inside it the bound is not below the cut
+        cut = const[0] + e * 0.5
+        limit = distance_limit(const[0], e, bm, cut)
+        assert log_weight_upper_bound(const[0], e, limit * (1 - 1e-6) * bm) >= cut
+    if d > PARTIAL_ROWS:
+        assert stopped > 100  # the stop is taken, and checked above
+    else:
+        assert stopped == 0
+    assert distance_limit(const[0], e, bm, const[0] + 2.0 * e) == np.inf
+
+
 def test_widened_eigenvalue_bounds_stay_valid_over_moves():
     from pymc_pcrp._kernels.scores import _sync_slot
     from pymc_pcrp._kernels.sweep import _move_point

@@ -73,6 +73,7 @@ def _visits(x, alpha, r, kappa0, nu0, psi0, skip_nats, seed):
         (6, 2, 0.5, 1.5, 3.0, 1.0),
         (5, 3, 2.0, 2.0, 4.0, 0.5),  # D > 2: the Euclidean bound also skips the solve
         (6, 3, 1.0, 1.2, 2.5, 2.0),
+        (5, 6, 1.0, 1.3, 3.0, 1.0),  # D > 4: the solve also stops at a partial distance
     ],
 )
 def test_skipping_keeps_the_exact_posterior(n, d, alpha, r, shift, skip_nats):
