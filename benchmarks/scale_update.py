@@ -9,6 +9,16 @@ exact draw of ``s``), and (2) the parts of the update timed alone, each the
 minimum over rounds of the mean per call: the sweep, the grid conditional
 (eigenvalues and ``O(G K D)`` sum) and ``set_scale`` (factors and new-cluster
 table, only run when ``s`` changes). On a loaded machine (2) is the steadier figure.
+
+The grid remembers each cluster's eigenvalues while its ``B`` is unchanged
+(:func:`~pymc_pcrp._kernels.hyper.cluster_eigenvalues`). In (1) a second chain,
+the same one but with a grid that remembers nothing, runs interleaved as the
+baseline ("sweep + s, no cache"; tests/_kernels/test_hyper.py checks that such a
+grid gives the same draws; here the first chain also makes the plain sweeps, so the
+two states drift apart, and both are at equilibrium). In (2) the
+conditional is timed twice on the same state: "conditional" with every cluster
+remembered (what a call costs when no cluster changed) and "conditional fresh"
+with every cluster decomposed.
 """
 
 import time
@@ -51,12 +61,19 @@ def setup(x, seed=0):
     return rng, xc, state, params, tables, grid, counts, out
 
 
-def calls(chain):
-    """The functions timed, as closures over one chain."""
+def forgetful(grid):
+    """``grid`` without eigenvalue cache slots: every cluster is decomposed at every call."""
+    return grid._replace(cached_b=grid.cached_b[:0], cached_eig=grid.cached_eig[:0])
+
+
+def calls(chain, twin):
+    """The functions timed, as closures over one chain and its twin without the cache."""
     rng, xc, state, params, tables, grid, counts, out = chain
+    rng2, _, state2, _, tables2, grid2, counts2, out2 = twin
     local = _params_at(params, grid)  # plain sweeps at the chain's current s
     logp = np.empty(grid.log_s.size)
     g0 = int(grid.current[0])
+    fresh = forgetful(grid)
     return {
         "sweep": lambda: advance(
             rng, (xc, state, local, tables), (1, 0, 3, 0.0, no_pairs()), (counts, out), None
@@ -64,7 +81,18 @@ def calls(chain):
         "sweep+s": lambda: advance_scaled(
             rng, (xc, state, params, tables), grid, (1, 0, 3, 0.0, no_pairs()), (counts, out), None
         ),
+        "sweep+s no cache": lambda: advance_scaled(
+            rng2,
+            (xc, state2, params, tables2),
+            grid2,
+            (1, 0, 3, 0.0, no_pairs()),
+            (counts2, out2),
+            None,
+        ),
         "conditional": lambda: scale_conditional(state, params.kappa0, params.nu0, grid, logp),
+        "conditional fresh": lambda: scale_conditional(
+            state, params.kappa0, params.nu0, fresh, logp
+        ),
         "set_scale": lambda: set_scale(g0, grid, state, params, tables),
     }
 
@@ -76,32 +104,36 @@ def main() -> None:
     xb = skd.load_breast_cancer(return_X_y=True)[0]
     for name, x, reps in (("N=2000 D=2", x2, 100), ("breast N=569 D=30", xb, 30)):
         chain = setup(x)
-        fns = calls(chain)
+        twin = list(setup(x))
+        twin[5] = forgetful(twin[5])
+        fns = calls(chain, twin)
         rounds = {k: [] for k in fns}
         for _ in range(15):
-            for key in ("sweep", "sweep+s"):
+            for key in ("sweep", "sweep+s", "sweep+s no cache"):
                 start = time.perf_counter()
                 for _ in range(reps):
                     fns[key]()
                 rounds[key].append((time.perf_counter() - start) / reps)
         plain, both = np.array(rounds["sweep"]), np.array(rounds["sweep+s"])
+        nocache = np.array(rounds["sweep+s no cache"])
         print(
             f"{name}: K={chain[2].k[0]}  interleaved medians: sweep {np.median(plain) * 1e3:.3f}"
             f" ms, sweep + s update {np.median(both) * 1e3:.3f} ms, "
-            f"median ratio {np.median(both / plain):.2f}"
+            f"median ratio {np.median(both / plain):.2f}; without the eigenvalue cache "
+            f"{np.median(nocache) * 1e3:.3f} ms, ratio {np.median(nocache / plain):.2f}"
         )
         best = {}
         for _ in range(10):
-            for key in ("sweep", "conditional", "set_scale"):
+            for key in ("sweep", "conditional", "conditional fresh", "set_scale"):
                 start = time.perf_counter()
                 for _ in range(reps):
                     fns[key]()
                 best[key] = min(best.get(key, np.inf), (time.perf_counter() - start) / reps)
-        update = (best["conditional"] + best["set_scale"]) / best["sweep"]
+        update = (best["conditional fresh"] + best["set_scale"]) / best["sweep"]
         print(
             "    parts alone (min of means): "
             + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in best.items())
-            + f"; (conditional + set_scale) / sweep = {update:.2f}"
+            + f"; (conditional fresh + set_scale) / sweep = {update:.2f}"
         )
 
 
