@@ -263,7 +263,7 @@ def sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hooks: tu
     kappa0 = params.kappa0
     perm = sweep_order(n, visit)
     moved = 0
-    for _ in range(n_sweeps):
+    for sweep_index in range(n_sweeps):
         next_sweep_order(rng, perm, visit)
         for i in perm:
             old = labels[i]
@@ -465,8 +465,10 @@ def sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hooks: tu
                 cap = state.counts.shape[0]
                 mean, inv_diag, const, inv_eig = _grow_caches(cap, caches)
                 chol, counts, order, logdet = state.chol, state.counts, state.order, state.logdet
-        if d > 2:
-            # Exact eigenvalue bounds again, before the widened ones grow loose.
+        if d > 2 and sweep_index < n_sweeps - 1:
+            # Exact eigenvalue bounds again, before the widened ones grow loose (not
+            # after the last sweep: the caches are this call's own, and the next call
+            # computes them afresh).
             for p in range(n_occupied[0]):
                 _sync_eigen_bounds(state, order[p], inv_eig)
     return moved
