@@ -7,13 +7,15 @@ Run from the repository root::
 
 Each run is a fresh process whose ``sys.path`` starts with one checkout (and its
 ``benchmarks/``), which fits one chain on one core (``cores=1``) with the
-package's defaults: a small warm-up fit first (kernels compiled or loaded from
-numba's cache), then the timed fit of ``--draws`` kept and ``--tune`` tuning
-draws at ``--seed``. The runs alternate A, B, A, B, ... so that a slow spell of a
-shared machine falls on both. Printed per run: the seconds, the mean number of
-clusters and the sum of the log joints (which identify the draws); then the
-median seconds of each checkout, their ratio B / A and whether every run made the
-same draws. A change meant to leave the chain as it is must show identical draws.
+package's defaults: a short warm-up fit of the same data first (60 tuning draws
+and 5 kept, so that every kernel the timed fit calls, the template jumps'
+included, is compiled or loaded from numba's cache), then the timed fit of
+``--draws`` kept and ``--tune`` tuning draws at ``--seed``. The runs alternate
+A, B, A, B, ... so that a slow spell of a shared machine falls on both. Printed
+per run: the seconds, the mean number of clusters and the sum of the log joints
+(which identify the draws); then the median seconds of each checkout, their
+ratio B / A and whether every run made the same draws. A change meant to leave
+the chain as it is must show identical draws.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import real_data as rd
 rd.pcrp_quiet()
 name, power, draws, tune, seed = sys.argv[2], float(sys.argv[3]), *map(int, sys.argv[4:7])
 X = rd.load_dataset(name, None).X
-rd.pcrp_fit(X[:60], power, draws=20, tune=20, chains=1, cores=1, seed=1, step_kwargs={})
+rd.pcrp_fit(X, power, draws=5, tune=60, chains=1, cores=1, seed=1, step_kwargs={})
 start = time.perf_counter()
 idata = rd.pcrp_fit(X, power, draws=draws, tune=tune, chains=1, cores=1, seed=seed, step_kwargs={})
 sec = time.perf_counter() - start

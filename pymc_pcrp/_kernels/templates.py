@@ -40,7 +40,9 @@ is one more conditional update inside the step, as the sweeps are.
 A draw's proposals run in one compiled loop (:func:`template_jump_chain`) over the
 templates packed into arrays (:class:`TemplateSet`). A proposal's log joint starts
 from its template's cluster statistics and moves only the points drawn elsewhere
-(:func:`assignment_log_joint`), so it costs a fraction of one from scratch.
+(:func:`assignment_log_joint`), so it costs a fraction of one from scratch; the
+log marginal of a cluster that no drawn point left or joined is computed once per
+draw and remembered for the draw's later proposals.
 """
 
 from __future__ import annotations
@@ -393,13 +395,42 @@ def assignment_log_joint(
     ``O(N D^2)`` of :func:`~pymc_pcrp._kernels.log_joint.partition_log_joint`,
     which it equals up to rounding.
     """
+    memo = np.full(templates.sizes.shape, np.nan)
+    return _assignment_log_joint(xc, templates, t, assign, params, memo)
+
+
+@numba.njit(**NJIT_KWARGS)
+def _assignment_log_joint(
+    xc: np.ndarray,
+    templates: TemplateSet,
+    t: int,
+    assign: np.ndarray,
+    params: NIWParams,
+    memo: np.ndarray,
+) -> float:
+    """:func:`assignment_log_joint` that remembers the log marginals of untouched clusters.
+
+    A cluster of template ``t`` that no drawn point leaves or joins has the
+    template's statistics exactly, and its log marginal is computed by the same
+    operations every time; ``memo[t, c]`` (NaN until then) keeps it for the later
+    proposals of the same call, which must share ``params``. The result is the
+    same, bit for bit, as without the memo.
+    """
     n, d = xc.shape
     k = templates.n_columns[t]
     own = templates.labels[t]
     centres = templates.centres[t]
     sizes = templates.sizes[t, :k].copy()
+    touched = np.zeros(k, dtype=np.bool_)
+    for p in range(n):
+        if assign[p] != own[p]:
+            touched[assign[p]] = True
+            touched[own[p]] = True
     first = np.zeros((k, d))
-    second = templates.scatter[t, :k].copy()
+    second = np.empty((k, d, d))
+    for c in range(k):
+        if touched[c]:
+            second[c] = templates.scatter[t, c]
     v = np.empty(d)
     for p in range(n):
         a = assign[p]
@@ -419,15 +450,22 @@ def assignment_log_joint(
         if size == 0:
             continue
         acc += params.log_alpha + params.power * math.lgamma(size)
+        if not touched[c] and not math.isnan(memo[t, c]):
+            acc += memo[t, c]
+            continue
+        block = second[c] if touched[c] else templates.scatter[t, c]
         for i in range(d):
             v[i] = first[c, i] / size  # the block's mean minus the template cluster's
         for i in range(d):
             for j in range(i + 1):
-                scatter[i, j] = second[c, i, j] - size * v[i] * v[j]
+                scatter[i, j] = block[i, j] - size * v[i] * v[j]
                 scatter[j, i] = scatter[i, j]
         for i in range(d):
             v[i] += centres[c, i]
-        acc += block_log_marginal(size, scatter, v, params, a, chol, y)
+        value = block_log_marginal(size, scatter, v, params, a, chol, y)
+        if not touched[c]:
+            memo[t, c] = value
+        acc += value
     return acc
 
 
@@ -471,12 +509,13 @@ def template_jump_chain(
         return current, 0
     current_log_pi = partition_log_joint(xc, current, params)
     assign = np.empty(labels.shape[0], dtype=np.int64)
+    memo = np.full(templates.sizes.shape, np.nan)  # untouched clusters' log marginals
     accepted = 0
     log_m = math.log(m)
     for _ in range(count):
         t = min(int(rng.random() * m), m - 1)
         drawn = draw_assignment(rng, templates, t, assign)
-        log_pi = assignment_log_joint(xc, templates, t, assign, params)
+        log_pi = _assignment_log_joint(xc, templates, t, assign, params, memo)
         bound = log_pi - current_log_pi + current_log_q - drawn + log_m
         margin = _BOUND_MARGIN * (1.0 + abs(drawn))
         if mode == EXACT and bound < -margin:

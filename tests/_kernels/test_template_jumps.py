@@ -157,6 +157,37 @@ def test_a_proposal_log_joint_from_the_template_statistics_is_the_log_joint():
         assert np.isclose(assignment_log_joint(xc, packed, 0, assign, params), fresh, rtol=1e-11)
 
 
+def test_remembered_untouched_clusters_give_the_same_bits():
+    """A draw's proposals share a memo of the log marginals of clusters no point left or
+    joined; with it every proposal's log joint is the one computed without it, bit for
+    bit, and the memo is really read (a wrong entry shows up in the result)."""
+    from pymc_pcrp._kernels.templates import _assignment_log_joint
+
+    xc, params, _, _ = _problem(3, 0.7, 1.3)
+    rng = np.random.default_rng(SEED + 5)
+    xc = np.ascontiguousarray(np.r_[xc, 3.0 + rng.normal(size=(40, 3))])
+    templates = [rng.integers(0, 4, size=xc.shape[0]), rng.integers(0, 3, size=xc.shape[0])]
+    packed = _packed(xc, params, *templates)
+    memo = np.full(packed.sizes.shape, np.nan)
+    assign = np.empty(xc.shape[0], dtype=np.int64)
+    for trial in range(40):
+        t = trial % 2
+        own = packed.labels[t]
+        assign[:] = own
+        moved = rng.choice(xc.shape[0], size=trial % 4, replace=False)
+        assign[moved] = rng.integers(0, packed.n_columns[t], size=moved.size)
+        plain = assignment_log_joint(xc, packed, t, assign, params)
+        assert _assignment_log_joint(xc, packed, t, assign, params, memo) == plain
+    assert np.isfinite(memo).sum() >= 4  # untouched clusters of both templates
+    t, c = np.argwhere(np.isfinite(memo))[0]
+    memo[t, c] += 1.0
+    assign[:] = packed.labels[t]  # nothing moved: every cluster read from the memo
+    plain = assignment_log_joint(xc, packed, t, assign, params)
+    poisoned = _assignment_log_joint(xc, packed, t, assign, params, memo)
+    assert poisoned != plain
+    assert poisoned == pytest.approx(plain + 1.0, abs=1e-9)
+
+
 def test_distinct_templates_keep_families_within_the_window():
     base = np.repeat([0, 1, 2], 50)
     variant = base.copy()
