@@ -22,8 +22,8 @@ on ``s``. With ``P = L0 L0^T`` and ``lambda_j`` the eigenvalues of
 so after one ``O(D^3)`` eigen-decomposition per cluster every grid value costs
 ``O(D)``: ``O(K D^3 + G K D)`` for the whole conditional. The eigenvalues of a
 cluster whose ``B`` is bit for bit the one of the previous call in its slot are
-reused (:func:`cluster_eigenvalues`): between two sweeps most moves stay among a
-few clusters, and the others keep their statistics. After a new ``s`` the
+reused (:func:`cluster_eigenvalues`): a sweep moves a handful of points, and the
+clusters it leaves alone keep their statistics. After a new ``s`` the
 occupied slots' Cholesky factors (``O(K D^3)``) and every point's new-cluster
 weight (``O(N)``, from the cached ``q_i = x_i^T P^{-1} x_i``) are recomputed.
 
