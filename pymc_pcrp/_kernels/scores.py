@@ -250,8 +250,15 @@ def _forward_norm2(
         t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
         t1 = (xc[i, 1] - mean[slot, 1] - chol[slot, 1, 0] * t0) * inv_diag[slot, 1]
         return t0 * t0 + t1 * t1
-    # no partial sum exceeds an infinite limit: the whole solve, row by row
-    return _forward_norm2_capped(chol, slot, xc, i, mean, inv_diag, y, math.inf)
+    acc = 0.0
+    for a in range(d):
+        t = xc[i, a] - mean[slot, a]
+        for b in range(a):
+            t -= chol[slot, a, b] * y[b]
+        t *= inv_diag[slot, a]
+        y[a] = t
+        acc += t * t
+    return acc
 
 
 # A partial distance is compared with its limit after every PARTIAL_ROWS rows of the
@@ -277,8 +284,7 @@ def _forward_norm2_capped(
     After every :data:`PARTIAL_ROWS` rows that partial sum is compared with
     ``limit``; when it is larger the solve stops and ``-1.0`` is returned.
     Otherwise the full squared norm is returned, computed by the same operations
-    in the same order as :func:`_forward_norm2`, bit for bit. The sweep uses it
-    for ``D >`` :data:`PARTIAL_ROWS`.
+    in the same order as :func:`_forward_norm2`, bit for bit. Used for ``D > 2``.
     """
     d = xc.shape[1]
     acc = 0.0
