@@ -188,9 +188,22 @@ def test_log_weight_bounds_hold():
     assert log_weight_upper_bound(1.5, -3.0, 0.0) == 1.5
 
 
+def _one_cluster(x, params):
+    """All of ``x`` in slot 0: the state, the size table and the slot's sweep caches."""
+    from pymc_pcrp._kernels.scores import _sync_slot
+
+    n, d = x.shape
+    state = init_state(x, np.zeros(n, dtype=np.int64), params)
+    by_size = sweep_tables(x, params)[2]
+    cap = state.counts.shape[0]
+    caches = (np.zeros((cap, d)), np.zeros((cap, d)), np.zeros(cap), np.zeros((cap, 2)))
+    _sync_slot(state, 0, by_size, caches)
+    return state, by_size, caches
+
+
 @pytest.mark.parametrize("d", [3, 5, 10])
 def test_eigenvalue_bounds_bracket_the_distance(d):
-    from pymc_pcrp._kernels.scores import _forward_norm2, _sync_slot
+    from pymc_pcrp._kernels.scores import _forward_norm2
 
     rng = np.random.default_rng(SEED + d)
     finite = []
@@ -198,12 +211,7 @@ def test_eigenvalue_bounds_bracket_the_distance(d):
         a = rng.normal(size=(d, d))
         x = rng.normal(size=(n, d)) @ (np.eye(d) + mix * a) + rng.normal(size=d)
         params = make_params(1.0, 1.2, 0.5, d + 2.0, np.eye(d) * rng.uniform(0.1, 3.0))
-        state = init_state(x, np.zeros(n, dtype=np.int64), params)
-        by_size = sweep_tables(x, params)[2]
-        cap = state.counts.shape[0]
-        mean, inv_diag = np.zeros((cap, d)), np.zeros((cap, d))
-        const, inv_eig = np.zeros(cap), np.zeros((cap, 2))
-        _sync_slot(state, 0, by_size, (mean, inv_diag, const, inv_eig))
+        state, _, (mean, inv_diag, _, inv_eig) = _one_cluster(x, params)
         eig = np.linalg.eigvalsh(state.chol[0] @ state.chol[0].T)
         assert 1.0 / inv_eig[0, 0] >= eig[-1] * (1 - 1e-12)
         assert 1.0 / inv_eig[0, 1] <= eig[0] * (1 + 1e-12)
@@ -229,7 +237,6 @@ def test_capped_solve_stops_only_past_its_limit_and_is_otherwise_the_full_solve(
         PARTIAL_ROWS,
         _forward_norm2,
         _forward_norm2_capped,
-        _sync_slot,
         distance_limit,
         log_weight_upper_bound,
     )
@@ -238,12 +245,7 @@ def test_capped_solve_stops_only_past_its_limit_and_is_otherwise_the_full_solve(
     n = 200
     x = rng.normal(size=(n, d)) @ (np.eye(d) + 0.5 * rng.normal(size=(d, d)))
     params = make_params(1.0, 1.2, 0.5, d + 2.0, np.eye(d))
-    state = init_state(x, np.zeros(n, dtype=np.int64), params)
-    by_size = sweep_tables(x, params)[2]
-    cap = state.counts.shape[0]
-    mean, inv_diag = np.zeros((cap, d)), np.zeros((cap, d))
-    const, inv_eig = np.zeros(cap), np.zeros((cap, 2))
-    _sync_slot(state, 0, by_size, (mean, inv_diag, const, inv_eig))
+    state, by_size, (mean, inv_diag, const, _) = _one_cluster(x, params)
     e, bm = by_size[n, 1], by_size[n, 2]
     probes = np.r_[x[:40], rng.normal(size=(160, d)) * rng.uniform(0.5, 6.0, size=(160, 1))]
     y = np.empty(d)
