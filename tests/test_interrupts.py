@@ -15,6 +15,14 @@ import threading
 import time
 
 import numpy as np
+import pytest
+
+import pymc_pcrp as pcrp
+
+from pymc_pcrp.cli import cluster as cluster_command
+from pymc_pcrp.cli import main
+from pymc_pcrp.step_methods._interrupts import caused_by_interrupt
+from pymc_pcrp.step_methods.pcrp_gibbs import PCRPGibbs
 
 FIT_SCRIPT = textwrap.dedent(
     """
@@ -136,3 +144,94 @@ def test_cluster_command_interrupted_publishes_nothing(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["labels.csv", "summary.md"]
     assert not list(tmp_path.glob(".result.incomplete-*"))
     assert "results written" not in stdout
+
+
+# -- Ctrl-C inside a compiled kernel ------------------------------------------
+# Numba unpickles a cached kernel's constants at its first call; an interrupt
+# that lands there leaves the dispatcher as SystemError caused by the
+# KeyboardInterrupt (seen in CI: the interrupted `cluster` run above exited 1).
+
+
+def _kernel_error(cause: BaseException | None) -> SystemError:
+    err = SystemError("CPUDispatcher(<function k>) returned a result with an exception set")
+    err.__cause__ = cause
+    return err
+
+
+def _fail_after_draw(monkeypatch, draw_idx: int, cause: BaseException | None):
+    """Make PCRPGibbs's template jump raise the kernel's error once, after ``draw_idx``.
+
+    Returns the ``pm.sample`` callback that arms it (steps outside ``pm.sample``,
+    such as the scouting of templates, must not fail).
+    """
+    original = PCRPGibbs._template_jump
+    armed = []
+
+    def template_jump(self, inputs, new_labels):
+        if armed == [True]:
+            armed.append(False)
+            raise _kernel_error(cause)
+        return original(self, inputs, new_labels)
+
+    def arm(trace, draw):
+        if draw.draw_idx == draw_idx and not armed:
+            armed.append(True)
+
+    monkeypatch.setattr(PCRPGibbs, "_template_jump", template_jump)
+    return arm
+
+
+def test_caused_by_interrupt_follows_causes_and_contexts():
+    assert caused_by_interrupt(KeyboardInterrupt())
+    assert caused_by_interrupt(_kernel_error(KeyboardInterrupt()))
+    assert not caused_by_interrupt(_kernel_error(None))
+    assert not caused_by_interrupt(_kernel_error(ValueError("other")))
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise RuntimeError("while handling Ctrl-C")  # noqa: B904 (the context is the point)
+    except RuntimeError as err:
+        assert caused_by_interrupt(err)
+    looped = RuntimeError("a")
+    looped.__context__ = RuntimeError("b")
+    looped.__context__.__context__ = looped
+    assert not caused_by_interrupt(looped)
+
+
+def test_interrupt_inside_a_kernel_stops_fit_as_an_interrupt(monkeypatch):
+    arm = _fail_after_draw(monkeypatch, 30, KeyboardInterrupt())
+    x = np.random.default_rng(0).normal(size=(40, 2))
+    with pytest.raises(pcrp.SamplingInterrupted) as caught:
+        pcrp.fit(x, power=1.1, draws=300, tune=10, chains=2, cores=1, random_seed=1,
+                 callback=arm, compute_convergence_checks=False)  # fmt: skip
+    sizes = caught.value.idata.posterior.sizes
+    assert sizes["draw"] < 300  # the interrupted chain's draws came back, short
+
+
+def test_other_kernel_errors_are_not_taken_for_interrupts(monkeypatch):
+    arm = _fail_after_draw(monkeypatch, 15, ValueError("a real bug"))
+    x = np.random.default_rng(0).normal(size=(40, 2))
+    with pytest.raises(SystemError):
+        pcrp.fit(x, power=1.1, draws=30, tune=10, chains=1, cores=1, random_seed=1,
+                 callback=arm, compute_convergence_checks=False)  # fmt: skip
+
+
+def test_cluster_command_reports_an_interrupt_inside_a_kernel(monkeypatch, tmp_path, capsys):
+    def fit_interrupted_in_a_kernel(*args, **kwargs):
+        raise _kernel_error(KeyboardInterrupt())
+
+    monkeypatch.setattr(cluster_command, "fit", fit_interrupted_in_a_kernel)
+    data = np.random.default_rng(4).normal(size=(30, 2))
+    csv = tmp_path / "d.csv"
+    np.savetxt(csv, data, delimiter=",", header="a,b", comments="")
+    out = tmp_path / "result"
+    out.mkdir()
+    (out / "summary.md").write_text("an earlier, complete result\n")
+    status = main(["cluster", str(csv), "--power", "1.1", "--draws", "20", "--tune", "5",
+                   "--chains", "1", "--seed", "1", "--out", str(out), "--overwrite"])  # fmt: skip
+    assert status == 130
+    assert "Nothing was written to" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["summary.md"]
+    assert (out / "summary.md").read_text() == "an earlier, complete result\n"
+    assert not list(tmp_path.glob(".result.incomplete-*"))

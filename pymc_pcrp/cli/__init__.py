@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pymc_pcrp.cli.cluster import add_cluster_parser, run_cluster
 from pymc_pcrp.cli.demo import run_demo
 from pymc_pcrp.diagnostics import SamplingInterrupted
+from pymc_pcrp.step_methods._interrupts import caused_by_interrupt
 
 __all__ = ["main", "run_demo"]
 
@@ -91,7 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_cluster(args)
     try:
         _run_other(args, argv)
-    except (KeyboardInterrupt, SamplingInterrupted) as err:
+    except BaseException as err:
+        # caused_by_interrupt: Ctrl-C itself, or inside a compiled kernel (numba wraps it)
+        if not (isinstance(err, SamplingInterrupted) or caused_by_interrupt(err)):
+            raise
         what = str(err) if isinstance(err, SamplingInterrupted) else "Interrupted."
         print(f"error: {what} The {args.command} run did not finish.", file=sys.stderr)
         return 130

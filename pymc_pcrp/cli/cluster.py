@@ -97,6 +97,7 @@ from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.fitting import fit
 from pymc_pcrp.model_selection import CVResult, cross_validate_power, split_train_test
 from pymc_pcrp.posterior import PointEstimate, point_estimate
+from pymc_pcrp.step_methods._interrupts import caused_by_interrupt
 from pymc_pcrp.step_methods.pcrp_gibbs import auto_sweeps_per_draw
 
 __all__ = ["add_cluster_parser", "run_cluster"]
@@ -456,11 +457,11 @@ def run_cluster(args: argparse.Namespace) -> int:
         text = summary(run, idata, results, time.perf_counter() - start)
         (tmp / "summary.md").write_text(text, encoding="utf-8")
         publish(tmp, out)
-    except (KeyboardInterrupt, SamplingInterrupted) as err:
+    except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
-        return _interrupted(out, err)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        # caused_by_interrupt: Ctrl-C itself, or inside a compiled kernel (numba wraps it)
+        if isinstance(err, SamplingInterrupted) or caused_by_interrupt(err):
+            return _interrupted(out, err)
         raise
     print(
         f"{estimate.n_clusters} cluster(s) in the point estimate; results written to '{out}'",

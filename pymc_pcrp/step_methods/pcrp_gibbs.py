@@ -38,6 +38,7 @@ from pymc_pcrp.step_methods._alpha_update import AlphaUpdate, OwnedAlphaMixin
 from pymc_pcrp.step_methods._compile_notice import announce_compilation
 from pymc_pcrp.step_methods._diag_inputs import advance_kernel, diag_family, init_family_state
 from pymc_pcrp.step_methods._input_building import StepInputsMixin
+from pymc_pcrp.step_methods._interrupts import passes_interrupts
 from pymc_pcrp.step_methods._options import (
     INIT_STRATEGIES,
     SPLIT_MERGE_SCANS,
@@ -759,6 +760,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
             scale.current[1] = max(scale.current[1], REBUILT)
         return init_family_state(self._diag, xc, canonical_labels(current), params), 0
 
+    @passes_interrupts
     def step(self, point):
         """Run ``sweeps_per_draw`` sweeps and return the new point and stats."""
         start = self._tournament.before_draw()  # restarts during tuning (_restarts.py)

@@ -59,6 +59,7 @@ from pymc_pcrp.distributions.normaliser import (
     stirling_row_arrays,
 )
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
+from pymc_pcrp.step_methods._interrupts import passes_interrupts
 
 __all__ = ["PCRPHyper", "PCRPHyperState"]
 
@@ -304,6 +305,7 @@ class PCRPHyper(BlockedStep):
 
     # -- the step ---------------------------------------------------------
 
+    @passes_interrupts
     def step(self, point):
         """Draw the variable from its conditional given the labels (one slice update)."""
         if self._surrogate is not None:
