@@ -23,6 +23,10 @@ import math
 import numba
 import numpy as np
 
+from llvmlite import ir as llvm_ir
+from numba.core import types
+from numba.extending import intrinsic
+
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.niw import predictive_constants
 from pymc_pcrp._kernels.state import NIWParams, SweepState
@@ -31,6 +35,7 @@ __all__ = [
     "PARTIAL_ROWS",
     "SKIP_NATS",
     "distance_limit",
+    "log1p_lower_bound",
     "log_weight_upper_bound",
     "loo_log_weight",
     "loo_lower_bound",
@@ -304,17 +309,25 @@ def _forward_norm2_capped(
 def distance_limit(const: float, e: float, bm: float, cut: float) -> float:
     """Return a squared distance beyond which :func:`log_weight_upper_bound` is below ``cut``.
 
-    ``const + e t / (1 + t) < cut`` with ``e < 0`` and ``t = u bm`` holds for
-    every ``t > q / (1 - q)``, ``q = (const - cut) / (-e)``; the limit carries a
-    relative margin of ``1e-9`` so that a distance beyond it passes the bound's
-    own test despite rounding. ``inf`` when no distance is enough (``q >= 1``).
+    ``const + e L(t) < cut`` with ``e < 0``, ``t = u bm`` and ``L`` the bound of
+    :func:`log1p_lower_bound` holds once ``L(t) > q = (const - cut) / (-e)``.
+    ``L`` grows with ``t``, and inverting it piece by piece (``E`` from
+    ``q / log 2``, then ``m = (2 + rem) / (2 - rem)``) gives the ``t`` where it
+    reaches ``q``. The limit carries a relative margin of ``1e-9`` so that a
+    distance beyond it passes the bound's own test despite rounding; ``0`` when
+    ``q <= 0``, ``inf`` when no double is far enough.
     """
     q = (const - cut) / (-e)
-    if q >= 1.0:
-        return math.inf
     if q <= 0.0:
         return 0.0
-    return q / ((1.0 - q) * bm) * (1.0 + 1e-9)
+    q = q / (1.0 - _LOG_SLACK)
+    whole = math.floor(q / _LN2)
+    if whole > 1000.0:
+        return math.inf
+    rem = q - whole * _LN2
+    m = (2.0 + rem) / (2.0 - rem)
+    y = math.ldexp(1.0, int(whole) + 1) if m >= 2.0 else math.ldexp(m, int(whole))
+    return (y - 1.0) / bm * (1.0 + 1e-9)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -342,14 +355,68 @@ def loo_lower_bound(a: float, e: float, b: float, c: float, u_lo: float, u_hi: f
     return a + 0.5 * c * u_lo + e * (b * c * c * u_hi / (1.0 - c * u_hi))
 
 
+_LN2 = math.log(2.0)
+# Relative slack of log1p_lower_bound for the rounding of its own arithmetic and of
+# math.log (within an ulp or two): the bound must stay at or below the computed log.
+_LOG_SLACK = 1e-12
+
+
+@intrinsic
+def _float_bits(typingctx, x):
+    """Reinterpret a float64 as the int64 of its bits (an LLVM bitcast: no call, no memory)."""
+    if x != types.float64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], llvm_ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _bits_float(typingctx, bits):
+    """Reinterpret the int64 ``bits`` as a float64 (the inverse of :func:`_float_bits`)."""
+    if bits != types.int64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], llvm_ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
+_MANTISSA = (1 << 52) - 1
+_ONE_BITS = 1023 << 52  # the bits of 1.0
+
+
+@numba.njit(**NJIT_KWARGS)
+def log1p_lower_bound(t: float) -> float:
+    """Bound ``log(1 + t)`` from below for ``t >= 0``, within 0.026 nats, without a log.
+
+    With ``1 + t = m 2^E``, ``m`` in ``[1, 2)`` (``E`` and ``m`` read off the
+    float's bits), ``log(1 + t) = E log 2 + log m`` and
+    ``log m >= 2 (m - 1) / (m + 1)`` for ``m >= 1`` (equality at ``m = 1``, short
+    by ``log 2 - 2 / 3`` at ``m = 2``). Scaled down by a relative ``1e-12`` so
+    that rounding cannot lift it above the computed logarithm.
+    """
+    y = 1.0 + t
+    if not y < math.inf:
+        return math.inf
+    bits = _float_bits(y)  # y >= 1: a positive normal number
+    ex = (bits >> 52) - 1023
+    m = _bits_float((bits & _MANTISSA) | _ONE_BITS)
+    return (ex * _LN2 + 2.0 * (m - 1.0) / (m + 1.0)) * (1.0 - _LOG_SLACK)
+
+
 @numba.njit(**NJIT_KWARGS)
 def log_weight_upper_bound(const: float, e: float, t: float) -> float:
     """Bound a cluster's log weight ``const + e log(1 + t)`` from above, without a log.
 
-    ``log(1 + t) >= t / (1 + t)`` for ``t >= 0`` and ``e < 0``; a lower bound
-    on ``t`` keeps it an upper bound, because ``t / (1 + t)`` grows with ``t``.
+    ``e < 0``, so a lower bound on ``log(1 + t)`` (:func:`log1p_lower_bound`)
+    gives an upper bound on the weight; a lower bound on ``t`` keeps it one,
+    because the bound grows with ``t``.
     """
-    return const + e * t / (1.0 + t)
+    return const + e * log1p_lower_bound(t)
 
 
 # A cluster whose log weight is certainly this far below the largest one is not

@@ -188,6 +188,35 @@ def test_log_weight_bounds_hold():
     assert log_weight_upper_bound(1.5, -3.0, 0.0) == 1.5
 
 
+def test_log1p_lower_bound_is_below_the_log_and_within_its_stated_gap():
+    # The sweep skips a cluster when const + e L(t) (e < 0) is below the cut: L must
+    # never exceed the log the sweep would compute, and it is tight (the point of it).
+    from pymc_pcrp._kernels.scores import log1p_lower_bound
+
+    rng = np.random.default_rng(SEED + 10)
+    powers = 2.0 ** np.arange(0, 80)
+    ts = np.r_[
+        10.0 ** rng.uniform(-15, 15, 50_000),
+        0.0,
+        5e-324,
+        1e-300,
+        1e300,
+        powers - 1.0,  # 1 + t a power of two: the bound's equality points
+        np.nextafter(powers, np.inf) - 1.0,
+        np.nextafter(powers, 0.0) - 1.0,  # 1 + t just below: the largest gaps
+    ]
+    ts = ts[ts >= 0.0]
+    gaps = np.array([np.log(1.0 + t) - log1p_lower_bound(t) for t in ts])
+    assert gaps.min() >= 0.0
+    assert gaps.max() <= np.log(2.0) - 2.0 / 3.0 + 1e-9
+    assert gaps.max() > 0.02  # the stated gap is reached, near 1 + t = 2^k from below
+    assert log1p_lower_bound(np.inf) == np.inf
+    # tighter than the bound t / (1 + t) it replaced (below t ~ 1e-6 both are t up to the
+    # rounding of 1 + t, which the sweep's own log(1 + t) shares)
+    tested = [t for t in ts if t >= 1e-6]
+    assert all(log1p_lower_bound(t) >= t / (1.0 + t) for t in tested)
+
+
 def _one_cluster(x, params):
     """All of ``x`` in slot 0: the state, the size table and the slot's sweep caches."""
     from pymc_pcrp._kernels.scores import _sync_slot
@@ -270,7 +299,13 @@ def test_capped_solve_stops_only_past_its_limit_and_is_otherwise_the_full_solve(
         assert stopped > 100  # the stop is taken, and checked above
     else:
         assert stopped == 0
-    assert distance_limit(const[0], e, bm, const[0] + 2.0 * e) == np.inf
+    # far below the constant the limit is finite (the bound keeps growing like a log)
+    far = distance_limit(const[0], e, bm, const[0] + 2.0 * e)
+    assert np.isfinite(far) and log_weight_upper_bound(const[0], e, far * 1.001 * bm) < (
+        const[0] + 2.0 * e
+    )
+    # beyond every double: no distance is enough
+    assert distance_limit(const[0], e, bm, const[0] + 2000.0 * e) == np.inf
 
 
 def test_widened_eigenvalue_bounds_stay_valid_over_moves():

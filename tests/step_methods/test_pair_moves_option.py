@@ -62,14 +62,18 @@ def test_default_step_makes_pair_moves_and_split_merge_zero_makes_none():
     assert alone.pair_moves == 3.0 and alone.speck_moves == 0.0
     for step, per_draw in ((default, 2 * PAIR_MOVES), (plain, 0), (alone, 6)):
         # every point its own cluster but the pairs (2q, 2q + 1) together, so that
-        # many drawn pairs share a cluster and are proposed
-        point = {"z": np.arange(60, dtype=np.int64) // 2}
+        # many drawn pairs share a cluster and are proposed; a pair move is accepted
+        # about once per 30 draws here (mostly in the first ones, while the pairs
+        # merge), so six chains of 30 draws, each from that start
         proposed = accepted = 0
-        for _ in range(30):
-            point, stats = step.step(point)
-            proposed += stats[0]["pair_proposed"]
-            accepted += stats[0]["pair_accepted"]
-            assert stats[0]["pair_proposed"] <= per_draw
+        for seed in range(3, 9):
+            step.set_rng(np.random.default_rng(seed))
+            point = {"z": np.arange(60, dtype=np.int64) // 2}
+            for _ in range(30):
+                point, stats = step.step(point)
+                proposed += stats[0]["pair_proposed"]
+                accepted += stats[0]["pair_accepted"]
+                assert stats[0]["pair_proposed"] <= per_draw
         if per_draw == 0:
             assert proposed == accepted == 0
         else:
