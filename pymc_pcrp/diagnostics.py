@@ -84,12 +84,13 @@ class SamplingInterrupted(RuntimeError):
 
     Attributes
     ----------
-    idata : arviz.InferenceData
+    idata : arviz.InferenceData or None
         What came back: fewer chains or fewer draws than asked. It is kept for
-        inspection only; do not report it as the posterior.
+        inspection only; do not report it as the posterior. ``None`` when
+        sampling stopped during tuning, before any draw was kept.
     """
 
-    def __init__(self, message: str, idata: az.InferenceData) -> None:
+    def __init__(self, message: str, idata: az.InferenceData | None) -> None:
         super().__init__(message)
         self.idata = idata
 

@@ -25,6 +25,7 @@ from pymc.util import RandomState
 from pymc_pcrp._idata import store_model_parameters
 from pymc_pcrp._validation import check_data, check_positive_scalar
 from pymc_pcrp.diagnostics import (
+    SamplingInterrupted,
     check_complete,
     check_convergence,
     stop_after_interrupted_chain,
@@ -32,6 +33,7 @@ from pymc_pcrp.diagnostics import (
 )
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 from pymc_pcrp.posterior.pointwise import log_likelihood
+from pymc_pcrp.step_methods._interrupts import watch_interrupts
 from pymc_pcrp.step_methods._templates import scout_templates
 
 __all__ = ["build_model", "fit"]
@@ -255,7 +257,8 @@ def fit(
     SamplingInterrupted
         When ``pm.sample`` returned fewer chains or draws than asked (it catches
         Ctrl-C and returns what it has): an interrupted run never looks
-        complete. The partial InferenceData is the exception's ``idata``. With
+        complete. The partial InferenceData is the exception's ``idata``
+        (``None`` when the interrupt came during tuning, before any kept draw). With
         ``cores=1`` one Ctrl-C stops every chain, not only the running one
         (:func:`~pymc_pcrp.diagnostics.stop_after_interrupted_chain`).
 
@@ -286,19 +289,31 @@ def fit(
         sample_kwargs["callback"] = stop_after_interrupted_chain(
             tune + draws, sample_kwargs.get("callback")
         )
-    # starts made once for all chains: every chain may jump to the families they find
-    step_kwargs = add_shared_templates(model, step_kwargs, tune, random_seed, cores)
-    with model:
-        idata = pm.sample(
-            draws=draws,
-            tune=tune,
-            chains=chains,
-            cores=cores,
-            random_seed=random_seed,
-            progressbar=progressbar,
-            pcrp_gibbs=step_kwargs,
-            **sample_kwargs,
-        )
+    # Ctrl-C is held back while numba loads or compiles a kernel (see watch_interrupts)
+    with watch_interrupts() as interrupts:
+        # starts made once for all chains: every chain may jump to the families they find
+        step_kwargs = add_shared_templates(model, step_kwargs, tune, random_seed, cores)
+        try:
+            with model:
+                idata = pm.sample(
+                    draws=draws,
+                    tune=tune,
+                    chains=chains,
+                    cores=cores,
+                    random_seed=random_seed,
+                    progressbar=progressbar,
+                    pcrp_gibbs=step_kwargs,
+                    **sample_kwargs,
+                )
+        except ValueError as err:
+            # PyMC's words when every chain stopped before its first kept draw
+            if not (interrupts.seen or "Not enough samples" in str(err)):
+                raise
+            raise SamplingInterrupted(
+                "Sampling stopped during tuning, before any chain kept a draw "
+                f"({draws} draws per chain were asked; interrupted). There is no result.",
+                None,
+            ) from err
     if not isinstance(idata, az.InferenceData):  # return_inferencedata=False
         return idata
     store_model_parameters(

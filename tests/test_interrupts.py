@@ -21,7 +21,11 @@ import pymc_pcrp as pcrp
 
 from pymc_pcrp.cli import cluster as cluster_command
 from pymc_pcrp.cli import main
-from pymc_pcrp.step_methods._interrupts import caused_by_interrupt
+from pymc_pcrp.step_methods._interrupts import (
+    caused_by_interrupt,
+    inside_compiler,
+    watch_interrupts,
+)
 from pymc_pcrp.step_methods.pcrp_gibbs import PCRPGibbs
 
 FIT_SCRIPT = textwrap.dedent(
@@ -70,6 +74,16 @@ def _env() -> dict:
     return env
 
 
+def _crash_report(stderr: str) -> str:
+    """The end of a child's stderr, or from the fault handler's report on when it crashed.
+
+    The report ends with a long list of extension modules; the thread stacks before it
+    are what tells where the crash was.
+    """
+    start = stderr.find("Fatal Python error")
+    return stderr[start : start + 6000] if start >= 0 else stderr[-3000:]
+
+
 def test_fit_raises_when_sampling_is_interrupted(tmp_path):
     done = subprocess.run(
         [sys.executable, "-c", FIT_SCRIPT],
@@ -80,7 +94,7 @@ def test_fit_raises_when_sampling_is_interrupted(tmp_path):
         env=_env(),
         preexec_fn=_default_sigint,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, _crash_report(done.stderr)
     first, *rest = done.stdout.splitlines()
     word, _chains, draws = first.split()
     assert word == "INTERRUPTED", done.stdout
@@ -135,7 +149,7 @@ def test_cluster_command_interrupted_publishes_nothing(tmp_path):
     reader.join(timeout=60)
     stderr = "".join(lines)
     stdout = proc.stdout.read()
-    assert proc.returncode == 130, stderr[-3000:]
+    assert proc.returncode == 130, _crash_report(stderr)
     assert "Nothing was written to" in stderr
     # both chains stopped early: PyMC alone would have run the second one to its end
     came_back = re.search(r"(\d+) chain\(s\) x (\d+) draws came back", stderr)
@@ -235,3 +249,84 @@ def test_cluster_command_reports_an_interrupt_inside_a_kernel(monkeypatch, tmp_p
     assert sorted(p.name for p in out.iterdir()) == ["summary.md"]
     assert (out / "summary.md").read_text() == "an earlier, complete result\n"
     assert not list(tmp_path.glob(".result.incomplete-*"))
+
+
+# -- Ctrl-C during tuning, and while numba loads a kernel ----------------------
+
+
+def test_interrupt_during_tuning_raises_sampling_interrupted():
+    # PyMC's documented way to stop: KeyboardInterrupt from the callback; at tuning draw 3
+    # no chain has kept a draw, and pm.sample itself fails ("Not enough samples").
+    def stop_in_tuning(trace, draw):
+        if draw.draw_idx == 3:
+            raise KeyboardInterrupt
+
+    x = np.random.default_rng(0).normal(size=(40, 2))
+    with pytest.raises(pcrp.SamplingInterrupted, match="during tuning") as caught:
+        pcrp.fit(x, power=1.1, draws=50, tune=20, chains=2, cores=1, random_seed=1,
+                 callback=stop_in_tuning, compute_convergence_checks=False)  # fmt: skip
+    assert caught.value.idata is None
+
+
+def _fake_numba_function():
+    """A function whose code claims to live in numba's package (as its loader's does)."""
+    import numba
+
+    source = textwrap.dedent(
+        """
+        import signal
+
+        def load_kernel(n):
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C lands while "numba" works
+            total = 0
+            for k in range(n):
+                total += k
+            return total
+        """
+    )
+    path = os.path.join(os.path.dirname(numba.__file__), "_pcrp_test_loader.py")
+    namespace: dict = {}
+    exec(compile(source, path, "exec"), namespace)
+    return namespace["load_kernel"]
+
+
+@pytest.fixture
+def python_sigint_handler():
+    """Python's own SIGINT handler for the test (a background run may have SIGINT ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_waits_until_numba_is_done_then_arrives(python_sigint_handler):
+    load_kernel = _fake_numba_function()
+    # without the watch the interrupt lands inside numba's code
+    with pytest.raises(KeyboardInterrupt):
+        load_kernel(200_000)
+    with watch_interrupts() as watch:
+        assert load_kernel(200_000) == sum(range(200_000))  # not cut short
+        assert watch.seen and watch.held_back >= 1
+        with pytest.raises(KeyboardInterrupt):
+            for _ in range(400):  # delivered once control is back in this frame
+                time.sleep(0.005)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_outside_numba_is_delivered_at_once(python_sigint_handler):
+    with watch_interrupts() as watch:
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+            for _ in range(1000):
+                pass
+    assert watch.seen and watch.held_back == 0
+    assert not inside_compiler(sys._getframe())
+
+
+def test_watch_leaves_an_ignored_sigint_alone():
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with watch_interrupts() as watch:
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert not watch.seen
+    finally:
+        signal.signal(signal.SIGINT, previous)

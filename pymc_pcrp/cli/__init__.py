@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pymc_pcrp.cli.cluster import add_cluster_parser, run_cluster
 from pymc_pcrp.cli.demo import run_demo
 from pymc_pcrp.diagnostics import SamplingInterrupted
-from pymc_pcrp.step_methods._interrupts import caused_by_interrupt
+from pymc_pcrp.step_methods._interrupts import caused_by_interrupt, watch_interrupts
 
 __all__ = ["main", "run_demo"]
 
@@ -88,6 +88,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     _add_reproduce_parser(sub)
     add_cluster_parser(sub)
     args = parser.parse_args(argv)
+    # Ctrl-C is held back while numba loads or compiles a kernel (see watch_interrupts)
+    with watch_interrupts():
+        return _run(args, argv)
+
+
+def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     if args.command == "cluster":
         return run_cluster(args)
     try:

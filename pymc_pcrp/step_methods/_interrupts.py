@@ -8,18 +8,53 @@ returns the draws it has only for ``KeyboardInterrupt``; any other exception
 ends ``pm.sample`` with a traceback, so ``fit`` and the ``cluster`` command
 would report a crash instead of an interrupted run. :func:`passes_interrupts`
 turns such an error back into ``KeyboardInterrupt``.
+
+Worse, an interrupt raised while numba loads or compiles a kernel can leave
+that kernel half registered with LLVM; the next call (PyMC starts the next
+chain with a step before any callback can stop it) may then crash the process
+with a segmentation fault (seen three times in CI: the interrupted ``cluster``
+command died with SIGSEGV). :func:`watch_interrupts`, which ``fit`` wraps
+around its sampling, therefore holds a Ctrl-C back while Python code of numba
+or llvmlite runs and delivers it as soon as control is back in other code
+(within :data:`RETRY_SECONDS` of leaving numba). A compiled kernel itself is
+never interrupted (Python runs signal handlers between bytecodes only), so
+what is held back is only numba's own loading and compiling.
 """
 
 from __future__ import annotations
 
+import _thread
 import functools
+import os
+import signal
+import threading
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from types import FrameType
 from typing import TypeVar
 
-__all__ = ["caused_by_interrupt", "passes_interrupts"]
+import llvmlite
+import numba
+
+__all__ = [
+    "RETRY_SECONDS",
+    "InterruptWatch",
+    "caused_by_interrupt",
+    "inside_compiler",
+    "passes_interrupts",
+    "watch_interrupts",
+]
 
 F = TypeVar("F", bound=Callable)
+
+#: How long a held-back Ctrl-C waits before it is tried again.
+RETRY_SECONDS = 0.05
+
+_COMPILER_DIRS = tuple(
+    os.path.dirname(os.path.abspath(module.__file__)) + os.sep for module in (numba, llvmlite)
+)
 
 
 def caused_by_interrupt(err: BaseException) -> bool:
@@ -53,3 +88,71 @@ def passes_interrupts(step: F) -> F:
             raise
 
     return step_passing_interrupts  # type: ignore[return-value]
+
+
+def inside_compiler(frame: FrameType | None) -> bool:
+    """Whether ``frame`` or a frame that called it runs Python code of numba or llvmlite."""
+    while frame is not None:
+        if os.path.abspath(frame.f_code.co_filename).startswith(_COMPILER_DIRS):
+            return True
+        frame = frame.f_back
+    return False
+
+
+@dataclass
+class InterruptWatch:
+    """What :func:`watch_interrupts` saw.
+
+    Attributes
+    ----------
+    seen : bool
+        Whether SIGINT arrived while the watch was on.
+    held_back : int
+        How many times its delivery was put off because numba was loading or
+        compiling a kernel.
+    """
+
+    seen: bool = False
+    held_back: int = 0
+
+
+@contextmanager
+def watch_interrupts() -> Iterator[InterruptWatch]:
+    """Record Ctrl-C and keep it out of numba's loading and compiling.
+
+    Inside the ``with`` block SIGINT goes to a handler that records it and, when
+    the interrupted code is not numba's or llvmlite's, hands it to the handler
+    that was installed before (Python's default raises ``KeyboardInterrupt``).
+    When numba is at work, the signal is raised again in the main thread after
+    :data:`RETRY_SECONDS`, until it lands outside numba. The previous handler
+    is restored on exit.
+
+    Nothing is changed outside the main thread (Python runs signal handlers
+    there only) or when SIGINT is ignored or left to the operating system's
+    default: the watch then records nothing.
+
+    Yields
+    ------
+    InterruptWatch
+    """
+    watch = InterruptWatch()
+    previous = signal.getsignal(signal.SIGINT)
+    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+        yield watch
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        watch.seen = True
+        if inside_compiler(frame):
+            watch.held_back += 1
+            retry = threading.Timer(RETRY_SECONDS, _thread.interrupt_main)
+            retry.daemon = True
+            retry.start()
+            return
+        previous(signum, frame)
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield watch
+    finally:
+        signal.signal(signal.SIGINT, previous)
