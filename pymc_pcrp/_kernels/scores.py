@@ -289,7 +289,10 @@ def _forward_norm2_capped(
     After every :data:`PARTIAL_ROWS` rows that partial sum is compared with
     ``limit``; when it is larger the solve stops and ``-1.0`` is returned.
     Otherwise the full squared norm is returned, computed by the same operations
-    in the same order as :func:`_forward_norm2`, bit for bit. Used for ``D > 2``.
+    in the same order as :func:`_forward_norm2`, bit for bit. The sweep uses it
+    for ``D > PARTIAL_ROWS`` only (below that no solve can stop early). The loop
+    is written out here and in :func:`_forward_norm2` rather than shared, so that
+    the common full solve carries no limit test.
     """
     d = xc.shape[1]
     acc = 0.0
