@@ -19,21 +19,22 @@ import numpy as np
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.scores import _mahalanobis, sweep_tables
 from pymc_pcrp._kernels.state import NIWParams, SweepState, place_point
-from pymc_pcrp.distributions.pcrp import label_dtype
 
 __all__ = ["conditional_log_weights", "log_weights_after_removal", "step_labels_out"]
 
 
 def step_labels_out(n: int) -> np.ndarray:
-    """An empty labels buffer of ``n`` items with the dtype the step's is (int16 up to 32768).
+    """An empty labels buffer of ``n`` items with the dtype the step passes (``int64``).
 
     numba compiles a kernel once per combination of argument types, and the chain
-    kernels are the slowest to compile (10-25 s each on a cold cache). Tests that
-    call ``advance`` or ``advance_scaled`` with the step's argument types (this
-    buffer, a float ``n_split_merge``, integer ``n_sweeps`` and ``n_scans``) reuse
-    the compilation the sampler needs anyway instead of adding their own.
+    kernels are the slowest to compile (10-60 s each on a cold cache). The step hands
+    the kernels an ``int64`` buffer whatever its variable's dtype (int16 up to 32768
+    items, int32 above) and copies the labels over. Tests that call ``advance`` or
+    ``advance_scaled`` with the step's argument types (this buffer, a float
+    ``n_split_merge``, integer ``n_sweeps`` and ``n_scans``) reuse the compilation
+    the sampler needs anyway instead of adding their own.
     """
-    return np.empty(n, dtype=label_dtype(n))
+    return np.empty(n, dtype=np.int64)
 
 
 @numba.njit(**NJIT_KWARGS)

@@ -88,7 +88,7 @@ class CompiledAdvance(NamedTuple):
     """The compiled ``advance`` for one set of argument types, and what fixes those types."""
 
     inputs: SweepInputs  # the same objects give the same types
-    label_dtypes: tuple  # dtypes of the state's labels and of the returned labels
+    label_dtypes: tuple  # dtypes of the state's labels and of the labels written out
     call: Callable
     kernel: Callable  # advance or advance_scaled
 
@@ -126,7 +126,6 @@ def call_compiled(
     inputs: SweepInputs,
     args: tuple,
     kernel: Callable,
-    label_dtype: np.dtype,
 ) -> tuple[float, CompiledAdvance | None]:
     """Call an advance kernel without numba retyping its arguments; return the result and cache.
 
@@ -149,11 +148,10 @@ def call_compiled(
     inputs : SweepInputs
         The inputs ``args`` were built from.
     args : tuple
-        The kernel's arguments; ``args[1]`` is the chain ``(xc, state, params, tables)``.
+        The kernel's arguments; ``args[1]`` is the chain ``(xc, state, params, tables)``
+        and ``args[-2]`` the outputs ``(counts, labels_out)``.
     kernel : numba dispatcher
         One of the ``advance`` kernels.
-    label_dtype : numpy.dtype
-        The dtype of the labels the step returns.
 
     Returns
     -------
@@ -162,7 +160,7 @@ def call_compiled(
     compiled : CompiledAdvance or None
         The cache to pass to the next call.
     """
-    label_dtypes = (args[1][1].labels.dtype, label_dtype)  # the state's, the returned labels'
+    label_dtypes = (args[1][1].labels.dtype, args[-2][1].dtype)  # the state's, the output's
     if (
         compiled is not None
         and compiled.kernel is kernel

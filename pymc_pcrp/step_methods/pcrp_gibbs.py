@@ -722,7 +722,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
 
         See :func:`~pymc_pcrp.step_methods._step_inputs.call_compiled`.
         """
-        result, self._compiled = call_compiled(self._compiled, inputs, args, kernel, self._dtype)
+        result, self._compiled = call_compiled(self._compiled, inputs, args, kernel)
         return result
 
     def _sweep_state(self, point, inputs: SweepInputs, params: NIWParams) -> tuple[SweepState, int]:
@@ -776,7 +776,9 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         state, age = self._sweep_state(point, inputs, params)
         self._settle_split_merge(state)
         counts = np.empty(4, dtype=np.int64)
-        new_labels = np.empty(self._n, dtype=self._dtype)
+        # the kernels write int64 labels whatever the variable's dtype: one compilation serves
+        # int16 and int32 labels alike (the copy to the variable's dtype is O(N) per draw)
+        labels64 = np.empty(self._n, dtype=np.int64)
         pairs = self._pair_plan(xc)
         plan = (
             self.sweeps_per_draw,
@@ -785,7 +787,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
             self.speck_moves,
             pairs,
         )
-        args = (self.rng, (xc, state, params, inputs.tables), plan, (counts, new_labels))
+        args = (self.rng, (xc, state, params, inputs.tables), plan, (counts, labels64))
         alpha = self._alpha
         if alpha is not None:  # the same call sweeps at the tables' alpha, proposes the next
             log_alpha = float(alpha.log_alpha[0])
@@ -817,9 +819,9 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
                 if self._diag
                 else float(scale.nu0s[scale.current[2]])
             )
-        jumped = self._template_jump(inputs, new_labels)
+        jumped = self._template_jump(inputs, labels64)
         if jumped is not None:  # a template jump was accepted: rebuild from its labels
-            new_labels[:] = jumped
+            labels64[:] = jumped
             state = init_family_state(self._diag, xc, jumped, params)
             age = 0
             if scale is not None:
@@ -831,7 +833,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
                 self.rng,
                 inputs,
                 state,
-                new_labels,
+                labels64,
                 log_density,
                 fresh,
                 lambda: self._initial_labels(point[self._name], params),
@@ -839,6 +841,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
             state, log_density, niw_scale = drawn.state, drawn.log_density, drawn.niw_scale
             swaps = (self._replicas.proposed, drawn.swap_accepted)
             age = 0 if drawn.cold_swapped else age
+        new_labels = labels64.astype(self._dtype)
         self._kept = KeptState(xc, state, new_labels, age)
         new_point = dict(point)
         new_point[self._name] = new_labels

@@ -22,6 +22,7 @@ from pymc_pcrp._kernels.log_joint import partition_log_joint
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.state import make_params
 from pymc_pcrp._kernels.templates import (
+    EXACT,
     NO_RATIO,
     ONE_LABELLING,
     assignment_log_joint,
@@ -121,11 +122,11 @@ def test_partition_probabilities_sum_to_one_and_match_draws():
     seen = {}
     for labels in itertools.product(range(4), repeat=5):  # three clusters and the open one
         labels = canonical_labels(np.array(labels))
-        seen.setdefault(_code(labels), mixture_log_probability(packed, labels))
+        seen.setdefault(_code(labels), mixture_log_probability(packed, labels, EXACT))
     assert np.isclose(np.exp(list(seen.values())).sum(), 1.0, rtol=1e-12)
     # four blocks (one more than the template's clusters) can be drawn, five cannot
-    assert mixture_log_probability(packed, np.array([0, 1, 2, 3, 3])) > -np.inf
-    assert mixture_log_probability(packed, np.arange(5)) == -np.inf
+    assert mixture_log_probability(packed, np.array([0, 1, 2, 3, 3]), EXACT) > -np.inf
+    assert mixture_log_probability(packed, np.arange(5), EXACT) == -np.inf
     rng = np.random.default_rng(SEED)
     out = np.empty(5, dtype=np.int64)
     counts: dict[int, int] = {}
@@ -213,15 +214,17 @@ def test_a_state_no_template_can_make_is_kept_without_drawing():
     rng = np.random.default_rng(SEED)
     state = rng.bit_generator.state
     labels = np.arange(5, dtype=np.int64)
-    new, accepted = template_jump_chain(rng, xc, labels, packed, params, 5)
+    new, accepted = template_jump_chain(rng, xc, labels, packed, params, 5, EXACT)
     assert accepted == 0 and (new == labels).all()
     assert rng.bit_generator.state == state
-    new, accepted = template_jump_chain(rng, xc, np.zeros(5, dtype=np.int64), packed, params, 50)
+    new, accepted = template_jump_chain(
+        rng, xc, np.zeros(5, dtype=np.int64), packed, params, 50, EXACT
+    )
     assert accepted > 0 and rng.bit_generator.state != state
     # one block more than the larger template has clusters: the open column can make it
     four = np.array([0, 1, 2, 3, 3], dtype=np.int64)
-    assert np.isfinite(mixture_log_probability(packed, four))
-    new, accepted = template_jump_chain(rng, xc, four, packed, params, 50)
+    assert np.isfinite(mixture_log_probability(packed, four, EXACT))
+    new, accepted = template_jump_chain(rng, xc, four, packed, params, 50, EXACT)
     assert accepted > 0
 
 
@@ -247,7 +250,7 @@ def _plain_jump_chain(rng, xc, labels, packed, params, count):
     """The Metropolis-Hastings test written out, ``q`` of every proposal computed."""
     m = packed.n_columns.shape[0]
     current = labels.copy()
-    current_log_q = mixture_log_probability(packed, current)
+    current_log_q = mixture_log_probability(packed, current, EXACT)
     current_log_pi = partition_log_joint(xc, current, params)
     assign = np.empty(labels.shape[0], dtype=np.int64)
     accepted = 0
@@ -256,7 +259,7 @@ def _plain_jump_chain(rng, xc, labels, packed, params, count):
         draw_assignment(rng, packed, t, assign)
         log_pi = assignment_log_joint(xc, packed, t, assign, params)
         candidate = canonical_labels(assign)
-        log_q = mixture_log_probability(packed, candidate)
+        log_q = mixture_log_probability(packed, candidate, EXACT)
         log_ratio = log_pi - current_log_pi + current_log_q - log_q
         if log_ratio >= 0.0 or np.log(rng.random()) < log_ratio:
             accepted += 1
@@ -285,7 +288,7 @@ def test_rejections_decided_from_the_drawn_labelling_are_those_of_the_plain_test
     for seed, start in enumerate((right, mixed, split, np.zeros(60, dtype=np.int64))):
         start = canonical_labels(start)
         kernel_rng, plain_rng = np.random.default_rng(seed), np.random.default_rng(seed)
-        new, accepted = template_jump_chain(kernel_rng, xc, start, packed, params, 300)
+        new, accepted = template_jump_chain(kernel_rng, xc, start, packed, params, 300, EXACT)
         ref_new, ref_accepted = _plain_jump_chain(plain_rng, xc, start, packed, params, 300)
         assert accepted == ref_accepted and (new == ref_new).all()
         assert kernel_rng.bit_generator.state == plain_rng.bit_generator.state
