@@ -60,12 +60,15 @@ def run_moves(rng: np.random.Generator, chain: tuple, plan: tuple, counts: np.nd
                 continue
             if seat_const.shape[0] == 0:
                 seat_const = np.ascontiguousarray(tables[2][:, 0])
+            # np.int64(SMALL_SIZE), not the global (typed as a literal): the pair rule is
+            # then two int64, the type a call from Python has, and the tests' calls
+            # reuse this compilation of the move instead of compiling their own.
             found = _split_merge_moves(
                 rng,
                 (xc, state, params),
                 (n_moves, n_scans),
                 seat_const,
-                (params.power, 1.0, (rule, SMALL_SIZE), 1.0),
+                (params.power, 1.0, (rule, np.int64(SMALL_SIZE)), 1.0),
             )
             add_counts(counts, found)
         # Then two nearby points of one cluster carried together (pair_moves.py).

@@ -204,8 +204,18 @@ def diag_moves(
         n_moves = draw_n_moves(rng, n_split_merge if rule == UNIFORM_PAIRS else n_specks)
         if n_moves == 0:
             continue
+        # np.int64(SMALL_SIZE): the type a call from Python has (see chain.run_moves)
         found = diag_split_merge_moves(
-            rng, xc, state, params, n_moves, n_scans, seat, params.power, 1.0, (rule, SMALL_SIZE)
+            rng,
+            xc,
+            state,
+            params,
+            n_moves,
+            n_scans,
+            seat,
+            params.power,
+            1.0,
+            (rule, np.int64(SMALL_SIZE)),
         )
         add_counts(counts, found)
 

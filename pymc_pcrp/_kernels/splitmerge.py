@@ -223,7 +223,7 @@ def _split_merge_moves(
     ``(n_moves, n_restricted_scans)``, as in :func:`split_merge_moves`;
     ``tuning`` is ``(ratio_power, proposal_weight, (pair_rule, small),
     selection_weight)``, which the sampler passes as
-    ``(params.power, 1.0, (pair_rule, SMALL_SIZE), 1.0)``.
+    ``(params.power, 1.0, (pair_rule, np.int64(SMALL_SIZE)), 1.0)``.
 
     ``seat_const`` is :func:`_seat_constants` up to some size (it is regrown
     when a move needs larger sizes); the sweep's own table (column 0 of
@@ -370,7 +370,7 @@ def split_merge_moves(
     d = xc.shape[1]
     seat_const = _seat_constants(min(xc.shape[0], 16), d, params.power, params.kappa0, params.nu0)
     plan = (n_moves, n_restricted_scans)
-    pairs = (moves.UNIFORM_PAIRS, 0)
+    pairs = (np.int64(moves.UNIFORM_PAIRS), np.int64(0))  # as the sampler's (chain.run_moves)
     return _split_merge_moves(
         rng, (xc, state, params), plan, seat_const, (params.power, 1.0, pairs, 1.0)
     )

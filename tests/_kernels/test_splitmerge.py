@@ -61,12 +61,11 @@ CASES = [(1.0, 1.0), (0.5, 1.5), (2.0, 2.0)]
 # The compiled helpers below are deliberately not cached: numba's cache of a
 # function does not notice changes in the functions it calls, so a cached
 # helper would keep testing an old version of the kernel. _run_moves calls
-# _split_merge_moves with the argument types the sampler's own call has (plain
-# int64 counts, a float-float-bool-float tuning tuple whose bool is the literal
-# False), so that the fast tier reuses the sampler's compilation of the move. The
-# cluster-first tests (full tier) pass the literal True, which numba types as
-# Literal[bool](True): they compile a second copy of the move. np.int64(1) is an
-# int64, where a bare 1 would be typed Literal[int](1) and compiled separately.
+# _split_merge_moves with the argument types the sampler's own call has (int64
+# counts, a float-float-(int64, int64)-float tuning tuple), so that the fast tier
+# reuses the sampler's compilation of the move. Inside compiled code a global
+# such as UNIFORM_PAIRS or a bare 1 is typed as a literal (Literal[int](1)) and
+# would compile a second copy of the move: hence the np.int64(...) wrappers.
 
 
 @numba.njit
@@ -99,7 +98,7 @@ def _run_moves(rng, xc, params, starts, n_steps, n_scans, ratio_power, proposal_
     for s in range(starts.shape[0]):
         state = init_state(xc, starts[s], params)
         for t in range(n_steps):
-            tuning = (ratio_power, proposal_weight, (UNIFORM_PAIRS, np.int64(0)), 1.0)
+            tuning = (ratio_power, proposal_weight, (np.int64(UNIFORM_PAIRS), np.int64(0)), 1.0)
             got = _split_merge_moves(
                 rng, (xc, state, params), (np.int64(1), n_scans), table, tuning
             )
