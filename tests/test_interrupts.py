@@ -14,6 +14,8 @@ import textwrap
 import threading
 import time
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -330,3 +332,48 @@ def test_watch_leaves_an_ignored_sigint_alone():
         assert not watch.seen
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+# -- a Ctrl-C that a library swallows or garbles --------------------------------------
+# Seen with validation/interrupts.py: matplotlib's renderer called back into Python when
+# SIGINT landed and turned the KeyboardInterrupt into "ValueError: Invalid bounding box".
+
+
+def _cluster_with_figures_that(monkeypatch, tmp_path, then: str) -> tuple[int, Path]:
+    """Run ``cluster`` while writing figures swallows a Ctrl-C, then ``then`` happens."""
+    original = cluster_command._write_figures
+
+    def write_figures(*args, **kwargs):
+        swallowed = False
+        try:
+            signal.raise_signal(signal.SIGINT)
+            for _ in range(1000):  # the handler runs at the next bytecode
+                pass
+        except KeyboardInterrupt:
+            swallowed = True
+        if swallowed and then == "garbled":  # outside the handler: no trace of the interrupt
+            raise ValueError("Invalid bounding box")
+        return original(*args, **kwargs)  # "swallowed": carries on as if nothing happened
+
+    monkeypatch.setattr(cluster_command, "_write_figures", write_figures)
+    data = np.random.default_rng(4).normal(size=(30, 2))
+    csv = tmp_path / "d.csv"
+    np.savetxt(csv, data, delimiter=",", header="a,b", comments="")
+    out = tmp_path / "result"
+    out.mkdir()
+    (out / "summary.md").write_text("an earlier, complete result\n")
+    status = main(["cluster", str(csv), "--power", "1.1", "--draws", "20", "--tune", "5",
+                   "--chains", "1", "--seed", "1", "--out", str(out), "--overwrite"])  # fmt: skip
+    return status, out
+
+
+@pytest.mark.parametrize("then", ["swallowed", "garbled"])
+def test_cluster_command_publishes_nothing_after_a_ctrl_c_a_library_swallowed(
+    monkeypatch, tmp_path, capsys, python_sigint_handler, then
+):
+    status, out = _cluster_with_figures_that(monkeypatch, tmp_path, then)
+    assert status == 130
+    assert "Nothing was written to" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["summary.md"]
+    assert (out / "summary.md").read_text() == "an earlier, complete result\n"
+    assert not list(tmp_path.glob(".result.incomplete-*"))

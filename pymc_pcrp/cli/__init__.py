@@ -17,7 +17,11 @@ from collections.abc import Sequence
 from pymc_pcrp.cli.cluster import add_cluster_parser, run_cluster
 from pymc_pcrp.cli.demo import run_demo
 from pymc_pcrp.diagnostics import SamplingInterrupted
-from pymc_pcrp.step_methods._interrupts import caused_by_interrupt, watch_interrupts
+from pymc_pcrp.step_methods._interrupts import (
+    InterruptWatch,
+    caused_by_interrupt,
+    watch_interrupts,
+)
 
 __all__ = ["main", "run_demo"]
 
@@ -89,21 +93,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_cluster_parser(sub)
     args = parser.parse_args(argv)
     # Ctrl-C is held back while numba loads or compiles a kernel (see watch_interrupts)
-    with watch_interrupts():
-        return _run(args, argv)
+    with watch_interrupts() as interrupts:
+        return _run(args, argv, interrupts)
 
 
-def _run(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+def _run(args: argparse.Namespace, argv: Sequence[str] | None, interrupts: InterruptWatch) -> int:
     if args.command == "cluster":
         return run_cluster(args)
     try:
         _run_other(args, argv)
     except BaseException as err:
-        # caused_by_interrupt: Ctrl-C itself, or inside a compiled kernel (numba wraps it)
-        if not (isinstance(err, SamplingInterrupted) or caused_by_interrupt(err)):
+        # caused_by_interrupt: Ctrl-C itself, or inside a compiled kernel (numba wraps it);
+        # interrupts.seen: a Ctrl-C that a library swallowed or turned into another error
+        if not (
+            isinstance(err, SamplingInterrupted) or caused_by_interrupt(err) or interrupts.seen
+        ):
             raise
         what = str(err) if isinstance(err, SamplingInterrupted) else "Interrupted."
         print(f"error: {what} The {args.command} run did not finish.", file=sys.stderr)
+        return 130
+    if interrupts.seen:  # swallowed by a library: the run went on, its output may lack a part
+        print(
+            f"error: Interrupted. The {args.command} run was interrupted; what it wrote may be "
+            "incomplete.",
+            file=sys.stderr,
+        )
         return 130
     return 0
 

@@ -97,7 +97,7 @@ from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.fitting import fit
 from pymc_pcrp.model_selection import CVResult, cross_validate_power, split_train_test
 from pymc_pcrp.posterior import PointEstimate, point_estimate
-from pymc_pcrp.step_methods._interrupts import caused_by_interrupt
+from pymc_pcrp.step_methods._interrupts import caused_by_interrupt, watch_interrupts
 from pymc_pcrp.step_methods.pcrp_gibbs import auto_sweeps_per_draw
 
 __all__ = ["add_cluster_parser", "run_cluster"]
@@ -438,31 +438,37 @@ def run_cluster(args: argparse.Namespace) -> int:
     except OSError as err:
         return _error(f"cannot create the output directory '{out}': {err.strerror or err}")
 
-    try:
-        prior = NIWPrior.from_data(x)
-        power, cv_info = _choose_power(args, x, n_train, split_seq, cv_seq, prior)
-        idata = _sample(args, x, power, prior, fit_seq)
-        report = _report_convergence(idata)
-        comparison = _report_chain_comparison(idata, report, _seed_int(compare_seq))
-        estimate = point_estimate(idata, loss="vi", random_seed=_seed_int(estimate_seq))
-        run = ClusterRun(args, data, scaling, power, seed, cv_info)
-        _record_settings(idata, run)
-        write_labels(tmp / "labels.csv", estimate.labels)
-        az.to_netcdf(idata, str(tmp / "idata.nc"))
-        cv = None if cv_info is None else cv_info[0]
-        files = _write_figures(
-            tmp, idata, x, data.names, estimate, prior, power, args.alpha, cv, comparison
-        )
-        results = (report, estimate, files, comparison)
-        text = summary(run, idata, results, time.perf_counter() - start)
-        (tmp / "summary.md").write_text(text, encoding="utf-8")
-        publish(tmp, out)
-    except BaseException as err:
-        shutil.rmtree(tmp, ignore_errors=True)
-        # caused_by_interrupt: Ctrl-C itself, or inside a compiled kernel (numba wraps it)
-        if isinstance(err, SamplingInterrupted) or caused_by_interrupt(err):
-            return _interrupted(out, err)
-        raise
+    # seen: a library may swallow or garble the KeyboardInterrupt (matplotlib's renderer
+    # turns one into 'ValueError: Invalid bounding box'); any Ctrl-C before publishing
+    # makes the run interrupted all the same
+    with watch_interrupts() as interrupts:
+        try:
+            prior = NIWPrior.from_data(x)
+            power, cv_info = _choose_power(args, x, n_train, split_seq, cv_seq, prior)
+            idata = _sample(args, x, power, prior, fit_seq)
+            report = _report_convergence(idata)
+            comparison = _report_chain_comparison(idata, report, _seed_int(compare_seq))
+            estimate = point_estimate(idata, loss="vi", random_seed=_seed_int(estimate_seq))
+            run = ClusterRun(args, data, scaling, power, seed, cv_info)
+            _record_settings(idata, run)
+            write_labels(tmp / "labels.csv", estimate.labels)
+            az.to_netcdf(idata, str(tmp / "idata.nc"))
+            cv = None if cv_info is None else cv_info[0]
+            files = _write_figures(
+                tmp, idata, x, data.names, estimate, prior, power, args.alpha, cv, comparison
+            )
+            results = (report, estimate, files, comparison)
+            text = summary(run, idata, results, time.perf_counter() - start)
+            (tmp / "summary.md").write_text(text, encoding="utf-8")
+            if interrupts.seen:
+                raise KeyboardInterrupt
+            publish(tmp, out)
+        except BaseException as err:
+            shutil.rmtree(tmp, ignore_errors=True)
+            # caused_by_interrupt: Ctrl-C itself, or inside a compiled kernel (numba wraps it)
+            if isinstance(err, SamplingInterrupted) or caused_by_interrupt(err) or interrupts.seen:
+                return _interrupted(out, err)
+            raise
     print(
         f"{estimate.n_clusters} cluster(s) in the point estimate; results written to '{out}'",
         flush=True,
