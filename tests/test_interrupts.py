@@ -26,6 +26,7 @@ from pymc_pcrp.cli import main
 from pymc_pcrp.step_methods._interrupts import (
     caused_by_interrupt,
     inside_compiler,
+    passes_interrupts,
     watch_interrupts,
 )
 from pymc_pcrp.step_methods.pcrp_gibbs import PCRPGibbs
@@ -377,3 +378,28 @@ def test_cluster_command_publishes_nothing_after_a_ctrl_c_a_library_swallowed(
     assert sorted(p.name for p in out.iterdir()) == ["summary.md"]
     assert (out / "summary.md").read_text() == "an earlier, complete result\n"
     assert not list(tmp_path.glob(".result.incomplete-*"))
+
+
+def test_ctrl_c_during_a_step_arrives_after_the_step_returns(python_sigint_handler):
+    class Step:
+        finished = False
+
+        @passes_interrupts
+        def step(self, point):
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C halfway through the step
+            total = 0
+            for k in range(200_000):
+                total += k
+            self.finished = True
+            return total
+
+    step = Step()
+    with watch_interrupts() as watch:
+        assert step.step({}) == sum(range(200_000))
+        assert step.finished and watch.held_back >= 1
+        with pytest.raises(KeyboardInterrupt):
+            for _ in range(400):  # delivered once the step has returned
+                time.sleep(0.005)
+    # without the watch the step is cut short
+    with pytest.raises(KeyboardInterrupt):
+        Step().step({})

@@ -18,7 +18,11 @@ around its sampling, therefore holds a Ctrl-C back while Python code of numba
 or llvmlite runs and delivers it as soon as control is back in other code
 (within :data:`RETRY_SECONDS` of leaving numba). A compiled kernel itself is
 never interrupted (Python runs signal handlers between bytecodes only), so
-what is held back is only numba's own loading and compiling.
+what is held back is only numba's own loading and compiling. A step of
+:class:`~pymc_pcrp.PCRPGibbs` or :class:`~pymc_pcrp.PCRPHyper` is also run to its
+end before the interrupt is delivered (see :func:`passes_interrupts`): the
+segmentation fault was seen again on 2026-11-29 with loading held back, in the
+first compiled call of a step right after an interrupt.
 """
 
 from __future__ import annotations
@@ -52,6 +56,10 @@ F = TypeVar("F", bound=Callable)
 #: How long a held-back Ctrl-C waits before it is tried again.
 RETRY_SECONDS = 0.05
 
+# Steps (wrapped by passes_interrupts) running now in the main thread; a Ctrl-C is held
+# back while any runs.
+_STEPS_RUNNING = [0]
+
 _COMPILER_DIRS = tuple(
     os.path.dirname(os.path.abspath(module.__file__)) + os.sep for module in (numba, llvmlite)
 )
@@ -74,10 +82,15 @@ def passes_interrupts(step: F) -> F:
 
     Any exception caused by a ``KeyboardInterrupt`` is raised again as
     ``KeyboardInterrupt`` (chained to it); every other exception passes unchanged.
+    Under :func:`watch_interrupts` a Ctrl-C that comes while the step runs is
+    held back until it returns: a step stopped halfway could leave its cached
+    state (cluster statistics, scale tables, the compiled call's types) out of
+    step with the labels, and PyMC calls it again when the next chain starts.
     """
 
     @functools.wraps(step)
     def step_passing_interrupts(self, point):
+        _STEPS_RUNNING[0] += 1
         try:
             return step(self, point)
         except KeyboardInterrupt:
@@ -86,6 +99,8 @@ def passes_interrupts(step: F) -> F:
             if caused_by_interrupt(err):
                 raise KeyboardInterrupt from err
             raise
+        finally:
+            _STEPS_RUNNING[0] -= 1
 
     return step_passing_interrupts  # type: ignore[return-value]
 
@@ -109,7 +124,7 @@ class InterruptWatch:
         Whether SIGINT arrived while the watch was on.
     held_back : int
         How many times its delivery was put off because numba was loading or
-        compiling a kernel.
+        compiling a kernel or a step was running.
     """
 
     seen: bool = False
@@ -123,9 +138,10 @@ def watch_interrupts() -> Iterator[InterruptWatch]:
     Inside the ``with`` block SIGINT goes to a handler that records it and, when
     the interrupted code is not numba's or llvmlite's, hands it to the handler
     that was installed before (Python's default raises ``KeyboardInterrupt``).
-    When numba is at work, the signal is raised again in the main thread after
-    :data:`RETRY_SECONDS`, until it lands outside numba. The previous handler
-    is restored on exit.
+    When numba is at work, or a step method wrapped by :func:`passes_interrupts`
+    is running, the signal is raised again in the main thread after
+    :data:`RETRY_SECONDS`, until it lands outside both. The previous handler is
+    restored on exit.
 
     Nothing is changed outside the main thread (Python runs signal handlers
     there only) or when SIGINT is ignored or left to the operating system's
@@ -143,7 +159,7 @@ def watch_interrupts() -> Iterator[InterruptWatch]:
 
     def handler(signum: int, frame: FrameType | None) -> None:
         watch.seen = True
-        if inside_compiler(frame):
+        if _STEPS_RUNNING[0] > 0 or inside_compiler(frame):
             watch.held_back += 1
             retry = threading.Timer(RETRY_SECONDS, _thread.interrupt_main)
             retry.daemon = True
