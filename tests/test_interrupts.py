@@ -403,3 +403,27 @@ def test_ctrl_c_during_a_step_arrives_after_the_step_returns(python_sigint_handl
     # without the watch the step is cut short
     with pytest.raises(KeyboardInterrupt):
         Step().step({})
+
+
+def test_steps_in_other_threads_do_not_hold_ctrl_c_back(python_sigint_handler):
+    running, stop = threading.Event(), threading.Event()
+
+    class Step:
+        @passes_interrupts
+        def step(self, point):
+            running.set()
+            stop.wait(10)
+
+    worker = threading.Thread(target=Step().step, args=({},))
+    worker.start()
+    try:
+        running.wait(10)
+        with watch_interrupts() as watch:
+            with pytest.raises(KeyboardInterrupt):
+                signal.raise_signal(signal.SIGINT)
+                for _ in range(1000):
+                    pass
+        assert watch.held_back == 0
+    finally:
+        stop.set()
+        worker.join(10)

@@ -90,7 +90,10 @@ def passes_interrupts(step: F) -> F:
 
     @functools.wraps(step)
     def step_passing_interrupts(self, point):
-        _STEPS_RUNNING[0] += 1
+        # only the main thread's steps count: Ctrl-C is handled there, and steps running in
+        # other threads (a threaded Dask worker) must not hold it back for ever
+        counted = int(threading.current_thread() is threading.main_thread())
+        _STEPS_RUNNING[0] += counted
         try:
             return step(self, point)
         except KeyboardInterrupt:
@@ -100,7 +103,7 @@ def passes_interrupts(step: F) -> F:
                 raise KeyboardInterrupt from err
             raise
         finally:
-            _STEPS_RUNNING[0] -= 1
+            _STEPS_RUNNING[0] -= counted
 
     return step_passing_interrupts  # type: ignore[return-value]
 
