@@ -307,11 +307,16 @@ def fit(
                 )
         except ValueError as err:
             # PyMC's words when every chain stopped before its first kept draw
-            if not (interrupts.seen or "Not enough samples" in str(err)):
+            no_draws = "Not enough samples" in str(err)
+            if not (interrupts.seen or no_draws):
                 raise
+            what = (
+                "stopped during tuning, before any chain kept a draw"
+                if no_draws
+                else f"was interrupted and then failed ({type(err).__name__}: {err})"
+            )
             raise SamplingInterrupted(
-                "Sampling stopped during tuning, before any chain kept a draw "
-                f"({draws} draws per chain were asked; interrupted). There is no result.",
+                f"Sampling {what}; {draws} draws per chain were asked. There is no result.",
                 None,
             ) from err
     if not isinstance(idata, az.InferenceData):  # return_inferencedata=False
