@@ -234,11 +234,8 @@ def test_other_kernel_errors_are_not_taken_for_interrupts(monkeypatch):
                  callback=arm, compute_convergence_checks=False)  # fmt: skip
 
 
-def test_cluster_command_reports_an_interrupt_inside_a_kernel(monkeypatch, tmp_path, capsys):
-    def fit_interrupted_in_a_kernel(*args, **kwargs):
-        raise _kernel_error(KeyboardInterrupt())
-
-    monkeypatch.setattr(cluster_command, "fit", fit_interrupted_in_a_kernel)
+def _cluster_over_an_earlier_result(tmp_path) -> tuple[int, Path]:
+    """Run a short ``cluster`` into a folder that holds an earlier result; status and folder."""
     data = np.random.default_rng(4).normal(size=(30, 2))
     csv = tmp_path / "d.csv"
     np.savetxt(csv, data, delimiter=",", header="a,b", comments="")
@@ -247,6 +244,15 @@ def test_cluster_command_reports_an_interrupt_inside_a_kernel(monkeypatch, tmp_p
     (out / "summary.md").write_text("an earlier, complete result\n")
     status = main(["cluster", str(csv), "--power", "1.1", "--draws", "20", "--tune", "5",
                    "--chains", "1", "--seed", "1", "--out", str(out), "--overwrite"])  # fmt: skip
+    return status, out
+
+
+def test_cluster_command_reports_an_interrupt_inside_a_kernel(monkeypatch, tmp_path, capsys):
+    def fit_interrupted_in_a_kernel(*args, **kwargs):
+        raise _kernel_error(KeyboardInterrupt())
+
+    monkeypatch.setattr(cluster_command, "fit", fit_interrupted_in_a_kernel)
+    status, out = _cluster_over_an_earlier_result(tmp_path)
     assert status == 130
     assert "Nothing was written to" in capsys.readouterr().err
     assert sorted(p.name for p in out.iterdir()) == ["summary.md"]
@@ -357,15 +363,7 @@ def _cluster_with_figures_that(monkeypatch, tmp_path, then: str) -> tuple[int, P
         return original(*args, **kwargs)  # "swallowed": carries on as if nothing happened
 
     monkeypatch.setattr(cluster_command, "_write_figures", write_figures)
-    data = np.random.default_rng(4).normal(size=(30, 2))
-    csv = tmp_path / "d.csv"
-    np.savetxt(csv, data, delimiter=",", header="a,b", comments="")
-    out = tmp_path / "result"
-    out.mkdir()
-    (out / "summary.md").write_text("an earlier, complete result\n")
-    status = main(["cluster", str(csv), "--power", "1.1", "--draws", "20", "--tune", "5",
-                   "--chains", "1", "--seed", "1", "--out", str(out), "--overwrite"])  # fmt: skip
-    return status, out
+    return _cluster_over_an_earlier_result(tmp_path)
 
 
 @pytest.mark.parametrize("then", ["swallowed", "garbled"])
