@@ -20,8 +20,8 @@ or llvmlite runs and delivers it as soon as control is back in other code
 never interrupted (Python runs signal handlers between bytecodes only), so
 what is held back is only numba's own loading and compiling. A step of
 :class:`~pymc_pcrp.PCRPGibbs` or :class:`~pymc_pcrp.PCRPHyper` is also run to its
-end before the interrupt is delivered (see :func:`passes_interrupts`): the
-segmentation fault was seen again on 2026-11-29 with loading held back, in the
+end, and the interrupt raised the moment it returns (see :func:`passes_interrupts`):
+the segmentation fault was seen again on 2026-11-29 with loading held back, in the
 first compiled call of a step right after an interrupt.
 """
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import _thread
 import functools
+import inspect
 import os
 import signal
 import threading
@@ -59,6 +60,9 @@ RETRY_SECONDS = 0.05
 # Steps (wrapped by passes_interrupts) running now in the main thread; a Ctrl-C is held
 # back while any runs.
 _STEPS_RUNNING = [0]
+# The delivery of a Ctrl-C held back by a running step: called when the outermost step
+# returns (or when the watch ends first); None when nothing is held back by a step.
+_PENDING: list[Callable[[], None] | None] = [None]
 
 _COMPILER_DIRS = tuple(
     os.path.dirname(os.path.abspath(module.__file__)) + os.sep for module in (numba, llvmlite)
@@ -83,9 +87,11 @@ def passes_interrupts(step: F) -> F:
     Any exception caused by a ``KeyboardInterrupt`` is raised again as
     ``KeyboardInterrupt`` (chained to it); every other exception passes unchanged.
     Under :func:`watch_interrupts` a Ctrl-C that comes while the step runs is
-    held back until it returns: a step stopped halfway could leave its cached
-    state (cluster statistics, scale tables, the compiled call's types) out of
-    step with the labels, and PyMC calls it again when the next chain starts.
+    held back until it has finished its work, then raised as the step returns
+    (the draw it made is not returned): a step stopped halfway could leave its
+    cached state (cluster statistics, scale tables, the compiled call's types)
+    out of step with the labels, and PyMC calls it again when the next chain
+    starts.
     """
 
     @functools.wraps(step)
@@ -104,8 +110,17 @@ def passes_interrupts(step: F) -> F:
             raise
         finally:
             _STEPS_RUNNING[0] -= counted
+            if counted and _STEPS_RUNNING[0] == 0:
+                _deliver_pending()
 
     return step_passing_interrupts  # type: ignore[return-value]
+
+
+def _deliver_pending() -> None:
+    """Deliver a Ctrl-C held back by a step, if any (raises ``KeyboardInterrupt``)."""
+    deliver, _PENDING[0] = _PENDING[0], None
+    if deliver is not None:
+        deliver()
 
 
 def inside_compiler(frame: FrameType | None) -> bool:
@@ -141,10 +156,11 @@ def watch_interrupts() -> Iterator[InterruptWatch]:
     Inside the ``with`` block SIGINT goes to a handler that records it and, when
     the interrupted code is not numba's or llvmlite's, hands it to the handler
     that was installed before (Python's default raises ``KeyboardInterrupt``).
-    When numba is at work, or a step method wrapped by :func:`passes_interrupts`
-    is running, the signal is raised again in the main thread after
-    :data:`RETRY_SECONDS`, until it lands outside both. The previous handler is
-    restored on exit.
+    While a step method wrapped by :func:`passes_interrupts` runs in the main
+    thread, the signal is handed on the moment the step returns. When numba is
+    at work outside a step, the signal is raised again in the main thread after
+    :data:`RETRY_SECONDS`, until it lands outside numba. The previous handler is
+    restored on exit; a Ctrl-C still held back then is handed on at that moment.
 
     Nothing is changed outside the main thread (Python runs signal handlers
     there only) or when SIGINT is ignored or left to the operating system's
@@ -162,7 +178,11 @@ def watch_interrupts() -> Iterator[InterruptWatch]:
 
     def handler(signum: int, frame: FrameType | None) -> None:
         watch.seen = True
-        if _STEPS_RUNNING[0] > 0 or inside_compiler(frame):
+        if _STEPS_RUNNING[0] > 0:  # handed on when the outermost step returns
+            watch.held_back += 1
+            _PENDING[0] = lambda: previous(signum, inspect.currentframe())
+            return
+        if inside_compiler(frame):
             watch.held_back += 1
             retry = threading.Timer(RETRY_SECONDS, _thread.interrupt_main)
             retry.daemon = True
@@ -175,3 +195,4 @@ def watch_interrupts() -> Iterator[InterruptWatch]:
         yield watch
     finally:
         signal.signal(signal.SIGINT, previous)
+        _deliver_pending()
