@@ -269,7 +269,7 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
         "--sweeps-per-draw",
         1,
         None,
-        "Gibbs sweeps between kept draws (default: automatic, min(30, ceil(45000 / (N D))))",
+        "Gibbs sweeps between kept draws (default: automatic, min(20, ceil(45000 / (N D))))",
     )
     sampling.add_argument(
         "--split-merge",
@@ -279,7 +279,7 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
         "the final and the cross-validation fits (see pymc_pcrp.PCRPGibbs); 0 is the "
         "paper's Gibbs sampler alone, 1 frees stuck chains faster at a few times the cost "
         "per sweep (default: the step's own, min(1, max(0.1, 600 / (N D))) per sweep while "
-        "tuning, then min(1, max(0.1, 720 / (N D f))), f the share of the points a proposal "
+        "tuning, then min(3, max(0.1, 720 / (N D f))), f the share of the points a proposal "
         "visits, set from each chain's partition when tuning ends)",
         metavar="M",
     )

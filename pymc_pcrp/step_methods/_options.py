@@ -34,6 +34,7 @@ __all__ = [
     "auto_split_merge",
     "auto_sweeps_per_draw",
     "auto_template_jumps",
+    "auto_tune_sweeps",
     "check_options",
     "initial_labels",
     "random_init_max_k",
@@ -45,7 +46,7 @@ INIT_STRATEGIES = ("random", "prior", "one", "singletons", "point")
 
 # Default move set (docs/mixing.md): after each sweep, split_merge=None expected split-merge
 # proposals, built by sequential allocation alone (SAMS, split_merge_scans=-1). While a
-# chain tunes, min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, TUNING_WORK / (N D))), the rule of
+# chain tunes, min(TUNING_MAX, max(SPLIT_MERGE_RATE, TUNING_WORK / (N D))), the rule of
 # earlier versions (tuning_split_merge; the tournament of restarts runs with it); from the
 # first draw after tuning, min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, SPLIT_MERGE_WORK /
 # (N D f))), f the share of the points a proposal visits on average (visited_fraction) in
@@ -53,8 +54,12 @@ INIT_STRATEGIES = ("random", "prior", "one", "singletons", "point")
 # At N = 2,000, D = 2 in the three clusters of the budget benchmark (f = 0.61) the kept
 # rate is 0.30, measured with benchmarks/run.py to cost 1.28-1.34x a plain sweep (at most
 # 1.5x), since merges that must fail stop early (it was 360 before, 0.15 there).
+# SPLIT_MERGE_MAX was 1 until 2026-11-29: on the digits embedding at r = 1 (f = 0.17) the
+# rule asks for 2.8, and the log joint's autocorrelation fell from about 135 to about 50
+# sweeps (docs/mixing.md, "Tuning draws, three proposals, fewer sweeps per draw").
 SPLIT_MERGE_RATE = 0.1
-SPLIT_MERGE_MAX = 1.0
+SPLIT_MERGE_MAX = 3.0
+TUNING_MAX = 1.0
 SPLIT_MERGE_WORK = 720
 TUNING_WORK = 600
 SPLIT_MERGE_SCANS = -1
@@ -82,7 +87,10 @@ RANDOM_INIT_MAX_K = 20
 # sweeps_per_draw=None: enough sweeps that a draw does about AUTO_SWEEP_WORK point-dimension
 # updates (N * D per sweep), at most AUTO_SWEEPS_MAX sweeps; see auto_sweeps_per_draw.
 AUTO_SWEEP_WORK = 45000
-AUTO_SWEEPS_MAX = 30
+AUTO_SWEEPS_MAX = 20
+# tune_sweeps=None: a tuning draw after the tournament of restarts runs one TUNING_THIN-th
+# of a kept draw's sweeps (rounded up); see auto_tune_sweeps.
+TUNING_THIN = 5
 
 
 def _check_rate(name: str, value) -> None:
@@ -108,19 +116,20 @@ def check_options(
     speck_moves=None,
     pair_moves=None,
     template_jumps=None,
+    tune_sweeps=None,
 ) -> None:
     """Raise ``ValueError`` naming the first invalid option of :class:`~pymc_pcrp.PCRPGibbs`."""
-    if sweeps_per_draw is not None and (
-        isinstance(sweeps_per_draw, bool)
-        or not isinstance(sweeps_per_draw, int | float | np.number)
-        or not math.isfinite(sweeps_per_draw)
-        or int(sweeps_per_draw) != sweeps_per_draw
-        or sweeps_per_draw < 1
-    ):
-        raise ValueError(
-            "Argument 'sweeps_per_draw' must be a positive integer or None (automatic), "
-            f"got {sweeps_per_draw!r}."
-        )
+    for name, value in (("sweeps_per_draw", sweeps_per_draw), ("tune_sweeps", tune_sweeps)):
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float | np.number)
+            or not math.isfinite(value)
+            or int(value) != value
+            or value < 1
+        ):
+            raise ValueError(
+                f"Argument '{name}' must be a positive integer or None (automatic), got {value!r}."
+            )
     _check_rate("split_merge", split_merge)
     _check_rate("speck_moves", speck_moves)
     _check_rate("pair_moves", pair_moves)
@@ -159,12 +168,24 @@ def check_options(
 
 
 def auto_sweeps_per_draw(n: int, d: int = 1) -> int:
-    """Sweeps per draw of ``sweeps_per_draw=None``: ``min(30, ceil(45000 / (n d)))``, at least 1.
+    """Sweeps per draw of ``sweeps_per_draw=None``: ``min(20, ceil(45000 / (n d)))``, at least 1.
 
     ``d = 0`` (no likelihood) counts as 1.
     """
     work = max(int(n), 1) * max(int(d), 1)
     return max(1, min(AUTO_SWEEPS_MAX, math.ceil(AUTO_SWEEP_WORK / work)))
+
+
+def auto_tune_sweeps(sweeps_per_draw: int) -> int:
+    """Sweeps per tuning draw of ``tune_sweeps=None``: ``ceil(sweeps_per_draw / 5)``.
+
+    These are the tuning draws after the tournament of restarts (all of them when
+    there is none): they only carry the chain to the posterior, and no estimate
+    uses them, so they need not be thinned like the kept draws. The tournament's
+    own draws keep ``sweeps_per_draw`` sweeps, so that its segments are as long as
+    its rules say (:mod:`pymc_pcrp.step_methods._restarts`).
+    """
+    return max(1, math.ceil(int(sweeps_per_draw) / TUNING_THIN))
 
 
 def visited_fraction(counts: np.ndarray) -> float:
@@ -187,10 +208,10 @@ def visited_fraction(counts: np.ndarray) -> float:
 def auto_split_merge(n: int, d: int, visited: float) -> float:
     """Split-merge proposals per sweep of ``split_merge=None`` once a chain has tuned.
 
-    ``min(1, max(0.1, 720 / (n d visited)))``, ``visited`` the
+    ``min(3, max(0.1, 720 / (n d visited)))``, ``visited`` the
     :func:`visited_fraction` of the partition the chain has reached at its first
     draw after tuning: the proposals of a sweep visit about ``720 / d`` points on
-    average, up to one proposal per sweep and at least one every ten sweeps. A
+    average, up to three proposals per sweep and at least one every ten sweeps. A
     proposal's cost grows with the points it visits, not with ``n``, while PyMC
     adds a fixed cost per draw: on small data sets, and where the clusters are
     many and small (each proposal visits few points), more proposals take little
@@ -200,7 +221,8 @@ def auto_split_merge(n: int, d: int, visited: float) -> float:
     counts as 1.
     """
     visited = min(max(float(visited), 1e-12), 1.0)
-    return _bounded_rate(SPLIT_MERGE_WORK / (max(int(n), 1) * max(int(d), 1) * visited))
+    rate = SPLIT_MERGE_WORK / (max(int(n), 1) * max(int(d), 1) * visited)
+    return min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, rate))
 
 
 def tuning_split_merge(n: int, d: int) -> float:
@@ -210,12 +232,8 @@ def tuning_split_merge(n: int, d: int) -> float:
     set from the partition, which the tuning draws (the tournament of restarts
     included) keep. ``d = 0`` (no likelihood) counts as 1.
     """
-    return _bounded_rate(TUNING_WORK / (max(int(n), 1) * max(int(d), 1)))
-
-
-def _bounded_rate(rate: float) -> float:
-    """``rate`` kept between ``SPLIT_MERGE_RATE`` (0.1) and ``SPLIT_MERGE_MAX`` (1) per sweep."""
-    return min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, rate))
+    rate = TUNING_WORK / (max(int(n), 1) * max(int(d), 1))
+    return min(TUNING_MAX, max(SPLIT_MERGE_RATE, rate))
 
 
 def auto_speck_moves(split_merge: float) -> float:
@@ -244,7 +262,7 @@ def auto_pair_moves(split_merge: float, n: int, d: int, supported: bool = True) 
 def auto_template_jumps(split_merge: float, n: int, d: int, supported: bool = True) -> float:
     """Template-jump proposals per kept draw of ``template_jumps=None``.
 
-    ``min(TEMPLATE_JUMPS, max(1, TEMPLATE_WORK / (N D)))`` (25 up to ``N D = 20,000``,
+    ``min(TEMPLATE_JUMPS, max(1, TEMPLATE_WORK / (N D)))`` (25 up to ``N D = 45,000``,
     1 from ``N D = 500,000`` on); 0 when ``split_merge == 0`` (so that ``split_merge=0``
     alone still gives the paper's Algorithm 1) or when the model does not support
     the move (``supported``).

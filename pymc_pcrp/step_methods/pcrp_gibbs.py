@@ -47,6 +47,7 @@ from pymc_pcrp.step_methods._options import (
     auto_split_merge,
     auto_sweeps_per_draw,
     auto_template_jumps,
+    auto_tune_sweeps,
     check_options,
     initial_labels,
     tuning_split_merge,
@@ -93,6 +94,7 @@ class PCRPGibbsState(StepMethodState):
     """Sampling state of :class:`PCRPGibbs` (cluster statistics are rebuilt from the labels)."""
 
     sweeps_per_draw: int = field(metadata={"frozen": True})
+    tune_sweeps: int = field(metadata={"frozen": True})
     init: str = field(metadata={"frozen": True})
     split_merge_auto: bool = field(metadata={"frozen": True})
     # the rate in use: with split_merge=None, the tuning rate, then the one set from the
@@ -123,11 +125,11 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
     **Default move set.** By default each sweep is followed by split-merge
     proposals (built by sequential allocation: ``split_merge_scans=-1``), which
     move whole clusters where single-site Gibbs is stuck and keep the target
-    exact: ``min(1, max(0.1, 720 / (N D f)))`` of them per sweep on average
+    exact: ``min(3, max(0.1, 720 / (N D f)))`` of them per sweep on average
     (:func:`auto_split_merge`), ``f`` the share of the points a proposal visits
     in the partition the chain has reached when tuning ends, kept for the rest
     of the chain (while it tunes, ``min(1, max(0.1, 600 / (N D)))``,
-    :func:`tuning_split_merge`), so one per sweep on small data sets, where a
+    :func:`tuning_split_merge`), so up to three per sweep on small data sets, where a
     draw's time is mostly PyMC's fixed cost, and where the clusters are many
     and small, and 0.1 on large data sets; then four
     more whose two points are drawn among the clusters of at most 8 points
@@ -171,18 +173,27 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         The ``PowerCRP`` variable(s); each gets its own step.
     sweeps_per_draw : int or None, default=None
         Sweeps between stored draws (thinning inside the step). ``None`` picks
-        ``min(30, ceil(45000 / (N D)))`` for ``N`` points of dimension ``D``
+        ``min(20, ceil(45000 / (N D)))`` for ``N`` points of dimension ``D``
         (:func:`auto_sweeps_per_draw`): one sweep from ``N D = 45,000`` up, up to
-        thirty below. PyMC's own work per draw (calling the step, recording the
+        twenty below. PyMC's own work per draw (calling the step, recording the
         point and its stats) is about 0.35 ms, as much as sweeping about
         ``N D = 15,000`` point-dimensions (about 25 ns each at ``D = 2``), so the
-        rule spends about three quarters of a draw's time in sweeps or more:
-        on small data sets several sweeps per draw buy several times the
-        effective sample size. The constant was 15,000 (at most ten sweeps)
-        until the digits embedding of the real-data panel, whose K has an
-        autocorrelation time of 150-200 sweeps, showed that 1,000 draws of ten
-        sweeps were too few (docs/mixing.md, "Several sweeps per draw").
-        Give an integer to fix it.
+        rule spends about three quarters of a draw's time in sweeps or more: on small data
+        sets several sweeps per draw buy several times the effective sample size.
+        The cap was thirty sweeps until up to three
+        split-merge proposals per sweep (instead of one) made the slowest data
+        set of the real-data panel (the digits embedding) mix about twice as fast
+        per sweep (docs/mixing.md, "Several sweeps per draw"). Give an integer to
+        fix it.
+    tune_sweeps : int or None, default=None
+        Sweeps per tuning draw once the tournament of restarts is over (every
+        tuning draw when there is none). These draws only carry the chain into
+        the posterior and are discarded, so they need not be thinned like the
+        kept ones: ``None`` picks ``ceil(sweeps_per_draw / 5)``
+        (:func:`auto_tune_sweeps`), and PyMC's ``tune=500`` then costs about a
+        fifth of 500 kept draws. The tournament's draws run ``sweeps_per_draw``
+        sweeps. Pass ``tune_sweeps=sweeps_per_draw`` for the behaviour of earlier
+        versions.
     init : {"random", "prior", "one", "singletons", "point"}, default="random"
         Where each chain starts, drawn from the chain's own random generator:
 
@@ -209,7 +220,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         mixture of kernels that each leave the posterior invariant: the chain
         stays exact. Integer values behave exactly as in earlier versions.
         By default (``None``) :func:`auto_split_merge`:
-        ``min(1, max(0.1, 720 / (N D f)))``, where ``f`` is the expected share of
+        ``min(3, max(0.1, 720 / (N D f)))``, where ``f`` is the expected share of
         the points one proposal visits (:func:`visited_fraction`: 1 for one
         cluster, about ``2 / K`` for ``K`` equal ones). While the chain tunes,
         :func:`tuning_split_merge`, ``min(1, max(0.1, 600 / (N D)))``, the rule of
@@ -446,6 +457,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         vars=None,
         *,
         sweeps_per_draw: int | None = None,
+        tune_sweeps: int | None = None,
         init: str = "random",
         split_merge: float | None = None,
         split_merge_scans: int = SPLIT_MERGE_SCANS,
@@ -477,6 +489,7 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
             speck_moves,
             pair_moves,
             template_jumps,
+            tune_sweeps,
         )
         self.vars = vars
         rv = model.values_to_rvs[labels_var]
@@ -511,6 +524,9 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
             auto_sweeps_per_draw(self._n, self._data_dimension())
             if sweeps_per_draw is None
             else int(sweeps_per_draw)
+        )
+        self.tune_sweeps = (
+            auto_tune_sweeps(self.sweeps_per_draw) if tune_sweeps is None else int(tune_sweeps)
         )
         # split_merge=None: the tuning rate, then one set from the partition the chain has
         # reached when tuning ends (see _settle_split_merge)
@@ -780,8 +796,11 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         # int16 and int32 labels alike (the copy to the variable's dtype is O(N) per draw)
         labels64 = np.empty(self._n, dtype=np.int64)
         pairs = self._pair_plan(xc)
+        # tuning draws after the tournament (all of them without one) only carry the chain
+        # to the posterior: tune_sweeps sweeps each (auto_tune_sweeps)
+        tuning_after = self.tune and self._tournament.done
         plan = (
-            self.sweeps_per_draw,
+            self.tune_sweeps if tuning_after else self.sweeps_per_draw,
             self.split_merge,
             self.split_merge_scans,
             self.speck_moves,

@@ -132,9 +132,9 @@ def test_other_move_sets_keep_the_exact_posterior(n, d, alpha, r, options):
 def test_automatic_rate_set_after_tuning_keeps_the_exact_posterior(monkeypatch):
     """``split_merge=None`` sets each chain's rate from its partition when tuning ends.
 
-    At N = 5 the default rule always gives one proposal per sweep, so the rule's
+    At N = 5 the default rule always gives its cap of proposals per sweep, so the rule's
     constant is lowered here until the rate depends on the partition (0.4 for one
-    cluster, 1 for five singletons): each chain keeps the rate its partition gave
+    cluster, 1.11 for five singletons): each chain keeps the rate its partition gave
     at the end of tuning, and the kept draws must still follow the exact posterior.
     """
     from pymc_pcrp.step_methods import _options

@@ -131,6 +131,7 @@ def _step_once(init="random", sweeps_per_draw=1, labels=None, seed=5, n=20, data
 
     Without ``data`` the model is the pCRP prior alone, whose chains forget their
     start slowly enough that one sweep from different starts gives different draws.
+    The step is a tuning draw (a fresh step tunes) with as many sweeps as a kept one.
     """
     model = _model(_data(n), scale=scale) if data else pm.Model()
     if not data:
@@ -138,7 +139,11 @@ def _step_once(init="random", sweeps_per_draw=1, labels=None, seed=5, n=20, data
             pcrp.PowerCRP("z", alpha=1.0, power=1.5, n=n)
     with model:
         step = pcrp.PCRPGibbs(
-            [model.rvs_to_values[model["z"]]], init=init, sweeps_per_draw=sweeps_per_draw, rng=seed
+            [model.rvs_to_values[model["z"]]],
+            init=init,
+            sweeps_per_draw=sweeps_per_draw,
+            tune_sweeps=sweeps_per_draw,
+            rng=seed,
         )
         point = model.initial_point()
         if labels is not None:
@@ -212,14 +217,16 @@ def test_bad_step_options():
         for bad in (0, 1.5, True, "2", float("nan"), float("inf")):
             with pytest.raises(ValueError, match="'sweeps_per_draw' must be a positive integer"):
                 pcrp.PCRPGibbs([value], sweeps_per_draw=bad)
+            with pytest.raises(ValueError, match="'tune_sweeps' must be a positive integer"):
+                pcrp.PCRPGibbs([value], tune_sweeps=bad)
 
 
 def test_automatic_sweeps_per_draw_follows_the_number_of_points():
     from pymc_pcrp.step_methods.pcrp_gibbs import auto_sweeps_per_draw
 
-    cases = {(1, 0): 30, (150, 4): 30, (178, 13): 20, (569, 30): 3, (2000, 1): 23, (7500, 2): 3}
+    cases = {(1, 0): 20, (150, 4): 20, (178, 13): 20, (569, 30): 3, (2000, 1): 20, (7500, 2): 3}
     assert {case: auto_sweeps_per_draw(*case) for case in cases} == cases
-    for n, expected in ((10, 30), (1500, 15)):  # D = 2
+    for n, expected in ((10, 20), (1500, 15)):  # D = 2
         with _model(_data(n)) as model:
             value = model.rvs_to_values[model["z"]]
             assert pcrp.PCRPGibbs([value]).sweeps_per_draw == expected
@@ -454,3 +461,37 @@ def test_learned_scale_tables_follow_a_changing_alpha():
         s, nu0 = stats[0]["niw_scale"], stats[0]["niw_nu0"]
         fresh = make_params(alpha, 1.3, prior.kappa0, nu0, s * prior.psi0)
         np.testing.assert_allclose(inputs.tables[0], sweep_tables(inputs.xc, fresh)[0], rtol=1e-12)
+
+
+def test_tuning_draws_after_the_tournament_run_fewer_sweeps(monkeypatch):
+    """The tournament's draws and the kept ones run ``sweeps_per_draw``; the rest of tuning less."""
+    from pymc_pcrp.step_methods._options import auto_tune_sweeps
+
+    assert [auto_tune_sweeps(s) for s in (1, 5, 6, 20, 30)] == [1, 1, 2, 4, 6]
+    sweeps = []
+    original = pcrp.PCRPGibbs._call_advance
+
+    def call_advance(self, inputs, args, kernel):
+        sweeps.append((self.tune, self._tournament.done, args[-3][0]))
+        return original(self, inputs, args, kernel)
+
+    monkeypatch.setattr(pcrp.PCRPGibbs, "_call_advance", call_advance)
+    with _model(_data(30)) as model:
+        value = model.rvs_to_values[model["z"]]
+        for tune_sweeps, after in ((None, 2), (7, 7)):
+            sweeps.clear()
+            step = pcrp.PCRPGibbs([value], sweeps_per_draw=10, restarts=4, tune_sweeps=tune_sweeps)
+            step.set_rng(np.random.default_rng(SEED))
+            point = model.initial_point()
+            for _ in range(20):
+                point, _ = step.step(point)
+            step.stop_tuning()
+            for _ in range(3):
+                point, _ = step.step(point)
+            tournament = [n for tune, done, n in sweeps if tune and not done]
+            rest = [n for tune, done, n in sweeps if tune and done]
+            kept = [n for tune, _, n in sweeps if not tune]
+            # 4 starts of 3 draws (ceil(30 / 10)), one finalist for 6 more: 18 draws
+            assert tournament == [10] * 18
+            assert rest == [after] * 2
+            assert kept == [10] * 3

@@ -109,9 +109,10 @@ def test_default_is_split_merge_and_zero_is_algorithm_1():
 @pytest.mark.parametrize(
     ("n", "d", "visited", "rate"),
     [
-        (150, 4, 1.0, 1.0),  # one cluster
+        (150, 4, 1.0, 1.2),  # one cluster
         (300, 4, 1.0, 0.6),
-        (723, 2, 0.18, 1.0),  # many small clusters (the digits at r = 1): capped at 1
+        (723, 2, 0.18, 2.766),  # many small clusters (the digits at r = 1)
+        (150, 4, 0.2, 3.0),  # capped at three
         (2000, 2, 0.6077, 0.296),  # the budget benchmark's three clusters
         (2000, 1, 0.7, 0.514),
         (569, 30, 0.57, 0.1),  # at least one every ten sweeps
@@ -119,7 +120,7 @@ def test_default_is_split_merge_and_zero_is_algorithm_1():
     ],
 )
 def test_automatic_split_merge_rate(n, d, visited, rate):
-    """``min(1, max(0.1, 720 / (N D f)))``, ``f`` the share of the points a proposal visits."""
+    """``min(3, max(0.1, 720 / (N D f)))``, ``f`` the share of the points a proposal visits."""
     assert pcrp_gibbs.auto_split_merge(n, d, visited) == pytest.approx(rate, abs=1e-3)
 
 
@@ -173,15 +174,15 @@ def test_automatic_rate_is_set_from_the_partition_when_tuning_ends():
     one = np.zeros(400, dtype=np.int64)
     many = np.arange(400) % 40  # forty clusters of ten: each proposal visits few points
     assert tuning == pytest.approx(0.75)  # 600 / (N D), the rule of earlier versions
-    assert rate_from(one) == pytest.approx(0.9) and rate_from(many) == 1.0
+    assert rate_from(one) == pytest.approx(0.9) and rate_from(many) == 3.0  # capped at 3
     for labels in (one, many):  # tuning (PyMC's default until stop_tuning): one rate
         _, stats = step.step({"z": labels})
         assert step.split_merge == stats[0]["split_merge_rate"] == pytest.approx(tuning)
     step.stop_tuning()
     _, stats = step.step({"z": many})  # the first kept draw sets the rate for the chain
-    assert stats[0]["split_merge_rate"] == 1.0
+    assert stats[0]["split_merge_rate"] == 3.0
     _, stats = step.step({"z": one})
-    assert stats[0]["split_merge_rate"] == 1.0  # kept: one fixed kernel
+    assert stats[0]["split_merge_rate"] == 3.0  # kept: one fixed kernel
     step.set_rng(np.random.default_rng(3))  # a new chain tunes, then sets its own rate
     step.tune = True
     _, stats = step.step({"z": many})
@@ -227,7 +228,7 @@ def test_fractional_rate_gives_that_many_proposals_per_sweep(rate):
     x = _two_clusters(40)
     with pcrp.build_model(x, power=1.1) as model:
         step = pcrp.PCRPGibbs(
-            [model["z"]], rng=4, split_merge=rate, sweeps_per_draw=5, speck_moves=0
+            [model["z"]], rng=4, split_merge=rate, sweeps_per_draw=5, tune_sweeps=5, speck_moves=0
         )
     point = {"z": np.zeros(40, dtype=np.int64)}
     per_draw = []
