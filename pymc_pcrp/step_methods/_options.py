@@ -55,8 +55,8 @@ INIT_STRATEGIES = ("random", "prior", "one", "singletons", "point")
 # rate is 0.30, measured with benchmarks/run.py to cost 1.28-1.34x a plain sweep (at most
 # 1.5x), since merges that must fail stop early (it was 360 before, 0.15 there).
 # SPLIT_MERGE_MAX was 1 until 2026-11-29: on the digits embedding at r = 1 (f = 0.17) the
-# rule asks for 2.8, and the log joint's autocorrelation fell from about 135 to about 50
-# sweeps (docs/mixing.md, "Tuning draws, three proposals, fewer sweeps per draw").
+# rule asks for 2.2-2.8, and the log joint needs about 88 sweeps per effective draw
+# instead of 124 (docs/mixing.md, "Tuning draws, three proposals, fewer sweeps per draw").
 SPLIT_MERGE_RATE = 0.1
 SPLIT_MERGE_MAX = 3.0
 TUNING_MAX = 1.0
@@ -262,7 +262,7 @@ def auto_pair_moves(split_merge: float, n: int, d: int, supported: bool = True) 
 def auto_template_jumps(split_merge: float, n: int, d: int, supported: bool = True) -> float:
     """Template-jump proposals per kept draw of ``template_jumps=None``.
 
-    ``min(TEMPLATE_JUMPS, max(1, TEMPLATE_WORK / (N D)))`` (25 up to ``N D = 45,000``,
+    ``min(TEMPLATE_JUMPS, max(1, TEMPLATE_WORK / (N D)))`` (25 up to ``N D = 20,000``,
     1 from ``N D = 500,000`` on); 0 when ``split_merge == 0`` (so that ``split_merge=0``
     alone still gives the paper's Algorithm 1) or when the model does not support
     the move (``supported``).

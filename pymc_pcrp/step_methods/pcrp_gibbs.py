@@ -129,9 +129,9 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
     (:func:`auto_split_merge`), ``f`` the share of the points a proposal visits
     in the partition the chain has reached when tuning ends, kept for the rest
     of the chain (while it tunes, ``min(1, max(0.1, 600 / (N D)))``,
-    :func:`tuning_split_merge`), so up to three per sweep on small data sets, where a
-    draw's time is mostly PyMC's fixed cost, and where the clusters are many
-    and small, and 0.1 on large data sets; then four
+    :func:`tuning_split_merge`), so up to three per sweep on small data sets,
+    where a draw's time is mostly PyMC's fixed cost, and where the clusters are
+    many and small, and 0.1 on large data sets; then four
     more whose two points are drawn among the clusters of at most 8 points
     (``speck_moves``), which split and merge the small outlying clusters that
     the other moves rarely pick; then, in three or more dimensions, two moves
@@ -178,13 +178,13 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         twenty below. PyMC's own work per draw (calling the step, recording the
         point and its stats) is about 0.35 ms, as much as sweeping about
         ``N D = 15,000`` point-dimensions (about 25 ns each at ``D = 2``), so the
-        rule spends about three quarters of a draw's time in sweeps or more: on small data
-        sets several sweeps per draw buy several times the effective sample size.
-        The cap was thirty sweeps until up to three
-        split-merge proposals per sweep (instead of one) made the slowest data
-        set of the real-data panel (the digits embedding) mix about twice as fast
-        per sweep (docs/mixing.md, "Several sweeps per draw"). Give an integer to
-        fix it.
+        rule spends about three quarters of a draw's time in sweeps or more: on
+        small data sets several sweeps per draw buy several times the effective
+        sample size. The cap was thirty sweeps until up to three split-merge
+        proposals per sweep (instead of one) made the log joint of the slowest
+        data set of the real-data panel (the digits embedding) mix about 1.4
+        times as fast per sweep (docs/mixing.md, "Tuning draws, three
+        proposals, fewer sweeps per draw"). Give an integer to fix it.
     tune_sweeps : int or None, default=None
         Sweeps per tuning draw once the tournament of restarts is over (every
         tuning draw when there is none). These draws only carry the chain into
