@@ -211,7 +211,7 @@ def fit(
         Passed to ``pm.sample``; ``tune`` draws are burn-in (discarded).
     sweeps_per_draw : int, optional
         Gibbs sweeps between stored draws (thinning). By default the step's
-        automatic choice, ``min(20, ceil(45000 / (N D)))``: several sweeps per
+        automatic choice, ``min(20, ceil(45000 / (N max(D, 2))))``: several sweeps per
         draw on small data sets, where a sweep is cheap beside PyMC's per-draw
         work (see :class:`~pymc_pcrp.PCRPGibbs`).
     init : str, optional

@@ -269,7 +269,8 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
         "--sweeps-per-draw",
         1,
         None,
-        "Gibbs sweeps between kept draws (default: automatic, min(20, ceil(45000 / (N D))))",
+        "Gibbs sweeps between kept draws (default: automatic, "
+        "min(20, ceil(45000 / (N max(D, 2)))))",
     )
     sampling.add_argument(
         "--split-merge",

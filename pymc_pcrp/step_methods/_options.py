@@ -85,9 +85,14 @@ TEMPLATE_WORK = 500_000
 # init="random" draws K0 uniform on 1..min(ceil(sqrt(N)), RANDOM_INIT_MAX_K).
 RANDOM_INIT_MAX_K = 20
 # sweeps_per_draw=None: enough sweeps that a draw does about AUTO_SWEEP_WORK point-dimension
-# updates (N * D per sweep), at most AUTO_SWEEPS_MAX sweeps; see auto_sweeps_per_draw.
+# updates (N * max(D, AUTO_SWEEP_MIN_D) per sweep), at most AUTO_SWEEPS_MAX sweeps; see
+# auto_sweeps_per_draw. A point costs the kernel 0.77-0.87 times as much at D = 1 as at
+# D = 2 for N = 1,000 to 10,000 (benchmarks/run.py --only scaling --repeats 7), not the half
+# that N D says, so one dimension counts as two (since 2026-11-29; docs/mixing.md, "One
+# dimension counts as two").
 AUTO_SWEEP_WORK = 45000
 AUTO_SWEEPS_MAX = 20
+AUTO_SWEEP_MIN_D = 2
 # tune_sweeps=None: a tuning draw after the tournament of restarts runs one TUNING_THIN-th
 # of a kept draw's sweeps (rounded up); see auto_tune_sweeps.
 TUNING_THIN = 5
@@ -168,11 +173,14 @@ def check_options(
 
 
 def auto_sweeps_per_draw(n: int, d: int = 1) -> int:
-    """Sweeps per draw of ``sweeps_per_draw=None``: ``min(20, ceil(45000 / (n d)))``, at least 1.
+    """Sweeps per draw of ``sweeps_per_draw=None``: ``min(20, ceil(45000 / (n max(d, 2))))``.
 
-    ``d = 0`` (no likelihood) counts as 1.
+    At least 1. A sweep costs about ``n max(d, 2)`` point-dimension updates: the
+    kernel spends as much on a point at ``d = 1`` as at ``d = 2``. ``d = 0`` (no
+    likelihood: the prior's weights alone) counts as 1.
     """
-    work = max(int(n), 1) * max(int(d), 1)
+    dims = 1 if int(d) <= 0 else max(int(d), AUTO_SWEEP_MIN_D)
+    work = max(int(n), 1) * dims
     return max(1, min(AUTO_SWEEPS_MAX, math.ceil(AUTO_SWEEP_WORK / work)))
 
 
@@ -222,7 +230,7 @@ def auto_split_merge(n: int, d: int, visited: float) -> float:
     """
     visited = min(max(float(visited), 1e-12), 1.0)
     rate = SPLIT_MERGE_WORK / (max(int(n), 1) * max(int(d), 1) * visited)
-    return min(SPLIT_MERGE_MAX, max(SPLIT_MERGE_RATE, rate))
+    return _bounded_rate(rate, SPLIT_MERGE_MAX)
 
 
 def tuning_split_merge(n: int, d: int) -> float:
@@ -233,7 +241,12 @@ def tuning_split_merge(n: int, d: int) -> float:
     included) keep. ``d = 0`` (no likelihood) counts as 1.
     """
     rate = TUNING_WORK / (max(int(n), 1) * max(int(d), 1))
-    return min(TUNING_MAX, max(SPLIT_MERGE_RATE, rate))
+    return _bounded_rate(rate, TUNING_MAX)
+
+
+def _bounded_rate(rate: float, cap: float) -> float:
+    """``rate`` kept between :data:`SPLIT_MERGE_RATE` (0.1) and ``cap``."""
+    return min(cap, max(SPLIT_MERGE_RATE, rate))
 
 
 def auto_speck_moves(split_merge: float) -> float:

@@ -173,8 +173,9 @@ class PCRPGibbs(StepInputsMixin, OwnedAlphaMixin, BlockedStep):
         The ``PowerCRP`` variable(s); each gets its own step.
     sweeps_per_draw : int or None, default=None
         Sweeps between stored draws (thinning inside the step). ``None`` picks
-        ``min(20, ceil(45000 / (N D)))`` for ``N`` points of dimension ``D``
-        (:func:`auto_sweeps_per_draw`): one sweep from ``N D = 45,000`` up, up to
+        ``min(20, ceil(45000 / (N max(D, 2))))`` for ``N`` points of dimension
+        ``D`` (:func:`auto_sweeps_per_draw`; a point costs nearly as much at
+        ``D = 1`` as at ``D = 2``): one sweep from ``N D = 45,000`` up, up to
         twenty below. PyMC's own work per draw (calling the step, recording the
         point and its stats) is about 0.35 ms, as much as sweeping about
         ``N D = 15,000`` point-dimensions (about 25 ns each at ``D = 2``), so the
