@@ -176,7 +176,7 @@ def auto_sweeps_per_draw(n: int, d: int = 1) -> int:
     """Sweeps per draw of ``sweeps_per_draw=None``: ``min(20, ceil(45000 / (n max(d, 2))))``.
 
     At least 1. A sweep costs about ``n max(d, 2)`` point-dimension updates: the
-    kernel spends as much on a point at ``d = 1`` as at ``d = 2``. ``d = 0`` (no
+    kernel spends nearly as much on a point at ``d = 1`` as at ``d = 2``. ``d = 0`` (no
     likelihood: the prior's weights alone) counts as 1.
     """
     dims = 1 if int(d) <= 0 else max(int(d), AUTO_SWEEP_MIN_D)

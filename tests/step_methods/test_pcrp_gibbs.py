@@ -225,7 +225,7 @@ def test_automatic_sweeps_per_draw_follows_the_number_of_points():
     from pymc_pcrp.step_methods.pcrp_gibbs import auto_sweeps_per_draw
 
     cases = {(1, 0): 20, (150, 4): 20, (178, 13): 20, (569, 30): 3, (7500, 2): 3}
-    # one dimension counts as two: a point costs the kernel as much at D = 1 as at D = 2
+    # one dimension counts as two: a point costs the kernel nearly as much at D = 1 as at D = 2
     cases |= {(1000, 1): 20, (2000, 1): 12, (2000, 2): 12, (3000, 1): 8, (50_000, 0): 1}
     assert {case: auto_sweeps_per_draw(*case) for case in cases} == cases
     for n, expected in ((10, 20), (1500, 15)):  # D = 2
