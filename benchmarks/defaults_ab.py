@@ -34,7 +34,6 @@ import contextlib  # noqa: E402
 import datetime  # noqa: E402
 import multiprocessing  # noqa: E402
 import sys  # noqa: E402
-import time  # noqa: E402
 
 from pathlib import Path  # noqa: E402
 
@@ -78,40 +77,29 @@ def baseline_constants(constants: dict):
             setattr(_options, name, value)
 
 
-def fit_once(data, power: float, seed: int, args, baseline: str | None) -> dict:
-    """One fit of a cell with the current defaults (``baseline=None``) or a baseline's."""
+def baseline_sweeps(data, baseline: str | None) -> int:
+    """Sweeps per draw that ``sweeps_per_draw=None`` gives ``data`` under ``baseline``."""
+    with baseline_constants(BASELINES[baseline][1] if baseline else {}):
+        return _options.auto_sweeps_per_draw(*data.X.shape)
+
+
+def fit_once(data, power: float, seed: int, args, baseline: str | None) -> real_data.FitRow:
+    """One panel fit of a cell with the current defaults (``baseline=None``) or a baseline's.
+
+    The fit and its diagnostics are the panel's own (``real_data.fit_row``), so both
+    sides are measured exactly as ``benchmarks/real_data.py`` measures a cell.
+    """
     step_kwargs: dict = {}
     constants: dict = {}
     if baseline is not None:
         _, constants, tune_as_kept = BASELINES[baseline]
         if tune_as_kept:
-            with baseline_constants(constants):
-                sweeps = _options.auto_sweeps_per_draw(*data.X.shape)
-            step_kwargs["tune_sweeps"] = sweeps
+            step_kwargs["tune_sweeps"] = baseline_sweeps(data, baseline)
+    panel_args = argparse.Namespace(
+        **vars(args), step_kwargs=step_kwargs, covariance="full", nu0=None
+    )
     with baseline_constants(constants):
-        start = time.perf_counter()
-        idata = real_data.pcrp_fit(
-            data.X,
-            power,
-            draws=args.draws,
-            tune=args.tune,
-            chains=args.chains,
-            cores=args.cores,
-            seed=seed,
-            step_kwargs=step_kwargs,
-        )
-        seconds = time.perf_counter() - start
-    k, log_joint = real_data.pcrp_k_and_logjoint(idata)
-    rhat_k, ess_k = real_data.chain_diagnostics(k)
-    rhat_lj, ess_lj = real_data.chain_diagnostics(log_joint)
-    return {
-        "seconds": seconds,
-        "rhat_k": rhat_k,
-        "ess_k": ess_k,
-        "rhat_lj": rhat_lj,
-        "ess_lj": ess_lj,
-        "mean_k": float(k.mean()),
-    }
+        return real_data.fit_row(data, baseline or "current", power, panel_args, seed)
 
 
 def parse_cells(text: str) -> list[tuple[str, float]]:
@@ -170,13 +158,12 @@ def main(argv=None) -> int:
             for _ in range(args.reps):
                 for label, baseline in ((args.baseline, args.baseline), ("current", None)):
                     row = fit_once(data, power, seed, args, baseline)
-                    times.setdefault((name, power, label), []).append(row["seconds"])
-                    with baseline_constants(BASELINES[baseline][1] if baseline else {}):
-                        sweeps = _options.auto_sweeps_per_draw(*data.X.shape)
+                    times.setdefault((name, power, label), []).append(row.seconds)
                     print(
-                        f"| {name} r={power:g} | {seed} | {label} | {sweeps} | "
-                        f"{row['rhat_k']:.3f} | {row['ess_k']:.0f} | {row['rhat_lj']:.3f} | "
-                        f"{row['ess_lj']:.0f} | {row['seconds']:.1f} |",
+                        f"| {name} r={power:g} | {seed} | {label} | "
+                        f"{baseline_sweeps(data, baseline)} | {row.rhat_k:.3f} | "
+                        f"{row.ess_k:.0f} | {row.rhat_lj:.3f} | {row.ess_lj:.0f} | "
+                        f"{row.seconds:.1f} |",
                         flush=True,
                     )
     print()
