@@ -17,7 +17,7 @@ changes the answer shows) and the wall seconds of sampling; at the end, per cell
 median seconds of each and their ratio (current / baseline).
 
 An earlier set of defaults is imitated by setting the constants of
-``pymc_pcrp.step_methods._options`` that changed, and step options, back to their old
+``pymc_pcrp.sampler.options`` that changed, and step options, back to their old
 values (``BASELINES``). The chains must inherit those settings, so with ``cores > 1``
 the script needs the ``fork`` start method of multiprocessing (the default on Linux
 with Python < 3.14); it stops otherwise.

@@ -302,7 +302,7 @@ def settled_rate(z, d: int) -> float:
     """The split-merge rate a chain of the default step sets after tuning in partition ``z``."""
     import numpy as np
 
-    from pymc_pcrp.step_methods import pcrp_gibbs
+    from pymc_pcrp.sampler import options as pcrp_gibbs
 
     visited = pcrp_gibbs.visited_fraction(np.bincount(z))
     return pcrp_gibbs.auto_split_merge(len(z), d, visited)
@@ -830,7 +830,7 @@ def section_scale(cfg: Config, rep: Report, cache: dict) -> None:
 
     import pymc_pcrp as pcrp
 
-    from pymc_pcrp.step_methods._options import random_init_max_k
+    from pymc_pcrp.sampler.options import random_init_max_k
 
     n, d = cfg.scale
     x, z, prior, _, _, _ = problem(n, d)
@@ -1001,7 +1001,7 @@ def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
     from pymc_pcrp._kernels.chain import advance
     from pymc_pcrp._kernels.pair_moves import no_pairs, pair_picks
     from pymc_pcrp._kernels.sweep import init_state
-    from pymc_pcrp.step_methods import pcrp_gibbs
+    from pymc_pcrp.sampler import options as pcrp_gibbs
 
     n, d, sweeps, blocks = cfg.moves
     _, z, _, xc, params, tables = problem(n, d)
@@ -1070,7 +1070,7 @@ def _nu0_case(n: int, d: int, draws: int, blocks: int, rep: Report) -> None:
     from pymc_pcrp._kernels.hyper import advance_scaled, make_scale_grid
     from pymc_pcrp._kernels.pair_moves import no_pairs
     from pymc_pcrp._kernels.sweep import init_state, sweep_tables
-    from pymc_pcrp.step_methods import pcrp_gibbs
+    from pymc_pcrp.sampler import options as pcrp_gibbs
 
     _, z, prior, xc, params, _ = problem(n, d)  # the default prior: it learns nu0
     rate = settled_rate(z, d)
@@ -1135,8 +1135,8 @@ def section_restarts(cfg: Config, rep: Report, cache: dict) -> None:
 
 
 def _restarts_case(n: int, d: int, draws: int, tune: int, blocks: int, rep: Report) -> None:
-    from pymc_pcrp.step_methods._options import auto_sweeps_per_draw
-    from pymc_pcrp.step_methods._restarts import auto_restarts
+    from pymc_pcrp.sampler.options import auto_sweeps_per_draw
+    from pymc_pcrp.sampler.restarts import auto_restarts
 
     x, _, prior, *_ = problem(n, d)
     model = build_model(x, prior)
@@ -1199,7 +1199,7 @@ def section_logjoint(cfg: Config, rep: Report, cache: dict) -> None:
     from pymc_pcrp._kernels.log_joint import partition_log_joint
     from pymc_pcrp._kernels.scores import SKIP_NATS
     from pymc_pcrp._kernels.sweep import init_state, sweeps_with
-    from pymc_pcrp.step_methods._step_inputs import compiled_for
+    from pymc_pcrp.sampler.inputs import compiled_for
 
     for n, d in cfg.logjoint:
         _, z, prior, xc, params, tables = problem(n, d)
@@ -1234,7 +1234,7 @@ def section_start(cfg: Config, rep: Report, cache: dict) -> None:
 
     import pymc_pcrp as pcrp
 
-    from pymc_pcrp.step_methods._options import random_init_max_k
+    from pymc_pcrp.sampler.options import random_init_max_k
 
     n, d = cfg.start
     x, _, prior, _, _, _ = problem(n, d)

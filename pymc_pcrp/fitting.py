@@ -34,7 +34,7 @@ from pymc_pcrp.diagnostics import (
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 from pymc_pcrp.posterior.pointwise import log_likelihood
 from pymc_pcrp.step_methods._interrupts import watch_interrupts
-from pymc_pcrp.step_methods._templates import scout_templates
+from pymc_pcrp.step_methods._scouting import scout_templates
 
 __all__ = ["build_model", "fit"]
 
@@ -108,8 +108,8 @@ def add_shared_templates(model, step_kwargs: dict, tune: int, random_seed, cores
     states a posterior may have; the template jumps (``PCRPGibbs(template_jumps=...)``)
     can reach only families among their templates. So :func:`fit` runs two
     independent scouting tournaments, each of
-    :data:`~pymc_pcrp.step_methods._templates.SCOUT_STARTS` times a chain's starts,
-    before sampling (:func:`~pymc_pcrp.step_methods._templates.scout_templates`;
+    :data:`~pymc_pcrp.sampler.templates.SCOUT_STARTS` times a chain's starts,
+    before sampling (:func:`~pymc_pcrp.step_methods._scouting.scout_templates`;
     side by side with ``cores > 1``, the same starts either way) and passes their
     starts within 20 nats of the best to every chain (``templates=``). Nothing is
     scouted without tuning, when templates are given, or when the chains make no

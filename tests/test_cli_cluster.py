@@ -11,7 +11,7 @@ import pymc_pcrp as pcrp
 from pymc_pcrp.cli import cluster as cluster_command
 from pymc_pcrp.cli.cluster import add_cluster_parser, run_cluster
 from pymc_pcrp.model_selection import CVResult
-from pymc_pcrp.step_methods.pcrp_gibbs import auto_sweeps_per_draw
+from pymc_pcrp.sampler.options import auto_sweeps_per_draw
 
 SEED = sum(ord(c) for c in "test_cluster_command")
 

@@ -28,7 +28,7 @@ One move
 The chain kernels run ``plan[4][0]`` pair moves on average after each sweep's
 split-merge proposals (:func:`~pymc_pcrp._kernels.chain.run_moves`), with the
 tables :func:`pair_picks` builds once per data set; the step's default rate and
-its limits are in :mod:`pymc_pcrp.step_methods._options`. The move is checked
+its limits are in :mod:`pymc_pcrp.sampler.options`. The move is checked
 against exact enumeration in ``tests/_kernels/test_pair_moves.py``.
 """
 
@@ -54,7 +54,7 @@ def pair_picks(x: np.ndarray, n_neighbours: int = 4) -> tuple[np.ndarray, np.nda
     lists its ``n_neighbours`` nearest other points, nearest first. ``O(N^2 D)``
     time in blocks of rows, for data sets of up to a few thousand points (the
     step's default turns the move off above
-    :data:`~pymc_pcrp.step_methods._options.PAIR_MOVES_MAX_N`).
+    :data:`~pymc_pcrp.sampler.options.PAIR_MOVES_MAX_N`).
     """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim == 1:

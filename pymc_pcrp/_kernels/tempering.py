@@ -28,7 +28,7 @@ Exchanging the states of two replicas is then accepted with probability
 ``min(1, exp((beta_i - beta_j)(L_j - L_i)))``, ``L = log p(X | z, s)``
 (:func:`log_likelihood`), which leaves the product of the ``pi_m`` invariant;
 the swaps themselves are made by the step
-(:mod:`pymc_pcrp.step_methods._tempering`).
+(:mod:`pymc_pcrp.sampler.tempering`).
 
 The data are centred at the prior mean, as everywhere in :mod:`pymc_pcrp._kernels`.
 """

@@ -97,8 +97,8 @@ from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.fitting import fit
 from pymc_pcrp.model_selection import CVResult, cross_validate_power, split_train_test
 from pymc_pcrp.posterior import PointEstimate, point_estimate
+from pymc_pcrp.sampler.options import auto_sweeps_per_draw
 from pymc_pcrp.step_methods._interrupts import caused_by_interrupt, watch_interrupts
-from pymc_pcrp.step_methods.pcrp_gibbs import auto_sweeps_per_draw
 
 __all__ = ["add_cluster_parser", "run_cluster"]
 

@@ -18,7 +18,7 @@ from pymc_pcrp.cli.io import ClusterData
 from pymc_pcrp.diagnostics import ChainComparison, ConvergenceReport
 from pymc_pcrp.model_selection import CVResult
 from pymc_pcrp.posterior import PointEstimate
-from pymc_pcrp.step_methods.pcrp_gibbs import (
+from pymc_pcrp.sampler.options import (
     auto_pair_moves,
     auto_speck_moves,
 )

@@ -66,7 +66,7 @@ from pymc_pcrp.step_methods.pcrp_hyper import (
     transform_code,
 )
 
-__all__ = ["AlphaUpdate", "OwnedAlphaMixin", "claimed_alpha", "prior_family"]
+__all__ = ["AlphaUpdate", "claimed_alpha", "prior_family"]
 
 _EMPTY = np.zeros(1)
 # random variable types whose log density the kernel evaluates (hyperprior.prior_log_density)
@@ -370,33 +370,3 @@ class AlphaUpdate:
         new_point[self.name] = raw
         # a float32 value is not u: read it again from the point next time
         self._last = (raw, u, exact, log_z) if float(raw) == u else None
-
-
-class OwnedAlphaMixin:
-    """The slice-move settings of an ``alpha`` a step owns, as step attributes.
-
-    PyMC's sampling state stores them (``PCRPGibbsState``); the step keeps its
-    :class:`AlphaUpdate`, or ``None``, in ``self._alpha``.
-    """
-
-    _alpha: AlphaUpdate | None
-
-    @property
-    def alpha_w(self) -> float:
-        """Width of the owned ``alpha``'s slice move on the unconstrained scale (NaN: none)."""
-        return math.nan if self._alpha is None else self._alpha.w
-
-    @alpha_w.setter
-    def alpha_w(self, value: float) -> None:
-        if self._alpha is not None:
-            self._alpha.w = float(value)
-
-    @property
-    def alpha_n_tunes(self) -> int:
-        """Tuning draws that have adapted :attr:`alpha_w` so far (0 without an owned alpha)."""
-        return 0 if self._alpha is None else self._alpha.n_tunes
-
-    @alpha_n_tunes.setter
-    def alpha_n_tunes(self, value: int) -> None:
-        if self._alpha is not None:
-            self._alpha.n_tunes = int(value)

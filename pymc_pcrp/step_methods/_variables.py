@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import pymc as pm
 
-from pymc.util import get_value_vars_from_user_vars
+from pymc.step_methods.compound import CompoundStep
+from pymc.util import get_random_generator, get_value_vars_from_user_vars
 
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 from pymc_pcrp.step_methods._alpha_update import claimed_alpha
 
-__all__ = ["group_vars", "is_labels", "model_value_vars", "split_vars"]
+__all__ = ["group_vars", "is_labels", "model_value_vars", "several_steps", "split_vars"]
 
 
 def model_value_vars(vars, model=None) -> tuple[pm.Model, list]:
@@ -75,3 +76,23 @@ def split_vars(model, vars: list) -> tuple:
         "random variable used by that PowerCRP alone (and the power is fixed); pass one "
         "variable or these two (pm.sample does this automatically)."
     )
+
+
+def several_steps(gibbs_class, hyper_class, groups: list, hyper: list, rest: tuple, kwargs: dict):
+    """Return the steps of several groups: one ``gibbs_class`` step per group, then hyper steps.
+
+    Their generators are children of ``kwargs["rng"]``; the alphas in ``hyper``
+    get a ``hyper_class`` (:class:`~pymc_pcrp.PCRPHyper`) step each. One step is
+    returned as it is, several as a ``CompoundStep``.
+    """
+    rngs = get_random_generator(kwargs.pop("rng", None)).spawn(len(groups) + len(hyper))
+    steps = [
+        gibbs_class(group, *rest, rng=rng, blocked=True, **kwargs)
+        for group, rng in zip(groups, rngs, strict=False)
+    ]
+    shared = {k: kwargs.get(k) for k in ("model", "initial_point", "compile_kwargs")}
+    steps += [
+        hyper_class([var], rng=rng, **shared)
+        for var, rng in zip(hyper, rngs[len(groups) :], strict=True)
+    ]
+    return steps[0] if len(steps) == 1 else CompoundStep(steps)

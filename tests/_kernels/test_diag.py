@@ -42,7 +42,7 @@ from pymc_pcrp._kernels.moves import SMALL_PAIRS, UNIFORM_PAIRS
 from pymc_pcrp._kernels.niw import log_marginal_from_logdet
 from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp._kernels.partitions import canonical_labels
-from pymc_pcrp.step_methods._step_inputs import compiled_for
+from pymc_pcrp.sampler.inputs import compiled_for
 
 SEED = sum(ord(c) for c in "test_diag")
 GRID = np.array([0.05, 0.3, 1.0, 4.0])

@@ -1,4 +1,4 @@
-"""Parallel tempering (pymc_pcrp._kernels.tempering, step_methods._tempering) by enumeration.
+"""Parallel tempering (pymc_pcrp._kernels.tempering, sampler.tempering) by enumeration.
 
 For N = 5 points every partition is enumerated and the exact tempered posterior
 ``p(z) prod_k m(X_k)^beta`` (with a learned scale ``w_g p(z) prod_k m(X_k | s_g P)^beta``,
@@ -31,8 +31,8 @@ from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import init_state, make_params, sweep_tables
 from pymc_pcrp._kernels.tempering import advance_hot, advance_hot_scaled
-from pymc_pcrp.step_methods._step_inputs import SweepInputs, compiled_for
-from pymc_pcrp.step_methods._tempering import Replicas, swap_log_ratio, temper_ladder
+from pymc_pcrp.sampler.inputs import SweepInputs, compiled_for
+from pymc_pcrp.sampler.tempering import Replicas, swap_log_ratio, temper_ladder
 
 SEED = sum(ord(c) for c in "test_tempering")
 GRID = np.array([0.05, 0.3, 1.0, 3.0])

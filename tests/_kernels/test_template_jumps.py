@@ -31,7 +31,7 @@ from pymc_pcrp._kernels.templates import (
     pack_templates,
     template_jump_chain,
 )
-from pymc_pcrp.step_methods._templates import (
+from pymc_pcrp.sampler.templates import (
     TemplateJumps,
     distinct_templates,
     points_apart,

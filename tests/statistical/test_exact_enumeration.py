@@ -137,7 +137,7 @@ def test_automatic_rate_set_after_tuning_keeps_the_exact_posterior(monkeypatch):
     cluster, 1.11 for five singletons): each chain keeps the rate its partition gave
     at the end of tuning, and the kept draws must still follow the exact posterior.
     """
-    from pymc_pcrp.step_methods import _options
+    from pymc_pcrp.sampler import options as _options
 
     monkeypatch.setattr(_options, "SPLIT_MERGE_WORK", 4.0)
     rates = {_options.auto_split_merge(5, 2, f) for f in (1.0, 0.5, 0.36)}
@@ -192,7 +192,7 @@ def test_template_jumps_keep_the_exact_posterior(monkeypatch):
     2026-11-28 with the open column (`/work/research/s21/enum_tj.py [wrong]`): TV 0.0047
     (39,986 of 320,000 jumps accepted); 0.056 with the proposal ratio left out.
     """
-    from pymc_pcrp.step_methods import _templates
+    from pymc_pcrp.sampler import templates as _templates
 
     monkeypatch.setattr(_templates, "TEMPLATE_WINDOW", np.inf)
     n, d, alpha, r = 5, 2, 1.0, 1.5

@@ -33,7 +33,7 @@ from pymc_pcrp._kernels.sweep import (
     sweep_tables,
     sweeps_with,
 )
-from pymc_pcrp.step_methods._step_inputs import compiled_for
+from pymc_pcrp.sampler.inputs import compiled_for
 
 SWEEPS = 40_000
 CHAINS = 2

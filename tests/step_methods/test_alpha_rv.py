@@ -143,14 +143,14 @@ def test_kernel_evaluates_the_usual_priors_and_pytensor_the_others(prior, family
         pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(x), observed=x)
         value = model.rvs_to_values[alpha]
         step = pcrp.PCRPGibbs([z, alpha], rng=SEED)
-    assert step._alpha is not None and step._alpha.family == family
+    assert step.inputs.alpha is not None and step.inputs.alpha.family == family
     point = model.initial_point()
     values = []
     for _ in range(40):
         point, _ = step.step(point)
         values.append(float(point[value.name]))
     assert len(set(values)) > 10
-    assert step._alpha.accepted > 0.9 * step._alpha.proposed  # the surrogate is close
+    assert step.inputs.alpha.accepted > 0.9 * step.inputs.alpha.proposed  # the surrogate is close
 
 
 def test_owned_alpha_log_joint_and_tables_follow_the_new_alpha():
@@ -171,8 +171,8 @@ def test_owned_alpha_log_joint_and_tables_follow_the_new_alpha():
             expected = logp_terms({"z": point["z"], "alpha_log__": point["alpha_log__"]})
             assert stats[0]["log_joint"] == pytest.approx(expected, rel=1e-9)
             # the kernel keeps alpha beside the cached parameters, in the tables it moves
-            inputs = step._arrays(point)
-            log_alpha = float(step._alpha.log_alpha[0])
+            inputs = step.inputs.arrays(point)
+            log_alpha = float(step.inputs.alpha.log_alpha[0])
             assert log_alpha == pytest.approx(float(point["alpha_log__"]), abs=1e-12)
             params = inputs.params._replace(log_alpha=log_alpha)
             if inputs.scale is not None:  # the tables hold the chain's current nu0

@@ -12,7 +12,7 @@ import pytest
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp.step_methods._options import (
+from pymc_pcrp.sampler.options import (
     PAIR_MOVES,
     PAIR_MOVES_MAX_N,
     PAIR_MOVES_MIN_D,
@@ -129,19 +129,19 @@ def _stepped_once(sweeps_per_draw):
 
 def test_pair_tables_are_built_once_and_follow_the_data():
     step, point, x = _stepped_once(1)
-    tables = step._pairs[1]
+    tables = step.chain.pairs[1]
     point, _ = step.step(point)
-    assert step._pairs[1] is tables  # the same data: the same tables
-    other = step._pair_plan(np.ascontiguousarray(x[::-1]))
+    assert step.chain.pairs[1] is tables  # the same data: the same tables
+    other = step.chain.pair_plan(np.ascontiguousarray(x[::-1]))
     assert other is not tables and not np.array_equal(other[1][1], tables[1][1])
-    assert step._pair_plan(step._arrays().xc)[0] == PAIR_MOVES
+    assert step.chain.pair_plan(step.inputs.arrays().xc)[0] == PAIR_MOVES
 
 
 def test_a_pickled_step_rebuilds_its_tables_and_draws_alike():
     """``pm.sample`` with several processes pickles the step: the tables are rebuilt."""
     step, point, _ = _stepped_once(2)
     copy = cloudpickle.loads(cloudpickle.dumps(step))
-    assert copy._pairs is None
+    assert copy.chain.pairs is None
     a, stats_a = step.step(point)
     b, stats_b = copy.step(point)
     np.testing.assert_array_equal(a["z"], b["z"])

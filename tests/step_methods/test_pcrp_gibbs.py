@@ -101,7 +101,9 @@ def test_chains_start_from_different_partitions():
         starts = []
         for seed in range(4):
             step.set_rng(np.random.default_rng(seed))
-            starts.append(step._initial_labels(np.zeros(60, dtype=int), step._arrays()[1]))
+            starts.append(
+                step.chain.initial_labels(np.zeros(60, dtype=int), step.inputs.arrays()[1])
+            )
     assert len({s.max() + 1 for s in starts}) > 1
     assert len({tuple(s) for s in starts}) == 4
 
@@ -115,7 +117,7 @@ def test_random_start_is_capped_and_still_over_dispersed():
         k0s, starts = [], []
         for seed in range(40):
             step.set_rng(np.random.default_rng(seed))
-            labels = step._initial_labels(np.zeros(n, dtype=int), step._arrays()[1])
+            labels = step.chain.initial_labels(np.zeros(n, dtype=int), step.inputs.arrays()[1])
             k0s.append(labels.max() + 1)
             starts.append(labels)
     assert max(k0s) <= 20
@@ -161,7 +163,7 @@ def _kernel_sweeps(step, rng, start, n_sweeps):
     the fractional rate, then the proposals it calls for; then the same for the
     speck moves (pairs drawn among the small clusters); then the pair moves.
     """
-    inputs = step._arrays()
+    inputs = step.inputs.arrays()
     xc, params, tables = inputs.xc, inputs.params, inputs.tables
     state = init_state(xc, np.asarray(start, dtype=np.int64), params)
     seat = np.ascontiguousarray(tables[2][:, 0])
@@ -222,7 +224,7 @@ def test_bad_step_options():
 
 
 def test_automatic_sweeps_per_draw_follows_the_number_of_points():
-    from pymc_pcrp.step_methods.pcrp_gibbs import auto_sweeps_per_draw
+    from pymc_pcrp.sampler.options import auto_sweeps_per_draw
 
     cases = {(1, 0): 20, (150, 4): 20, (178, 13): 20, (569, 30): 3, (7500, 2): 3}
     # one dimension counts as two: a point costs the kernel nearly as much at D = 1 as at D = 2
@@ -459,7 +461,7 @@ def test_learned_scale_tables_follow_a_changing_alpha():
     for alpha in (0.7, 3.0, 3.0, 0.2):
         point["a_log__"] = np.log(alpha)
         point, stats = step.step(point)
-        inputs = step._arrays(point)
+        inputs = step.inputs.arrays(point)
         s, nu0 = stats[0]["niw_scale"], stats[0]["niw_nu0"]
         fresh = make_params(alpha, 1.3, prior.kappa0, nu0, s * prior.psi0)
         np.testing.assert_allclose(inputs.tables[0], sweep_tables(inputs.xc, fresh)[0], rtol=1e-12)
@@ -467,17 +469,18 @@ def test_learned_scale_tables_follow_a_changing_alpha():
 
 def test_tuning_draws_after_the_tournament_run_fewer_sweeps(monkeypatch):
     """The tournament's draws and the kept ones run ``sweeps_per_draw``; the rest of tuning less."""
-    from pymc_pcrp.step_methods._options import auto_tune_sweeps
+    from pymc_pcrp.sampler.chain import Chain
+    from pymc_pcrp.sampler.options import auto_tune_sweeps
 
     assert [auto_tune_sweeps(s) for s in (1, 5, 6, 20, 30)] == [1, 1, 2, 4, 6]
     sweeps = []
-    original = pcrp.PCRPGibbs._call_advance
+    original = Chain.call_advance
 
     def call_advance(self, inputs, args, kernel):
-        sweeps.append((self.tune, self._tournament.done, args[-3][0]))
+        sweeps.append((self.tune, self.tournament.done, args[-3][0]))
         return original(self, inputs, args, kernel)
 
-    monkeypatch.setattr(pcrp.PCRPGibbs, "_call_advance", call_advance)
+    monkeypatch.setattr(Chain, "call_advance", call_advance)
     with _model(_data(30)) as model:
         value = model.rvs_to_values[model["z"]]
         for tune_sweeps, after in ((None, 2), (7, 7)):

@@ -6,8 +6,8 @@ import pytest
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp.step_methods import pcrp_gibbs
-from pymc_pcrp.step_methods._restarts import (
+from pymc_pcrp.sampler.chain import Chain
+from pymc_pcrp.sampler.restarts import (
     FRESH,
     RestartTournament,
     auto_restarts,
@@ -141,14 +141,14 @@ def test_restarts_need_a_random_start():
 def test_the_step_restarts_during_tuning_and_goes_on_from_the_best(monkeypatch):
     x = np.random.default_rng(3).uniform(size=(40, 2))  # a diffuse posterior: starts differ
     fresh_draws, seen = [], []
-    original_sweep_state = pcrp_gibbs.PCRPGibbs._sweep_state
+    original_start_state = Chain.start_state
 
-    def sweep_state(self, point, inputs, params):
-        fresh_draws.append(self.fresh_chain)
-        seen.append(np.array(point[self._name]))
-        return original_sweep_state(self, point, inputs, params)
+    def start_state(self, current, inputs, params):
+        fresh_draws.append(self.fresh)
+        seen.append(np.array(current))
+        return original_start_state(self, current, inputs, params)
 
-    monkeypatch.setattr(pcrp_gibbs.PCRPGibbs, "_sweep_state", sweep_state)
+    monkeypatch.setattr(Chain, "start_state", start_state)
     # 4 starts of segment_draws(15) = 2 draws (draws 0-7), then 1 finalist of 4 draws (8-11)
     with pcrp.build_model(x, power=1.0):
         idata = pm.sample(

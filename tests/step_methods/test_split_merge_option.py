@@ -9,7 +9,8 @@ from kernel_reference import step_labels_out
 import pymc_pcrp as pcrp
 
 from pymc_pcrp._kernels.pair_moves import no_pairs
-from pymc_pcrp.step_methods import pcrp_gibbs
+from pymc_pcrp.sampler import chain as sampler_chain
+from pymc_pcrp.sampler import options as pcrp_options
 
 
 def _two_clusters(n, seed=0):
@@ -89,9 +90,9 @@ def test_default_is_split_merge_and_zero_is_algorithm_1():
         plain = pcrp.PCRPGibbs([model["z"]], rng=3, split_merge=0, sweeps_per_draw=1)
         uniform = pcrp.PCRPGibbs([model["z"]], rng=3, speck_moves=0, sweeps_per_draw=1)
     # 60 points in 2-D: 600 / (N D) > 1 while tuning, capped at one proposal per sweep
-    assert default.split_merge == pcrp_gibbs.tuning_split_merge(60, 2) == 1.0
-    assert default.split_merge_scans == pcrp_gibbs.SPLIT_MERGE_SCANS
-    assert default.speck_moves == pcrp_gibbs.auto_speck_moves(1.0) == 4.0
+    assert default.split_merge == pcrp_options.tuning_split_merge(60, 2) == 1.0
+    assert default.split_merge_scans == pcrp_options.SPLIT_MERGE_SCANS
+    assert default.speck_moves == pcrp_options.auto_speck_moves(1.0) == 4.0
     assert plain.speck_moves == 0.0 and uniform.speck_moves == 0.0
     totals = {}
     for name, step in (("default", default), ("plain", plain), ("uniform", uniform)):
@@ -121,7 +122,7 @@ def test_default_is_split_merge_and_zero_is_algorithm_1():
 )
 def test_automatic_split_merge_rate(n, d, visited, rate):
     """``min(3, max(0.1, 720 / (N D f)))``, ``f`` the share of the points a proposal visits."""
-    assert pcrp_gibbs.auto_split_merge(n, d, visited) == pytest.approx(rate, abs=1e-3)
+    assert pcrp_options.auto_split_merge(n, d, visited) == pytest.approx(rate, abs=1e-3)
 
 
 @pytest.mark.parametrize(
@@ -130,7 +131,7 @@ def test_automatic_split_merge_rate(n, d, visited, rate):
 )
 def test_tuning_split_merge_rate(n, d, rate):
     """``min(1, max(0.1, 600 / (N D)))`` while a chain tunes, the rule of earlier versions."""
-    assert pcrp_gibbs.tuning_split_merge(n, d) == pytest.approx(rate, abs=1e-3)
+    assert pcrp_options.tuning_split_merge(n, d) == pytest.approx(rate, abs=1e-3)
 
 
 def test_visited_fraction_is_the_expected_share_of_points_a_uniform_pair_visits():
@@ -145,9 +146,9 @@ def test_visited_fraction_is_the_expected_share_of_points_a_uniform_pair_visits(
         for i in range(n)
         for j in range(n)
     ]
-    assert pcrp_gibbs.visited_fraction(counts) == pytest.approx(np.mean(visited) / n)
-    assert pcrp_gibbs.visited_fraction(np.array([7])) == 1.0
-    assert pcrp_gibbs.visited_fraction(np.full(4, 9)) == pytest.approx(2 / 4 - 1 / 16)
+    assert pcrp_options.visited_fraction(counts) == pytest.approx(np.mean(visited) / n)
+    assert pcrp_options.visited_fraction(np.array([7])) == 1.0
+    assert pcrp_options.visited_fraction(np.full(4, 9)) == pytest.approx(2 / 4 - 1 / 16)
 
 
 def test_step_resolves_the_automatic_rate_from_the_data():
@@ -168,9 +169,10 @@ def test_automatic_rate_is_set_from_the_partition_when_tuning_ends():
         fixed = pcrp.PCRPGibbs([model["z"]], rng=2, init="point", split_merge=0.3)
 
     def rate_from(labels):
-        return pcrp_gibbs.auto_split_merge(400, 2, pcrp_gibbs.visited_fraction(np.bincount(labels)))
+        visited = pcrp_options.visited_fraction(np.bincount(labels))
+        return pcrp_options.auto_split_merge(400, 2, visited)
 
-    tuning = pcrp_gibbs.tuning_split_merge(400, 2)
+    tuning = pcrp_options.tuning_split_merge(400, 2)
     one = np.zeros(400, dtype=np.int64)
     many = np.arange(400) % 40  # forty clusters of ten: each proposal visits few points
     assert tuning == pytest.approx(0.75)  # 600 / (N D), the rule of earlier versions
@@ -212,13 +214,13 @@ def test_automatic_rate_through_pm_sample_is_set_per_chain():
         )
     kept = idata.sample_stats["split_merge_rate"].values
     warm = idata.warmup_sample_stats["split_merge_rate"].values
-    tuning = pcrp_gibbs.tuning_split_merge(1500, 2)
+    tuning = pcrp_options.tuning_split_merge(1500, 2)
     assert np.all(warm == tuning)
     assert np.all(kept == kept[:, :1])  # one rate per chain
     last_tuned = idata.warmup_posterior["z"].values[:, -1]
     for chain in range(2):
-        visited = pcrp_gibbs.visited_fraction(np.bincount(last_tuned[chain]))
-        assert kept[chain, 0] == pytest.approx(pcrp_gibbs.auto_split_merge(1500, 2, visited))
+        visited = pcrp_options.visited_fraction(np.bincount(last_tuned[chain]))
+        assert kept[chain, 0] == pytest.approx(pcrp_options.auto_split_merge(1500, 2, visited))
         assert kept[chain, 0] != pytest.approx(tuning)  # two clusters: f near 0.75
 
 
@@ -270,7 +272,7 @@ def test_integer_rate_draws_no_extra_random_number():
 
 
 def test_sweep_state_is_kept_between_draws_and_rebuilt_now_and_then(monkeypatch):
-    monkeypatch.setattr(pcrp_gibbs, "_REFRESH_EVERY", 3)
+    monkeypatch.setattr(sampler_chain, "REFRESH_EVERY", 3)
     x = _two_clusters(40)
     with pcrp.build_model(x, power=1.1) as model:
         step = pcrp.PCRPGibbs([model["z"]], rng=5, restarts=1)
@@ -278,21 +280,21 @@ def test_sweep_state_is_kept_between_draws_and_rebuilt_now_and_then(monkeypatch)
     states = []  # the state objects themselves: a freed one's id() could be reused
     for _ in range(9):
         point, _ = step.step(point)
-        states.append(step._kept[1])
+        states.append(step.chain.kept[1])
     # Built on draw 1, kept for 3 more draws, then rebuilt: blocks of 4 draws.
     assert all(s is states[0] for s in states[:4]) and all(s is states[4] for s in states[4:8])
     assert states[4] is not states[0] and states[8] is not states[4]
     # An equal copy of the returned labels (another array) keeps the state ...
     point = {"z": point["z"].astype(np.int64)}
-    before = step._kept[1]
+    before = step.chain.kept[1]
     point, _ = step.step(point)
-    assert step._kept[1] is before
+    assert step.chain.kept[1] is before
     # ... while labels that differ from those returned force a rebuild (another partition:
     # one cluster, or two if the chain returned one).
     one = len(np.unique(point["z"])) == 1
     point["z"] = (np.arange(40) % 2 if one else np.zeros(40)).astype(np.int32)
     step.step(point)
-    assert step._kept[1] is not before
+    assert step.chain.kept[1] is not before
 
 
 def test_speck_moves_alone_are_allowed():

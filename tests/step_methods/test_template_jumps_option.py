@@ -12,8 +12,8 @@ import pytest
 import pymc_pcrp as pcrp
 
 from pymc_pcrp.fitting import add_shared_templates
-from pymc_pcrp.step_methods import _templates
-from pymc_pcrp.step_methods._options import TEMPLATE_JUMPS, TEMPLATE_WORK, auto_template_jumps
+from pymc_pcrp.sampler import templates as _templates
+from pymc_pcrp.sampler.options import TEMPLATE_JUMPS, TEMPLATE_WORK, auto_template_jumps
 
 
 def _data(n=30, seed=0, shift=4.0):
@@ -91,10 +91,10 @@ def test_automatic_template_jumps(split_merge, n, d, supported, rate):
 def test_defaults_and_refusals():
     x = _data()
     with pcrp.build_model(x, power=1.1) as model:
-        assert pcrp.PCRPGibbs([model["z"]])._jumps.rate == TEMPLATE_JUMPS
-        assert pcrp.PCRPGibbs([model["z"]], split_merge=0)._jumps.rate == 0.0
+        assert pcrp.PCRPGibbs([model["z"]]).chain.jumps.rate == TEMPLATE_JUMPS
+        assert pcrp.PCRPGibbs([model["z"]], split_merge=0).chain.jumps.rate == 0.0
     with pcrp.build_model(x, power=1.1, covariance="diag") as model:
-        assert pcrp.PCRPGibbs([model["z"]])._jumps.rate == 0.0
+        assert pcrp.PCRPGibbs([model["z"]]).chain.jumps.rate == 0.0
         with pytest.raises(ValueError, match=r"'template_jumps'.*covariance='diag'"):
             pcrp.PCRPGibbs([model["z"]], template_jumps=1)
 

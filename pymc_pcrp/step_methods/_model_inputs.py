@@ -1,11 +1,11 @@
-"""How :class:`~pymc_pcrp.PCRPGibbs` reads its model and builds the kernel's inputs.
+"""How :class:`~pymc_pcrp.PCRPGibbs` reads its model and builds its chain's kernel inputs.
 
-:class:`StepInputsMixin` is the part of the step class that locates the
-likelihood (and refuses what the collapsed update cannot handle), reads
-``alpha``, ``power``, the data (observed, or latent values from the point) and
-the NIW parameters, and rebuilds the centred data, parameters and sweep tables
-only when one of them changed. The types it builds and caches are in
-:mod:`pymc_pcrp.step_methods._step_inputs`.
+:class:`ModelInputs` locates the likelihood of a ``PowerCRP`` (and refuses what
+the collapsed update cannot handle), reads ``alpha``, ``power``, the data
+(observed, or latent values from the point) and the NIW parameters, and rebuilds
+the centred data, parameters and sweep tables only when one of them changed. The
+types it builds and caches are in :mod:`pymc_pcrp.sampler.inputs`; the cluster
+family that builds them is chosen here (:func:`likelihood_family`).
 """
 
 from __future__ import annotations
@@ -16,36 +16,92 @@ import numpy as np
 
 from pytensor.graph.traversal import ancestors
 
-from pymc_pcrp._kernels.hyper import REBUILT, make_scale_grid
+from pymc_pcrp._kernels.hyper import REBUILT
 from pymc_pcrp._kernels.state import make_params
 from pymc_pcrp._kernels.sweep import sweep_tables
 from pymc_pcrp._validation import check_data, check_prior_scale, rebuild_message
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.normaliser import is_fixed
-from pymc_pcrp.step_methods._diag_inputs import build_diag_inputs
-from pymc_pcrp.step_methods._step_inputs import (
-    REFRESH_EVERY,
-    InputCache,
-    SweepInputs,
-    point_reader,
-    same_objects,
-    value_reader,
-)
+from pymc_pcrp.sampler.families import ClusterFamily, family_for
+from pymc_pcrp.sampler.inputs import REFRESH_EVERY, InputCache, SweepInputs, same_objects
+from pymc_pcrp.step_methods._readers import point_reader, value_reader
 
-__all__ = ["StepInputsMixin"]
+__all__ = ["ModelInputs", "likelihood_family"]
 
 
-class StepInputsMixin:
-    """The model reading and input building of :class:`~pymc_pcrp.PCRPGibbs` (see the module).
+def likelihood_family(niw, latent: str | None) -> ClusterFamily:
+    """Return the cluster family of the labels' NIWMixture ``niw`` (``None``: none, full).
 
-    The attributes it uses (``_inputs``, ``_alpha``, ``_data_readers``, ...) are set
-    by ``PCRPGibbs.__init__``.
+    The family is named by the op's ``covariance``. A family that cannot have
+    latent values (``latent`` is their name, ``None`` when observed) raises
+    ``NotImplementedError``.
     """
+    op = getattr(getattr(niw, "owner", None), "op", None)
+    family = family_for(getattr(op, "covariance", "full") if op is not None else "full")
+    if latent is not None and not family.supports_latent:
+        raise NotImplementedError(
+            f"The NIWMixture '{niw.name}' has latent values and covariance='{family.name}'; "
+            "PCRPGibbs supports latent values with the full-covariance family only so far."
+        )
+    return family
+
+
+class ModelInputs:
+    """What one ``PowerCRP`` variable's step reads from its model, and the inputs it builds.
+
+    Parameters
+    ----------
+    model : pm.Model
+    rv : TensorVariable
+        The ``PowerCRP`` random variable.
+    name : str
+        The name of its value variable in the point.
+    compile_kwargs : dict, optional
+        Passed to the compiled readers of a random ``alpha`` or power.
+
+    Attributes
+    ----------
+    n : int
+        The number of labels.
+    family : ClusterFamily
+        The cluster family of the labels' NIWMixture (the full one without).
+    alpha : AlphaUpdate or None
+        The ``alpha`` the step owns, set by the step (``None``: fixed, or another's).
+    chain : Chain
+        The chain whose scale bookkeeping the inputs inform, set by the step.
+    """
+
+    def __init__(self, model, rv, name: str, compile_kwargs=None):
+        self.n = int(rv.owner.op.dist_params(rv.owner)[-1].eval())
+        self.name = name
+        self.prior_readers, (alpha_random, power_random) = self.prior_value_readers(
+            model, rv, compile_kwargs
+        )
+        # a random alpha or power is read from the point at every step (PCRPHyper draws it)
+        self.alpha_is_random = alpha_random or power_random
+        self.power_is_random = power_random
+        self.latest: np.ndarray | None = None  # latent values from the last point
+        self.data_readers, self.niw = self.find_likelihood(model, rv)
+        self.latent = None if self.niw is None else self.latent_name(model, self.niw)
+        # the cluster family of the NIWMixture (its covariance), which picks the kernels
+        self.family = likelihood_family(self.niw, self.latent)
+        self.cache: InputCache | None = None  # see arrays
+        self.alpha = None
+        self.alpha_draws = 0  # owned-alpha draws since the new-cluster weights were recomputed
+        self.chain = None
+
+    def check_observed(self) -> None:
+        """Check observed data against the prior before any sampling (a swamped prior)."""
+        if self.data_readers is not None and self.latent is None:
+            data, mu0, _, _, psi0, grid, *_ = (read() for read in self.data_readers)
+            check_prior_scale(
+                check_data(data, "observed"), np.asarray(mu0), np.asarray(psi0), np.min(grid)
+            )
 
     # -- model inspection -------------------------------------------------
 
     @staticmethod
-    def _prior_value_readers(model, rv, compile_kwargs=None):
+    def prior_value_readers(model, rv, compile_kwargs=None):
         """Readers of ``alpha`` and ``power`` from a point, and whether each is random.
 
         A random parameter is compiled as a function of the point (through its
@@ -64,7 +120,7 @@ class StepInputsMixin:
                 random.append(True)
         return tuple(readers), tuple(random)
 
-    def _find_likelihood(self, model, rv):
+    def find_likelihood(self, model, rv):
         """Locate the single NIWMixture fed by ``rv`` and refuse any other use of it.
 
         The NIWMixture may be observed, or a free variable (latent values that the
@@ -96,78 +152,78 @@ class StepInputsMixin:
         if niw in model.observed_RVs:
             read_data = value_reader(model.rvs_to_values[niw])
         else:
-            read_data = self._latest_values
+            read_data = self.latest_values
         readers = [read_data, *(value_reader(v) for v in params)]
         return readers, niw
 
     @staticmethod
-    def _latent_name(model, niw) -> str | None:
+    def latent_name(model, niw) -> str | None:
         """Name of a latent NIWMixture's value variable in the point (None when observed)."""
         if niw in model.observed_RVs:
             return None
         return model.rvs_to_values[niw].name
 
-    def _latest_values(self) -> np.ndarray:
+    def latest_values(self) -> np.ndarray:
         """Return the latent NIWMixture values of the point being stepped (see :meth:`_arrays`)."""
-        if self._latest is None:
+        if self.latest is None:
             raise ValueError(
-                f"The values of the latent NIWMixture '{self._niw.name}' are read from the "
+                f"The values of the latent NIWMixture '{self.niw.name}' are read from the "
                 "point: call the step with one."
             )
-        return self._latest
+        return self.latest
 
-    def _learns_nu0(self) -> bool:
+    def learns_nu0(self) -> bool:
         """Whether the NIWMixture's prior has a grid of ``nu0`` values (a hyperprior on it)."""
-        if self._data_readers is None:
+        if self.data_readers is None:
             return False
-        return int(np.size(self._data_readers[-2]())) > 1
+        return int(np.size(self.data_readers[-2]())) > 1
 
-    def _data_dimension(self) -> int:
+    def data_dimension(self) -> int:
         """``D`` of the NIWMixture data (0 without a likelihood), from the prior mean."""
-        if self._data_readers is None:
+        if self.data_readers is None:
             return 0
-        return int(np.size(self._data_readers[1]()))
+        return int(np.size(self.data_readers[1]()))
 
     # -- per-step arrays --------------------------------------------------
 
-    def _arrays(self, point=None) -> SweepInputs:
+    def arrays(self, point=None) -> SweepInputs:
         """Centred data, sweep parameters and sweep tables, rebuilt only when an input changes.
 
         A random ``alpha`` is read from ``point`` (required then); when it changed,
         the parameters and the tables (which hold ``log alpha``) are rebuilt, in
         ``O(N D^2)``.
         """
-        if point is None and self._alpha_is_random:
+        if point is None and self.alpha_is_random:
             raise ValueError("The alpha of this PowerCRP is random: pass the point to read it.")
-        if self._latent is not None and point is not None:
+        if self.latent is not None and point is not None:
             # a copy: a new object at every draw, so the inputs are always rebuilt from it
-            self._latest = np.array(point[self._latent], dtype=np.float64)
-        read_alpha, read_power = self._prior_readers
-        owned = self._alpha is not None
-        raw_alpha = self._alpha.current(point) if owned else read_alpha(point)
+            self.latest = np.array(point[self.latent], dtype=np.float64)
+        read_alpha, read_power = self.prior_readers
+        owned = self.alpha is not None
+        raw_alpha = self.alpha.current(point) if owned else read_alpha(point)
         raw_power = read_power(point)
         raw: tuple = ()
-        if (owned or not self._alpha_is_random) and self._data_readers is not None:
+        if (owned or not self.alpha_is_random) and self.data_readers is not None:
             # Fast path for every draw after the first: the very objects of last
             # time (constants, or pm.Data not replaced since) give the same arrays;
             # an alpha this step owns changes them in O(N) (_with_prior).
-            raw = (raw_power, *[read() for read in self._data_readers])
+            raw = (raw_power, *[read() for read in self.data_readers])
             if not owned:
                 raw = (raw_alpha, *raw)
-            last = self._inputs
+            last = self.cache
             if last is not None and same_objects(raw, last.raw):
-                if owned and raw_alpha != self._alpha.tables_alpha:
+                if owned and raw_alpha != self.alpha.tables_alpha:
                     # not the value the kernel left (a new chain's start): shift the tables
-                    self._alpha.move_tables(last.inputs.tables[0], raw_alpha)
+                    self.alpha.move_tables(last.inputs.tables[0], raw_alpha)
                 return last.inputs
         if owned:  # the cache must say which alpha the tables hold (the kernel moves it)
             self._sync_owned_alpha()
-        if self._inputs is not None:
-            self._inputs = self._inputs._replace(raw=())  # stays so if the build raises
+        if self.cache is not None:
+            self.cache = self.cache._replace(raw=())  # stays so if the build raises
         inputs = self._build_arrays(float(raw_alpha), float(raw_power))
-        self._inputs = self._inputs._replace(raw=raw)
+        self.cache = self.cache._replace(raw=raw)
         if owned:
-            self._alpha.tables_built(float(raw_alpha), inputs.params.log_alpha)
+            self.alpha.tables_built(float(raw_alpha), inputs.params.log_alpha)
         return inputs
 
     def _sync_owned_alpha(self) -> None:
@@ -178,45 +234,45 @@ class StepInputsMixin:
         the arrays keep their identity from draw to draw); before anything is
         rebuilt from the cache, it must hold the tables' value.
         """
-        last = self._inputs
-        log_alpha = float(self._alpha.log_alpha[0])
+        last = self.cache
+        log_alpha = float(self.alpha.log_alpha[0])
         if last is None or last.inputs.params.log_alpha == log_alpha:
             return
         params = last.inputs.params._replace(log_alpha=log_alpha)
-        values = (self._alpha.tables_alpha, *last.values[1:])
-        self._inputs = last._replace(values=values, inputs=last.inputs._replace(params=params))
+        values = (self.alpha.tables_alpha, *last.values[1:])
+        self.cache = last._replace(values=values, inputs=last.inputs._replace(params=params))
 
-    def _refresh_owned_alpha(self, inputs: SweepInputs) -> None:
+    def refresh_owned_alpha(self, inputs: SweepInputs) -> None:
         """Recompute the new-cluster weights exactly every ``REFRESH_EVERY`` owned draws.
 
         The kernel shifts them by each change of ``log alpha``; recomputing them
         now and then keeps rounding from accumulating.
         """
-        self._alpha_draws += 1
-        if self._alpha_draws < REFRESH_EVERY:
+        self.alpha_draws += 1
+        if self.alpha_draws < REFRESH_EVERY:
             return
-        self._alpha_draws = 0
+        self.alpha_draws = 0
         if inputs.scale is not None:
             inputs.scale.current[1] = max(inputs.scale.current[1], REBUILT)  # the kernel does it
         else:
-            params = inputs.params._replace(log_alpha=float(self._alpha.log_alpha[0]))
+            params = inputs.params._replace(log_alpha=float(self.alpha.log_alpha[0]))
             inputs.tables[0][:] = sweep_tables(inputs.xc, params)[0]
 
     def _build_arrays(self, alpha: float, power: float) -> SweepInputs:
         """Compare the inputs' values with the cache and rebuild what changed (slow path)."""
         if not (alpha > 0 and power > 0):
             raise ValueError(f"PowerCRP needs alpha > 0 and power > 0, got {alpha}, {power}.")
-        last = self._inputs
-        if self._data_readers is None:
+        last = self.cache
+        if self.data_readers is None:
             values = (alpha, power)
             if last is None or values != last.values:
-                xc = np.zeros((self._n, 0))
+                xc = np.zeros((self.n, 0))
                 params = make_params(alpha, power, 1.0, 1.0, np.zeros((0, 0)))
                 last = InputCache(values, (), (), SweepInputs(xc, params, sweep_tables(xc, params)))
-                self._inputs = last
+                self.cache = last
             return last.inputs
         data, mu0, kappa0, nu0, psi0, grid, log_w, nu_grid, nu_log_w = (
-            read() for read in self._data_readers
+            read() for read in self.data_readers
         )
         values = (alpha, power, float(kappa0), float(nu0))
         sources = (data, mu0, psi0, grid, log_w, nu_grid, nu_log_w)
@@ -229,41 +285,24 @@ class StepInputsMixin:
             return self._with_prior(last, alpha, power, values)
         else:
             # New data (pm.set_data) get the checks NIWMixture made at construction.
-            x = check_data(data, "observed" if self._latent is None else self._latent)
-            if self._latent is None:  # latent values move with every draw: no fixed data
+            x = check_data(data, "observed" if self.latent is None else self.latent)
+            if self.latent is None:  # latent values move with every draw: no fixed data
                 check_prior_scale(x, np.asarray(mu0), np.asarray(psi0), float(np.min(grid)))
-            if x.shape[0] != self._n:
-                raise ValueError(rebuild_message(self._niw.name, x.shape[0], self._name, self._n))
+            if x.shape[0] != self.n:
+                raise ValueError(rebuild_message(self.niw.name, x.shape[0], self.name, self.n))
             xc = np.ascontiguousarray(x - np.asarray(mu0, dtype=np.float64))
         grid = np.asarray(grid, dtype=np.float64)
         log_w = np.asarray(log_w, dtype=np.float64)
-        if self._diag:
-            keep = same_sources and xc is last.inputs.xc
-            inputs = build_diag_inputs(
-                xc, alpha, power, float(kappa0), float(nu0), psi0, grid, log_w,
-                last.inputs.scale if keep else None,
-            )  # fmt: skip
-            self._inputs = InputCache(values, sources, (), inputs)
-            return inputs
-        scale, fixed = None, (1.0, 0.0)
-        nu_grid = np.asarray(nu_grid, dtype=np.float64)
-        learn_nu0 = nu_grid.shape[0] > 1
-        if grid.shape[0] == 1 and not learn_nu0:
-            fixed = (float(grid[0]), float(log_w[0]))
-            if fixed[0] != 1.0:
-                psi0 = fixed[0] * np.asarray(psi0, dtype=np.float64)
-        elif same_sources and last.inputs.scale is not None and xc is last.inputs.xc:
-            scale = last.inputs.scale  # keeps the chain's current s (and nu0)
-        else:
-            start = int(np.argmin(np.abs(nu_grid - float(nu0))))
-            self._nu0_start = start
-            nu_log_w = np.asarray(nu_log_w, dtype=np.float64)
-            scale = make_scale_grid(xc, psi0, grid, log_w, nu_grid, nu_log_w, start)
-        if scale is not None:  # the tables belong to the chain's nu0 (the kernel keeps them so)
-            nu0 = scale.nu0s[scale.current[2]]
-        params = make_params(alpha, power, float(kappa0), float(nu0), psi0)
-        inputs = SweepInputs(xc, params, sweep_tables(xc, params), scale, fixed)
-        self._inputs = InputCache(values, sources, (), inputs)
+        keep = same_sources and xc is last.inputs.xc
+        inputs, nu0_start = self.family.build_inputs(
+            xc,
+            (alpha, power, float(kappa0), float(nu0)),
+            (psi0, grid, log_w, nu_grid, nu_log_w),
+            last.inputs.scale if keep else None,
+        )
+        if nu0_start is not None:
+            self.chain.nu0_start = nu0_start
+        self.cache = InputCache(values, sources, (), inputs)
         return inputs
 
     def _with_prior(self, last: InputCache, alpha: float, power: float, values) -> SweepInputs:
@@ -288,7 +327,7 @@ class StepInputsMixin:
             base = None
             if log_alpha != old.params.log_alpha:
                 log_new += log_alpha - old.params.log_alpha
-            self._prior_shifts += 1
+            self.chain.prior_shifts += 1
         elif log_alpha != old.params.log_alpha:
             if base is None:
                 base = log_new - old.params.log_alpha
@@ -299,5 +338,5 @@ class StepInputsMixin:
             by_size[1:, 0] = power * log_sizes + pred_const[1 : sizes + 1]
         params = old.params._replace(log_alpha=log_alpha, power=float(power))
         inputs = old._replace(params=params)
-        self._inputs = InputCache(values, last.sources, (), inputs, base)
+        self.cache = InputCache(values, last.sources, (), inputs, base)
         return inputs

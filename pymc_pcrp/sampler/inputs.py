@@ -1,4 +1,4 @@
-"""What a :class:`~pymc_pcrp.PCRPGibbs` step reads from the model, and the caches it keeps.
+"""What a chain hands its kernels besides the state, and the caches it keeps between draws.
 
 * :class:`SweepInputs`: the arrays the kernel needs besides the state (centred
   data, parameters, sweep tables, the learned-scale grid);
@@ -8,8 +8,6 @@
 * :func:`call_compiled`: a kernel call that skips numba's retyping of its
   arguments while they keep their types; :func:`compiled_for`, the compiled
   function it calls;
-* :func:`point_reader` and :func:`value_reader`: cheap readers of a model
-  quantity from a point, or of a constant, ``pm.Data`` or derived tensor.
 """
 
 from __future__ import annotations
@@ -19,12 +17,6 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-import pytensor
-
-from pymc.pytensorf import compile as pm_compile
-from pytensor.compile.sharedvalue import SharedVariable
-from pytensor.graph.basic import Constant
-from pytensor.graph.traversal import graph_inputs
 
 from pymc_pcrp._kernels.hyper import ScaleGrid
 from pymc_pcrp._kernels.state import NIWParams, SweepState
@@ -41,10 +33,8 @@ __all__ = [
     "SweepInputs",
     "call_compiled",
     "compiled_for",
-    "point_reader",
     "same_argument_types",
     "same_objects",
-    "value_reader",
 ]
 
 
@@ -193,37 +183,3 @@ def compiled_for(kernel: Callable, args: tuple) -> Callable:
     except Exception:
         return kernel
     return call if callable(call) else kernel
-
-
-def point_reader(model, value, compile_kwargs=None):
-    """Return ``point -> value`` compiled on the value variables it needs only.
-
-    A random ``alpha`` or ``power`` is read at every draw: a function of all the
-    model's value variables (the labels among them) spent most of its time
-    checking inputs it does not use.
-    """
-    needed = set(graph_inputs([value]))
-    inputs = [v for v in model.value_vars if v in needed]
-    fn = pm_compile(inputs, value, on_unused_input="ignore", **(compile_kwargs or {}))
-    fn.trust_input = True
-    names = [(v.name, np.dtype(v.dtype)) for v in inputs]
-
-    def read(point):
-        return fn(*[np.asarray(point[name], dtype=dtype) for name, dtype in names])
-
-    return read
-
-
-def value_reader(var):
-    """Return a cheap reader of the current value of a constant, shared or derived tensor.
-
-    Constants and ``pm.Data`` are read directly (a shared value keeps its identity
-    until ``pm.set_data`` replaces it, which lets the step cache its arrays);
-    anything else is compiled once.
-    """
-    if isinstance(var, Constant):
-        return lambda: var.data
-    if isinstance(var, SharedVariable):
-        return lambda: var.get_value(borrow=True)
-    fn = pytensor.function([], var, on_unused_input="ignore")
-    return fn

@@ -32,7 +32,7 @@ from pymc_pcrp._kernels.tempering import (
     cold_log_likelihood_scaled,
     log_likelihood,
 )
-from pymc_pcrp.step_methods._step_inputs import compiled_for
+from pymc_pcrp.sampler.inputs import compiled_for
 
 __all__ = ["TEMPER_BETA_MIN", "Replicas", "make_replicas", "swap_log_ratio", "temper_ladder"]
 

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import math
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.prior_draws import sample_partitions
-from pymc_pcrp.step_methods._restarts import RANDOM_INITS
+from pymc_pcrp.sampler.restarts import RANDOM_INITS, auto_restarts
+from pymc_pcrp.sampler.tempering import make_replicas
 
 __all__ = [
     "INIT_STRATEGIES",
+    "OPTIONS",
     "PAIR_MOVES",
     "PAIR_MOVES_MAX_N",
     "PAIR_MOVES_MIN_D",
@@ -29,6 +33,9 @@ __all__ = [
     "TEMPLATE_JUMPS",
     "TEMPLATE_WORK",
     "TUNING_WORK",
+    "ChainFacts",
+    "MovePlan",
+    "Option",
     "auto_pair_moves",
     "auto_speck_moves",
     "auto_split_merge",
@@ -38,6 +45,7 @@ __all__ = [
     "check_options",
     "initial_labels",
     "random_init_max_k",
+    "resolve_plan",
     "tuning_split_merge",
     "visited_fraction",
 ]
@@ -191,7 +199,7 @@ def auto_tune_sweeps(sweeps_per_draw: int) -> int:
     there is none): they only carry the chain to the posterior, and no estimate
     uses them, so they need not be thinned like the kept draws. The tournament's
     own draws keep ``sweeps_per_draw`` sweeps, so that its segments are as long as
-    its rules say (:mod:`pymc_pcrp.step_methods._restarts`).
+    its rules say (:mod:`pymc_pcrp.sampler.restarts`).
     """
     return max(1, math.ceil(int(sweeps_per_draw) / TUNING_THIN))
 
@@ -313,3 +321,188 @@ def initial_labels(
     if init == "singletons":
         return np.arange(n, dtype=np.int64)
     return canonical_labels(np.asarray(current, dtype=np.int64))
+
+
+# -- The options declared once, resolved once ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChainFacts:
+    """What the automatic rules and the checks of the options need to know about a model.
+
+    ``n`` points of dimension ``d`` (0 without a likelihood); ``family`` is the
+    cluster family's name and ``local_moves`` whether it has pair moves, template
+    jumps and tempering; ``latent`` whether the clustered values are latent;
+    ``random_prior`` whether ``alpha`` or the power is random (owned by the step
+    or not); ``learns_nu0`` whether the NIW prior has a grid of ``nu0`` values.
+    """
+
+    n: int
+    d: int
+    family: str = "full"
+    local_moves: bool = True
+    has_likelihood: bool = True
+    latent: bool = False
+    random_prior: bool = False
+    learns_nu0: bool = False
+
+    def local_moves_unsupported(self) -> str | None:
+        """Why the pair moves and template jumps do not exist for this model (None: they do)."""
+        if not self.local_moves:
+            return f"covariance='{self.family}'"
+        if self.latent:
+            return "latent values (the data move at every draw)"
+        if not self.has_likelihood:
+            return "no NIWMixture likelihood"
+        return None
+
+    def tempering_unsupported(self) -> str | None:
+        """Return what of the model the hot replicas of ``temper`` cannot handle (None: nothing)."""
+        if not self.local_moves:
+            return f"with covariance='{self.family}'"
+        if self.latent:
+            return "with latent values"
+        if self.learns_nu0:
+            return (
+                "with a learned nu0 (NIWPrior.nu0_grid); fix it, e.g. "
+                "NIWPrior.from_data(X, nu0=D + 2)"
+            )
+        return None
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option of a chain: its name, default and the rule that resolves ``None``."""
+
+    name: str
+    default: object
+    rule: str
+
+
+#: Every option of :class:`~pymc_pcrp.PCRPGibbs`, in the order they are resolved. The
+#: checks are :func:`check_options`; the rules are applied by :func:`resolve_plan`.
+OPTIONS: tuple[Option, ...] = (
+    Option("sweeps_per_draw", None, "min(20, ceil(45000 / (N max(D, 2)))), auto_sweeps_per_draw"),
+    Option("tune_sweeps", None, "ceil(sweeps_per_draw / 5), auto_tune_sweeps"),
+    Option("init", "random", "fixed default"),
+    Option("split_merge", None, "tuning_split_merge while tuning, then auto_split_merge"),
+    Option("split_merge_scans", SPLIT_MERGE_SCANS, "fixed default (-1: sequential allocation)"),
+    Option("speck_moves", None, "4 with split-merge moves, else 0 (auto_speck_moves)"),
+    Option("pair_moves", None, "2 in D >= 3 up to N = 10,000 where supported (auto_pair_moves)"),
+    Option("temper", None, "off"),
+    Option("restarts", None, "most starts whose tournament fits 400 draws (auto_restarts)"),
+    Option("template_jumps", None, "min(25, max(1, 500,000 / (N D))) where supported"),
+    Option("templates", None, "none given"),
+    Option("alpha_w", 1.0, "fixed default"),
+)
+
+
+@dataclass(frozen=True)
+class MovePlan:
+    """The resolved options of a chain (no ``None`` left but ``temper`` and ``templates``).
+
+    ``temper`` holds the inverse temperatures of parallel tempering (``None``: off).
+
+    ``split_merge`` is the rate a chain starts with; with ``split_merge_auto`` the
+    chain sets its kept rate once, at its first draw after tuning.
+    """
+
+    sweeps_per_draw: int
+    tune_sweeps: int
+    init: str
+    split_merge: float
+    split_merge_auto: bool
+    split_merge_scans: int
+    speck_moves: float
+    pair_moves: float
+    temper: np.ndarray | None
+    restarts: int
+    template_jumps: float
+    templates: object
+    alpha_w: float
+
+
+def _refused(name: str, value, unsupported: str | None) -> float:
+    """Return an explicit rate; refuse one above 0 where its move does not exist."""
+    if float(value) > 0 and unsupported is not None:
+        raise ValueError(
+            f"Argument '{name}' > 0 is not available with {unsupported}: pass "
+            f"{name}=0, or None (the default), which turns them off there."
+        )
+    return float(value)
+
+
+def resolve_plan(options: dict, facts: ChainFacts) -> MovePlan:
+    """Check every option, apply the automatic rules of :data:`OPTIONS`; return the plan.
+
+    ``options`` maps option names to the values given (missing names take their
+    defaults). Raises ``ValueError`` naming the first invalid option. The rules
+    depend on ``facts`` only, so a model always gets the same plan.
+    """
+    unknown = set(options) - {option.name for option in OPTIONS}
+    if unknown:
+        raise TypeError(f"Unknown PCRPGibbs option(s): {sorted(unknown)}.")
+    given = {option.name: options.get(option.name, option.default) for option in OPTIONS}
+    check_options(
+        given["sweeps_per_draw"],
+        given["split_merge"],
+        given["split_merge_scans"],
+        given["init"],
+        given["alpha_w"],
+        given["restarts"],
+        given["speck_moves"],
+        given["pair_moves"],
+        given["template_jumps"],
+        given["tune_sweeps"],
+    )
+    n, d = facts.n, facts.d
+    sweeps = given["sweeps_per_draw"]
+    sweeps = auto_sweeps_per_draw(n, d) if sweeps is None else int(sweeps)
+    tune_sweeps = given["tune_sweeps"]
+    tune_sweeps = auto_tune_sweeps(sweeps) if tune_sweeps is None else int(tune_sweeps)
+    split_merge = given["split_merge"]
+    split_merge_auto = split_merge is None
+    split_merge = tuning_split_merge(n, d) if split_merge_auto else float(split_merge)
+    speck = given["speck_moves"]
+    speck = auto_speck_moves(split_merge) if speck is None else float(speck)
+    local = facts.local_moves_unsupported()
+    pairs = given["pair_moves"]
+    if pairs is None:
+        pairs = auto_pair_moves(split_merge, n, d, local is None)
+    else:
+        pairs = _refused("pair_moves", pairs, local)
+    restarts = given["restarts"]
+    restarts = auto_restarts(sweeps, given["init"]) if restarts is None else int(restarts)
+    # the inverse temperatures of parallel tempering (None: off), checked against the model
+    replicas = make_replicas(
+        given["temper"], sweeps, facts.has_likelihood, facts.random_prior,
+        facts.tempering_unsupported(),
+    )  # fmt: skip
+    betas = None if replicas is None else replicas.betas
+    jumps_unsupported = local or (
+        "a random alpha or power"
+        if facts.random_prior
+        else "temper (parallel tempering)"
+        if betas is not None
+        else None
+    )
+    jumps = given["template_jumps"]
+    if jumps is None:
+        jumps = auto_template_jumps(split_merge, n, d, jumps_unsupported is None)
+    else:
+        jumps = _refused("template_jumps", jumps, jumps_unsupported)
+    return MovePlan(
+        sweeps_per_draw=sweeps,
+        tune_sweeps=tune_sweeps,
+        init=given["init"],
+        split_merge=split_merge,
+        split_merge_auto=split_merge_auto,
+        split_merge_scans=int(given["split_merge_scans"]),
+        speck_moves=speck,
+        pair_moves=pairs,
+        temper=betas,
+        restarts=restarts,
+        template_jumps=jumps,
+        templates=given["templates"],
+        alpha_w=float(given["alpha_w"]),
+    )

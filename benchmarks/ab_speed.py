@@ -1,0 +1,161 @@
+"""Speed of the sampler at two revisions, side by side: per-draw time through ``pm.sample``.
+
+Measures, for a baseline revision (``--base``, a git revision checked out into a
+temporary worktree) and the working tree, in alternating child processes on the
+same machine, the in-loop seconds per draw (the time between the first and the
+last stored draw, from ``pm.sample``'s callback, so set-up and compilation are
+excluded) of:
+
+plain    Algorithm 1 alone (``split_merge=0``): N = 2,000, D = 2, r = 1.1, 5 sweeps per
+         draw, 2,000 draws (10,000 sweeps), the well separated three-cluster data of
+         ``benchmarks/common.py``;
+default  the default move set on the same data, beside ``plain`` of the same revision;
+alpha    Old Faithful (standardised), 5 sweeps per draw, 2,000 draws: ``alpha ~ Gamma(2, 1)``
+         (owned by ``PCRPGibbs``) against a fixed ``alpha = 1``.
+
+Each child runs every case once after a warm-up; the best of ``--repeats`` children
+per revision is reported (the least disturbed run on a noisy machine). Run from the
+repository root::
+
+    python benchmarks/ab_speed.py --base ae1b15d --repeats 3
+
+It prints one table with the ratios the sampler is held to: the working tree's
+``plain`` against the baseline's (at most 1), ``default`` against ``plain`` (at most
+1.3) and random against fixed ``alpha`` (at most 1.2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DRAWS = 2000
+SWEEPS = 5
+
+
+def _child() -> None:
+    """Run every case once (after a warm-up) and print the seconds per draw as JSON."""
+    import warnings
+
+    import pymc as pm
+
+    warnings.simplefilter("ignore")
+    import pymc_pcrp as pcrp
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from common import mixture_data  # the fixed-seed three-cluster mixture
+
+    def per_draw(model, draws=DRAWS, **step) -> float:
+        stamps: list[float] = []
+        with model:
+            pm.sample(
+                draws=draws,
+                tune=0,
+                chains=1,
+                cores=1,
+                random_seed=11,
+                progressbar=False,
+                compute_convergence_checks=False,
+                callback=lambda trace, draw: stamps.append(time.perf_counter()),
+                pcrp_gibbs={"sweeps_per_draw": SWEEPS, "restarts": 1, **step},
+            )
+        return (stamps[-1] - stamps[0]) / (len(stamps) - 1)
+
+    x, _ = mixture_data(2000, 2)
+    faithful = pcrp.datasets.load_old_faithful(standardize=True)
+
+    def random_alpha_model():
+        with pm.Model() as model:
+            alpha = pm.Gamma("alpha", 2.0, 1.0)
+            z = pcrp.PowerCRP("z", alpha=alpha, power=1.1, n=len(faithful))
+            prior = pcrp.NIWPrior.from_data(faithful)
+            pcrp.NIWMixture("x", z=z, prior=prior, observed=faithful)
+        return model
+
+    cases = {
+        "plain": lambda draws: per_draw(pcrp.build_model(x, power=1.1), draws, split_merge=0),
+        "default": lambda draws: per_draw(pcrp.build_model(x, power=1.1), draws),
+        "alpha_fixed": lambda draws: per_draw(pcrp.build_model(faithful, power=1.1), draws),
+        "alpha_random": lambda draws: per_draw(random_alpha_model(), draws),
+    }
+    for case in cases.values():  # compile or load every kernel first
+        case(20)
+    print(json.dumps({name: case(DRAWS) for name, case in cases.items()}))
+
+
+def _run(tree: Path) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--child"],
+        env=env,
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", default="ae1b15d", help="baseline git revision")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        _child()
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "base"
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), args.base],
+            check=True,
+            capture_output=True,
+        )
+        try:
+            runs: dict[str, list[dict]] = {"base": [], "tree": []}
+            for _ in range(args.repeats):  # alternate, so both see the same machine
+                runs["base"].append(_run(base))
+                runs["tree"].append(_run(ROOT))
+        finally:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)],
+                check=False,
+            )
+    best = {side: {k: min(r[k] for r in rs) for k in rs[0]} for side, rs in runs.items()}
+    rows = [
+        ("plain, tree / base", best["tree"]["plain"] / best["base"]["plain"], 1.0),
+        ("default / plain (tree)", best["tree"]["default"] / best["tree"]["plain"], 1.3),
+        (
+            "random / fixed alpha (tree)",
+            best["tree"]["alpha_random"] / best["tree"]["alpha_fixed"],
+            1.2,
+        ),
+        ("default / plain (base)", best["base"]["default"] / best["base"]["plain"], None),
+        (
+            "random / fixed alpha (base)",
+            best["base"]["alpha_random"] / best["base"]["alpha_fixed"],
+            None,
+        ),
+    ]
+    print(f"best of {args.repeats} alternating runs per revision; ms per draw:")
+    for side in ("base", "tree"):
+        cells = ", ".join(f"{k} {1e3 * v:.3f}" for k, v in best[side].items())
+        print(f"  {side}: {cells}")
+    print("| ratio | value | goal |\n| --- | --- | --- |")
+    for name, value, goal in rows:
+        goal_text = "" if goal is None else f"<= {goal} ({'met' if value <= goal else 'missed'})"
+        print(f"| {name} | {value:.3f} | {goal_text} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

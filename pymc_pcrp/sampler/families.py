@@ -1,0 +1,186 @@
+"""Cluster families: what a chain needs to know about the likelihood it integrates out.
+
+A family is one object with a small interface, chosen by name
+(:func:`family_for`, the ``covariance`` of the :class:`~pymc_pcrp.NIWMixture`):
+
+* :meth:`ClusterFamily.build_inputs`: centred data, kernel parameters, sweep tables
+  and the scale grid, from the model's numbers;
+* :meth:`ClusterFamily.init_state`: the sweep state (labels, counts, sufficient
+  statistics) of a partition;
+* :meth:`ClusterFamily.advance_kernel`: the compiled kernel that makes one draw
+  (sweeps and the default move set in one numba call);
+* :meth:`ClusterFamily.nu0`: the ``nu0`` a draw used (a sample stat);
+* what the family supports (latent values, the pair moves and template jumps,
+  tempering), so the chain can refuse an option with the reason.
+
+:data:`FULL` (Normal-Inverse-Wishart, full covariances; kernels in
+``_kernels.state``/``sweep``/``chain``/``hyper``) and :data:`DIAG`
+(Normal-Inverse-Gamma per dimension; ``_kernels.diag_*``) are the two families.
+docs/architecture.md says how to add one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import ClassVar
+
+import numpy as np
+
+from pymc_pcrp._kernels.chain import advance
+from pymc_pcrp._kernels.diag_chain import advance_diag
+from pymc_pcrp._kernels.diag_state import (
+    diag_tables,
+    init_diag_state,
+    make_diag_grid,
+    make_diag_params,
+)
+from pymc_pcrp._kernels.hyper import advance_scaled, make_scale_grid
+from pymc_pcrp._kernels.state import init_state, make_params
+from pymc_pcrp._kernels.sweep import sweep_tables
+from pymc_pcrp.sampler.inputs import SweepInputs
+
+__all__ = ["DIAG", "FAMILIES", "FULL", "ClusterFamily", "DiagonalNIG", "FullNIW", "family_for"]
+
+
+class ClusterFamily:
+    """The interface of a cluster family (see the module); subclasses implement it."""
+
+    #: The name a model gives (``NIWMixture``'s ``covariance``).
+    name: ClassVar[str] = ""
+    #: Whether the family's values may be latent (updated by another step).
+    supports_latent: ClassVar[bool] = False
+    #: Whether the pair moves, template jumps and tempering exist for it.
+    supports_local_moves: ClassVar[bool] = False
+    #: Whether its scale grid also carries a grid of ``nu0`` values.
+    has_nu0_grid: ClassVar[bool] = False
+
+    def build_inputs(
+        self,
+        xc: np.ndarray,
+        numbers: tuple[float, float, float, float],
+        arrays: tuple,
+        kept_scale,
+    ) -> tuple[SweepInputs, int | None]:
+        """Return the kernel inputs for centred data ``xc``, and the start index of ``nu0``.
+
+        ``numbers`` is ``(alpha, power, kappa0, nu0)``; ``arrays`` is ``(psi0,
+        grid, log_w, nu_grid, nu_log_w)``; ``kept_scale`` is the previous scale grid,
+        to be kept (with the chain's current ``s``) when the data and prior did not
+        change, else ``None``. The second value is the grid index of the ``nu0``
+        every chain starts from when a new ``nu0`` grid was built, else ``None``.
+        """
+        raise NotImplementedError
+
+    def init_state(self, xc: np.ndarray, labels: np.ndarray, params):
+        """Return the sweep state of partition ``labels`` of ``xc``."""
+        raise NotImplementedError
+
+    def advance_kernel(self, scaled: bool) -> Callable:
+        """Return the kernel of one draw (``scaled``: with a learned scale grid)."""
+        raise NotImplementedError
+
+    def fixed_nu0(self, params) -> float:
+        """Return the ``nu0`` held by fixed kernel parameters."""
+        raise NotImplementedError
+
+    def nu0(self, inputs: SweepInputs) -> float:
+        """Return the ``nu0`` of the draw just made (for the ``niw_nu0`` stat)."""
+        return self.fixed_nu0(inputs.params)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class FullNIW(ClusterFamily):
+    """Gaussian clusters with full covariances under a Normal-Inverse-Wishart prior."""
+
+    name = "full"
+    supports_latent = True
+    supports_local_moves = True
+    has_nu0_grid = True
+
+    def build_inputs(self, xc, numbers, arrays, kept_scale):
+        """See :meth:`ClusterFamily.build_inputs`; a one-point grid gives fixed ``Psi_0``."""
+        alpha, power, kappa0, nu0 = numbers
+        psi0, grid, log_w, nu_grid, nu_log_w = arrays
+        scale, fixed, start = None, (1.0, 0.0), None
+        nu_grid = np.asarray(nu_grid, dtype=np.float64)
+        if grid.shape[0] == 1 and nu_grid.shape[0] == 1:
+            fixed = (float(grid[0]), float(log_w[0]))
+            if fixed[0] != 1.0:
+                psi0 = fixed[0] * np.asarray(psi0, dtype=np.float64)
+        elif kept_scale is not None:
+            scale = kept_scale  # keeps the chain's current s (and nu0)
+        else:
+            start = int(np.argmin(np.abs(nu_grid - float(nu0))))
+            nu_log_w = np.asarray(nu_log_w, dtype=np.float64)
+            scale = make_scale_grid(xc, psi0, grid, log_w, nu_grid, nu_log_w, start)
+        if scale is not None:  # the tables belong to the chain's nu0 (the kernel keeps them so)
+            nu0 = scale.nu0s[scale.current[2]]
+        params = make_params(alpha, power, kappa0, float(nu0), psi0)
+        return SweepInputs(xc, params, sweep_tables(xc, params), scale, fixed), start
+
+    def init_state(self, xc, labels, params):
+        """See :meth:`ClusterFamily.init_state` (:func:`~pymc_pcrp._kernels.sweep.init_state`)."""
+        return init_state(xc, labels, params)
+
+    def advance_kernel(self, scaled):
+        """:func:`~pymc_pcrp._kernels.hyper.advance_scaled`, or ``chain.advance`` unscaled."""
+        return advance_scaled if scaled else advance
+
+    def fixed_nu0(self, params):
+        """See :meth:`ClusterFamily.fixed_nu0`."""
+        return params.nu0
+
+    def nu0(self, inputs):
+        """Return the grid's current ``nu0`` with a learned scale, else the fixed one."""
+        if inputs.scale is None:
+            return self.fixed_nu0(inputs.params)
+        return float(inputs.scale.nu0s[inputs.scale.current[2]])
+
+
+class DiagonalNIG(ClusterFamily):
+    """Gaussian clusters with diagonal covariances (Normal-Inverse-Gamma per dimension).
+
+    The scale always lives on a grid, a fixed scale being a one-point grid, so
+    one kernel serves both; the parameters keep ``a0 = nu0 / 2``.
+    """
+
+    name = "diag"
+
+    def build_inputs(self, xc, numbers, arrays, kept_scale):
+        """See :meth:`ClusterFamily.build_inputs` (``psi0`` is a diagonal matrix)."""
+        alpha, power, kappa0, nu0 = numbers
+        psi0, grid, log_w, _, _ = arrays
+        diag = np.ascontiguousarray(np.diag(np.asarray(psi0, dtype=np.float64)))
+        params = make_diag_params(alpha, power, kappa0, nu0, diag)
+        scale = kept_scale if kept_scale is not None else make_diag_grid(diag, grid, log_w)
+        return SweepInputs(xc, params, diag_tables(xc, params), scale), None
+
+    def init_state(self, xc, labels, params):
+        """See :meth:`ClusterFamily.init_state` (``_kernels.diag_state.init_diag_state``)."""
+        return init_diag_state(xc, labels, params)
+
+    def advance_kernel(self, scaled):
+        """``_kernels.diag_chain.advance_diag`` (always on a grid: ``scaled`` is ignored)."""
+        return advance_diag
+
+    def fixed_nu0(self, params):
+        """See :meth:`ClusterFamily.fixed_nu0` (``2 a0``)."""
+        return 2.0 * params.a0
+
+
+FULL = FullNIW()
+DIAG = DiagonalNIG()
+#: The families by name.
+FAMILIES: dict[str, ClusterFamily] = {family.name: family for family in (FULL, DIAG)}
+
+
+def family_for(name: str) -> ClusterFamily:
+    """Return the cluster family called ``name`` (``"full"`` or ``"diag"``)."""
+    try:
+        return FAMILIES[name]
+    except KeyError:
+        raise ValueError(
+            f"Unknown cluster family {name!r}: choose one of {sorted(FAMILIES)}."
+        ) from None
