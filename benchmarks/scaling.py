@@ -329,6 +329,10 @@ def main(argv: list[str] | None = None) -> int:
                     "sklearn": sk,
                 }
             )
+            if args.json:  # after every cell, so that a run cut short keeps what it measured
+                Path(args.json).write_text(
+                    json.dumps({"header": header, "results": results}, indent=1)
+                )
     load = os.getloadavg()
     emit("")
     emit(table(results))
