@@ -991,7 +991,7 @@ def section_scaling(cfg: Config, rep: Report, cache: dict, plot_path: Path) -> N
     plot_path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(plot_path, dpi=110)
     plt.close(fig)
-    rep.log(f"  plot written to {plot_path}")
+    rep.log(f"  plot written to {_shown(plot_path)}")
 
 
 def section_moves(cfg: Config, rep: Report, cache: dict) -> None:
@@ -1645,7 +1645,7 @@ def machine_lines(argv: list[str]) -> list[str]:
         f"software  python {platform.python_version()}, numpy {np.__version__}, numba "
         f"{numba.__version__}, pymc {pm.__version__}, pytensor {pytensor.__version__}, "
         f"scikit-learn {sklearn.__version__}",
-        f"pymc_pcrp {pkg} ({git}); _kernels/sweep.py sha256 {digest}",
+        f"pymc_pcrp {_shown(pkg)} ({git}); _kernels/sweep.py sha256 {digest}",
     ]
 
 
@@ -1666,6 +1666,16 @@ def _git(pkg: Path) -> str:
         return f"git {head}" + (", with uncommitted changes" if dirty else ", clean")
     except (OSError, subprocess.CalledProcessError):
         return "not a git checkout"
+
+
+def _shown(path: Path) -> str:
+    """A path as printed in a recorded run: relative to the repository, never absolute."""
+    path = Path(path).resolve()
+    return (
+        str(path.relative_to(REPO))
+        if path.is_relative_to(REPO)
+        else f"(outside the repository) {path.name}"
+    )
 
 
 def update_doc(lines: list[str]) -> None:

@@ -589,8 +589,7 @@ def compare_chains(
     each: about twice one :func:`~pymc_pcrp.point_estimate` of the pooled draws.
     On synthetic draws of 4 chains x 200 draws it took 8.7 s at N = 10,000 and
     92 s at N = 100,000 (one pooled estimate: 4.2 s and 47 s; 2026-11-27, on a
-    2-core machine running other work; research script
-    ``/work/research/s16/compare_cost.py``). The ``cluster`` command runs it
+    2-core machine running other work). The ``cluster`` command runs it
     only when its convergence checks fail.
     """
     from pymc_pcrp._idata import label_draws

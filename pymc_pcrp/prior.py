@@ -1,6 +1,6 @@
 r"""The pCRP prior on the number of clusters, and how to choose ``alpha``.
 
-Under the pCRP prior on partitions of ``n`` items (design.md section 1),
+Under the pCRP prior on partitions of ``n`` items (docs/model.md),
 
 .. math::
 

@@ -1,6 +1,6 @@
 """Slow, direct NumPy/SciPy references for the Normal-Inverse-Wishart model.
 
-Written straight from design.md section 3 (Murphy 2007) without any attempt at
+Written straight from the formulas of docs/model.md (Murphy 2007) without any attempt at
 speed, so that the optimised kernels can be compared against them.
 """
 

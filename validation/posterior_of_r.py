@@ -29,7 +29,7 @@ only when R-hat <= 1.01 and bulk ESS >= 400 (both printed with a verdict).
 Run from the repository root, for example::
 
     PYTHONPATH=. python validation/posterior_of_r.py --datasets faithful sim1 \\
-        --draws 5000 --mnist /work/shared/data/mnist --json out.json
+        --draws 5000 --mnist PATH/TO/mnist --json out.json
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-r"""Where does the pCRP posterior stop keeping a true two-Gaussian split? (design.md section 4).
+r"""Where does the pCRP posterior stop keeping a true two-Gaussian split? (docs/model.md).
 
-design.md section 4 states a heuristic: for two Gaussian clusters with
+docs/model.md states a heuristic: for two Gaussian clusters with
 proportions ``p``, the posterior at large N keeps the true split when
 ``G > (r - 1) H(p)`` and merges it when ``G < (r - 1) H(p)``, so that the
 switch happens at ``r* = 1 + G / H`` whatever N, where
@@ -60,8 +60,8 @@ Run from the repository root; ``docs/theory.md`` lists the exact commands behind
 its numbers, e.g.::
 
     PYTHONPATH=. python validation/theory_r.py threshold --cases separated --seed 1 \
-        --save /tmp/th_separated.json --out ''
-    PYTHONPATH=. python validation/theory_r.py plot /tmp/th_separated.json
+        --save th_separated.json --out ''
+    PYTHONPATH=. python validation/theory_r.py plot th_separated.json
     PYTHONPATH=. python validation/theory_r.py chains --seed 2
     PYTHONPATH=. python validation/theory_r.py spurious --seed 3
 """
@@ -730,7 +730,7 @@ def print_threshold_table(results, reps) -> None:
             )
     print(
         "pred = G/H - (5/2 + r/2) log N / (N H), the second-order prediction for r_N(true);"
-        " design = 1 + G/H (design.md); soft = 1 + (G - I)/H; r_inf = large-N variational root"
+        " design = 1 + G/H (the heuristic); soft = 1 + (G - I)/H; r_inf = large-N variational root"
     )
 
 
@@ -769,7 +769,7 @@ def plot_threshold(results, path: Path) -> None:
                 )
                 lows.append(np.min(pts[:, 1] - pts[:, 2]))
                 highs.append(np.max(pts[:, 1] + pts[:, 2]))
-            ax.axhline(pred["design"], color="k", ls="--", lw=1, label="design.md: 1 + G/H")
+            ax.axhline(pred["design"], color="k", ls="--", lw=1, label="heuristic: 1 + G/H")
             ax.axhline(pred["G/H"], color="C0", ls=":", lw=1, label="G/H")
             ax.plot(
                 grid,

@@ -365,7 +365,7 @@ def block_log_weight(params, power: float, n: int, stat: float, d: int) -> float
     """``log alpha + r log Gamma(n) + log m`` of one block of ``n`` points; 0 for ``n = 0``.
 
     A partition's log posterior is the sum of its blocks' weights (pCRP prior,
-    design.md section 1, times the marginal likelihood, :func:`block_log_marginal`),
+    docs/model.md, times the marginal likelihood, :func:`block_log_marginal`),
     so every move's ratio is a sum of such terms. ``power`` is ``r`` (the tests
     pass a wrong one to show that a broken ratio is detected).
     """

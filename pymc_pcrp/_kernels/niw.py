@@ -11,7 +11,7 @@ Conventions used by every function here:
 
   .. math:: \Psi_n = \Psi_0 + Q - s s^\top / \kappa_n ,
 
-  which equals design.md's ``Psi0 + S + (kappa0 n / kappa_n)(xbar - mu0)(xbar - mu0)^T``.
+  which equals the textbook form ``Psi0 + S + (kappa0 n / kappa_n)(xbar - mu0)(xbar - mu0)^T``.
 * ``L`` is the lower Cholesky factor of ``Psi_n``; adding or removing one point
   changes ``Psi_n`` by a rank-one term, so ``L`` is updated in ``O(D^2)``.
 
@@ -151,7 +151,7 @@ def scale_matrix(
 def log_marginal_from_logdet(
     n: int, logdet_n: float, d: int, kappa0: float, nu0: float, logdet0: float
 ) -> float:
-    """NIW log marginal likelihood of a block of ``n`` points (design.md section 3).
+    """NIW log marginal likelihood of a block of ``n`` points (docs/model.md, NIW section).
 
     ``logdet_n`` is ``log|Psi_n|`` and ``logdet0`` is ``log|Psi_0|``. An empty
     block gives exactly zero.

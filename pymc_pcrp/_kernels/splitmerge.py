@@ -8,7 +8,7 @@ move leaves the target of the sweep exactly invariant:
 
 .. math:: p(z \mid X) \propto \alpha^K \prod_k \Gamma(n_k)^r \prod_k m(X_k)
 
-(design.md section 1, ``m`` the NIW marginal likelihood of section 3).
+(docs/model.md; ``m`` is the NIW marginal likelihood given there).
 
 One move
 --------

@@ -13,7 +13,7 @@ The stationary distribution of the sweep is
 
     p(z | X) ∝ alpha^K prod_k Gamma(n_k)^r prod_k m(X_k)
 
-(design.md section 1), because each update draws from the full conditional
+(docs/model.md, the partition prior), because each update draws from the full conditional
 of that joint.
 """
 

@@ -65,7 +65,7 @@ def label_dtype(n) -> str:
 class PowerCRPRV(RandomVariable):
     """Random variable op of the pCRP: ``(alpha, power, n) -> labels`` of length ``n``.
 
-    Draws come from the exact joint of design.md section 1 (not from the
+    Draws come from the exact joint of docs/model.md (not from the
     sequential seating process, which is a different distribution when
     ``power != 1``).
 

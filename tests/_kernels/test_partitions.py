@@ -265,7 +265,7 @@ def test_sampler_matches_exact_partition_probabilities(alpha, r):
 
 
 def test_sequential_seating_is_a_different_distribution():
-    # design.md section 1: for r != 1 the paper's sequential process differs from
+    # docs/model.md: for r != 1 the paper's sequential process differs from
     # the Gibbs target by far more than the sampler test's TV tolerance.
     n, alpha, r = 5, 1.0, 2.0
     partitions = list(set_partitions(n))

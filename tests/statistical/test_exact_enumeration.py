@@ -189,7 +189,7 @@ def test_template_jumps_keep_the_exact_posterior(monkeypatch):
     every chain proposes two jumps per kept draw beside its default moves (one sweep
     per draw, so that the jumps make a good part of the chain's moves); the score
     window is opened so that all three are kept whatever their log joint. Measured
-    2026-11-28 with the open column (`/work/research/s21/enum_tj.py [wrong]`): TV 0.0047
+    2026-11-28 with the open column: TV 0.0047
     (39,986 of 320,000 jumps accepted); 0.056 with the proposal ratio left out.
     """
     from pymc_pcrp.sampler import templates as _templates

@@ -1,6 +1,6 @@
 """Where the log joint of a true two-Gaussian split crosses the one-block partition's.
 
-design.md section 4 predicts that at large N the posterior keeps a true split of
+docs/model.md (large-N heuristic) predicts that at large N the posterior keeps a true split of
 two Gaussians while ``G > (r - 1) H`` (threshold ``r = 1 + G/H``). For one
 partition, the true one, the log joint difference against the one-block
 partition is ``N (G - r H) + O(log N)`` (docs/theory.md), so it changes sign
