@@ -271,10 +271,22 @@ def opted_out() -> bool:
     return os.environ.get(ENV_VAR, "").strip() not in ("", "0")
 
 
-def _prior_of(obs) -> object:
-    """Return the NIWPrior of an observed NIWMixture variable, read from its op's inputs."""
+def _fixed_value(var) -> np.ndarray:
+    """Value of a graph without random inputs (a constant or a shared value read directly)."""
     import pytensor
 
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.basic import Constant
+
+    if isinstance(var, Constant):
+        return np.asarray(var.data)
+    if isinstance(var, SharedVariable):
+        return np.asarray(var.get_value())
+    return np.asarray(pytensor.function([], var, on_unused_input="ignore")())
+
+
+def _prior_of(obs) -> object:
+    """Return the NIWPrior of an observed NIWMixture variable, read from its op's inputs."""
     from pymc.pytensorf import inputvars
 
     from pymc_pcrp.distributions import NIWPrior
@@ -286,7 +298,7 @@ def _prior_of(obs) -> object:
             f"The NIW prior of '{obs.name}' depends on a random variable; pymc_pcrp records "
             "and predicts with a fixed prior only."
         )
-    values = pytensor.function([], list(params), on_unused_input="ignore")()
+    values = [_fixed_value(v) for v in params]
     mu0, kappa0, nu0, psi0, grid, log_w, nu_grid, nu_log_w = (np.asarray(v) for v in values)
     grid, log_w = np.atleast_1d(grid), np.atleast_1d(log_w)
     nu_grid, nu_log_w = np.atleast_1d(nu_grid), np.atleast_1d(nu_log_w)
@@ -356,7 +368,7 @@ def _record_value(model, z, index: int, what: str, idata: az.InferenceData):
 
     var = z.owner.op.dist_params(z.owner)[index]
     if not depends_on_random_variable(var) and not inputvars([var]):
-        return float(pytensor.function([], var, on_unused_input="ignore")())
+        return float(_fixed_value(var))
     post = idata.posterior
     shape = (post.sizes["chain"], post.sizes["draw"])
     named = [v for v in (*model.free_RVs, *model.deterministics) if v is var]

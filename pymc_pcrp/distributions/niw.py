@@ -286,8 +286,8 @@ class NIWMixture(Continuous):
                 f"Argument 'z' must be a 1-D integer label vector, but got ndim={z.ndim}, "
                 f"dtype={z.dtype}."
             )
-        if isinstance(z, Constant):
-            labels = np.asarray(z.data)
+        if isinstance(z, Constant | TensorSharedVariable):  # labels known now: check them now
+            labels = np.asarray(z.data if isinstance(z, Constant) else z.get_value())
             bad = (labels < 0) | (labels >= labels.size)
             if bad.any():
                 raise ValueError(

@@ -234,7 +234,7 @@ def _warn_if_far(x_new: np.ndarray, x: np.ndarray, names: np.ndarray | None) -> 
         f"fitted mean {mean[j]:.3g}, sd {sd[j]:.3g}; X_new up to {x_new[:, j].max():.3g}); "
         f"such rows are predicted to start a new cluster. {cause}",
         UserWarning,
-        stacklevel=3,
+        stacklevel=4,
     )
 
 

@@ -267,16 +267,17 @@ def test_logp_keeps_its_digits_in_ill_conditioned_cases(case, learned):
 def test_labels_outside_0_to_n_minus_1_are_refused_with_the_reason(labels):
     x = np.random.default_rng(7).normal(size=(5, 2))
     prior = pcrp.NIWPrior.from_data(x)
-    with pytest.raises(
-        ValueError, match=r"label -?\d+ at point \d, outside 0\.\.4.*integers in 0\.\.N-1"
-    ):
+    reason = r"label -?\d+ at point \d, outside 0\.\.4.*integers in 0\.\.N-1"
+    with pytest.raises(ValueError, match=reason):
         pcrp.NIWMixture.dist(z=np.array(labels), prior=prior)
+    with pm.Model(), pytest.raises(ValueError, match=reason):
+        pcrp.NIWMixture("x", z=pm.Data("z", np.array(labels)), prior=prior, observed=x)
+    # labels that become invalid later (pm.set_data): the log density names the reason
     with pm.Model() as model:
-        z = pm.Data("z", np.array(labels))
-        pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
-    with pytest.raises(ParameterValueError, match=r"labels z must be integers in 0\.\.N-1"):
-        model.compile_logp()({})
-    with pm.Model() as good:
         z = pm.Data("z", np.array([0, 0, 2, 1, 1]))
-        pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
-    assert np.isfinite(good.compile_logp()({}))
+        rv = pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
+    assert np.isfinite(model.compile_logp()({}))
+    with model:
+        pm.set_data({"z": np.array(labels)})
+    with pytest.raises(ParameterValueError, match=r"labels z must be integers in 0\.\.N-1"):
+        pm.logp(rv, x).eval()

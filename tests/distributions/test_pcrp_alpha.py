@@ -59,7 +59,10 @@ def test_constant_alpha_leaves_the_normaliser_out_and_data_alpha_keeps_it():
     normalised = unnormalised - full_log_normaliser(5, 2.0, 1.4)
     for make_alpha, expected in (
         (lambda: 2.0, unnormalised),
-        (lambda: pt.constant(4.0) / 2.0, unnormalised),  # built from constants: fixed for good
+        (
+            lambda: pt.constant(4.0, dtype="float64") / 2.0,
+            unnormalised,
+        ),  # built from constants: fixed for good
         (lambda: pm.Data("a", 2.0), normalised),  # pm.set_data can change it
         (lambda: pm.Data("a", 4.0) / 2.0, normalised),
     ):
