@@ -120,6 +120,8 @@ def to_inference_data(*args, **kwargs):
     except TypeError:  # no model given and none on the context stack
         return idata
     try:
+        if len(_pcrp_pairs(model)) != 1:  # nothing to record, or several mixtures: predict
+            return idata  # handles one mixture per InferenceData only
         record_model(idata, model)
     except Exception as exc:  # never lose a finished run to the record
         warnings.warn(
@@ -319,15 +321,8 @@ def _prior_of(obs) -> object:
     )
 
 
-def _pcrp_pair(model):
-    """Return the model's observed NIWMixture and its PowerCRP labels (None if it has none).
-
-    Raises
-    ------
-    ValueError
-        If the model has several observed NIWMixture variables (which one to record
-        is ambiguous).
-    """
+def _pcrp_pairs(model) -> list:
+    """Return the model's observed NIWMixture variables with PowerCRP labels, with the labels."""
     from pymc_pcrp.distributions.niw import NIWMixtureRV
     from pymc_pcrp.distributions.pcrp import PowerCRPRV
 
@@ -341,12 +336,7 @@ def _pcrp_pair(model):
         z = obs.owner.op.dist_params(obs.owner)[0]
         if z.owner is not None and isinstance(z.owner.op, PowerCRPRV) and z in model.free_RVs:
             pairs.append((obs, z))
-    if len(pairs) > 1:
-        raise ValueError(
-            f"The model has several observed NIWMixture variables {[o.name for o, _ in pairs]} "
-            "with PowerCRP labels; pymc_pcrp records one pCRP mixture per InferenceData."
-        )
-    return pairs[0] if pairs else None
+    return pairs
 
 
 def _record_value(model, z, index: int, what: str, idata: az.InferenceData):
@@ -428,12 +418,17 @@ def record_model(idata: az.InferenceData, model=None) -> bool:
     from pymc.model import modelcontext
 
     model = modelcontext(model)
-    pair = _pcrp_pair(model)
-    if pair is None:
+    pairs = _pcrp_pairs(model)
+    if not pairs:
         return False
+    if len(pairs) > 1:
+        raise ValueError(
+            f"The model has several observed NIWMixture variables {[o.name for o, _ in pairs]} "
+            "with PowerCRP labels; pymc_pcrp records one pCRP mixture per InferenceData."
+        )
     if "posterior" not in idata.groups():
         raise ValueError("Argument 'idata' has no posterior group; pass the output of pm.sample.")
-    obs, z = pair
+    ((obs, z),) = pairs
     prior = _prior_of(obs)
     dims = model.named_vars_to_dims.get(obs.name) or ()
     if len(dims) == 2:

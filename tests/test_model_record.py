@@ -243,3 +243,17 @@ def test_cli_idata_keeps_the_column_names(tmp_path):
     np.testing.assert_array_equal(
         swapped.probabilities, predict(idata, frame[["width", "length"]].iloc[:3]).probabilities
     )
+
+
+def test_a_model_with_two_pcrp_mixtures_samples_without_a_record():
+    x = _data(16)
+    with pm.Model() as model:
+        for name, part in (("a", x[:8]), ("b", x[8:])):
+            z = pcrp.PowerCRP(f"z_{name}", alpha=1.0, power=1.1, n=len(part))
+            pcrp.NIWMixture(f"x_{name}", z=z, prior=pcrp.NIWPrior.from_data(x), observed=part)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            idata = pm.sample(random_seed=SEED, **QUIET)
+    assert "constant_data" not in idata.groups()
+    with pytest.raises(ValueError, match="several observed NIWMixture variables"):
+        pcrp.record_model(idata, model)
