@@ -7,17 +7,18 @@ point, not a patch: ``pm.sample()`` then picks them by itself) and calls
 keeps PyMC's function as ``__wrapped__`` and hands every model without pCRP
 variables straight to it.
 
-========================================  ==========================================
-PyMC function                             What the wrapper adds on a pCRP model
-========================================  ==========================================
-``pm.sample_posterior_predictive``        replicated data from the clusters' posterior
-``pm.find_MAP``                           refuses to optimise the labels
-``pymc.sampling.mcmc.assign_step_methods`` refuses a step other than PCRPGibbs for them
-``pymc.smc.kernels.SMC_KERNEL.__init__``  refuses ``pm.sample_smc``
-``pymc.stats.log_density.compute_log_density``  the pointwise NIWMixture log-likelihood
-``pymc.sampling.mcmc.run_convergence_checks``   R-hat of ``n_clusters``, not of labels
-``pm.to_inference_data``                  records power, alpha and the NIW prior
-========================================  ==========================================
+* ``pm.sample_posterior_predictive``: replicated data drawn with the cluster
+  parameters from their posterior (:mod:`pymc_pcrp._entry_points`);
+* ``pm.find_MAP``: refuses to optimise, or silently fix, the labels;
+* ``pymc.sampling.mcmc.assign_step_methods``: refuses a step other than
+  :class:`~pymc_pcrp.PCRPGibbs` for the labels;
+* ``pymc.smc.kernels.SMC_KERNEL.__init__``: refuses ``pm.sample_smc``;
+* ``pymc.stats.log_density.compute_log_density``: the pointwise log-likelihood
+  of an NIWMixture (:mod:`pymc_pcrp.posterior._pymc_hook`);
+* ``pymc.sampling.mcmc.run_convergence_checks``: R-hat and ESS of ``n_clusters``
+  and the log joint instead of the labels
+  (:mod:`pymc_pcrp.step_methods._convergence`);
+* ``pm.to_inference_data``: the record of the model's power, alpha and NIW prior.
 
 The last one is what lets :func:`~pymc_pcrp.predict` work on the output of
 ``pm.sample`` with nothing else: ``pm.sample`` builds its InferenceData with
