@@ -23,13 +23,16 @@ individual labels, and makes ``pm.compute_log_likelihood`` store the pointwise
 log-likelihood of an :class:`NIWMixture` (:func:`pymc_pcrp.posterior.log_likelihood`).
 It also makes ``pm.sample_posterior_predictive``, ``pm.sample_smc``,
 ``pm.find_MAP`` and ``pm.sample(step=...)`` either handle a pCRP model correctly or
-refuse it with the reason (docs/entry_points.md).
+refuse it with the reason, and makes ``pm.sample`` record the model's power, alpha
+and NIW prior in its InferenceData, as :func:`fit` does (docs/entry_points.md). All
+of these patches are in :mod:`pymc_pcrp.pymc_integration`; set the environment
+variable ``PYMC_PCRP_NO_PATCH=1`` before the import, or call
+``pymc_pcrp.pymc_integration.uninstall()``, to keep PyMC's functions as they are.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
 from pymc_pcrp import (
-    _entry_points,
     datasets,
     diagnostics,
     distributed,
@@ -38,27 +41,27 @@ from pymc_pcrp import (
     plots,
     posterior,
     prior,
+    pymc_integration,
 )
 from pymc_pcrp.diagnostics import ConvergenceWarning, SamplingInterrupted, check_convergence
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 from pymc_pcrp.fitting import build_model, fit
 from pymc_pcrp.posterior import (
-    _pymc_hook,
     point_estimate,
     posterior_similarity,
     predict,
     sample_posterior_predictive,
 )
-from pymc_pcrp.step_methods import PCRPGibbs, PCRPHyper, _convergence
+from pymc_pcrp.pymc_integration import record_model
+from pymc_pcrp.step_methods import PCRPGibbs, PCRPHyper
 
 try:
     __version__ = version("pymc-pcrp")
 except PackageNotFoundError:  # running from a source tree that was not installed
     __version__ = "0.0.0+unknown"
 
-_convergence.install()
-_pymc_hook.install()
-_entry_points.install()
+if not pymc_integration.opted_out():
+    pymc_integration.install()
 
 __all__ = [
     "ConvergenceWarning",
@@ -83,5 +86,7 @@ __all__ = [
     "posterior_similarity",
     "predict",
     "prior",
+    "pymc_integration",
+    "record_model",
     "sample_posterior_predictive",
 ]

@@ -24,11 +24,10 @@ to PyMC's own function.
 * ``pm.sample(step=...)``: a step method other than :class:`~pymc_pcrp.PCRPGibbs`
   given the labels is refused.
 
-The patches follow :mod:`pymc_pcrp.step_methods._convergence`: each keeps PyMC's
-function as ``__wrapped__``, :func:`install` is idempotent and only patches the
-PyMC releases in :data:`~pymc_pcrp.step_methods._convergence.TESTED_PYMC`.
-``pm.fit`` (ADVI) and ``pm.sample(nuts_sampler=...)`` need no patch: PyMC
-itself refuses models with discrete variables.
+This module only defines the wrappers; :mod:`pymc_pcrp.pymc_integration` puts
+them in PyMC (and can take them out again). ``pm.fit`` (ADVI) and
+``pm.sample(nuts_sampler=...)`` need no patch: PyMC itself refuses models with
+discrete variables.
 """
 
 from __future__ import annotations
@@ -38,11 +37,9 @@ import warnings
 
 import arviz as az
 import pymc
-import pymc.sampling
 import pymc.sampling.forward as _forward
 import pymc.sampling.mcmc as _mcmc
 import pymc.smc.kernels as _smc_kernels
-import pymc.tuning
 import pymc.tuning.starting as _starting
 
 from pymc.model import modelcontext
@@ -52,12 +49,10 @@ from pytensor.graph.traversal import ancestors
 from pymc_pcrp._validation import rebuild_message
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
-from pymc_pcrp.step_methods._convergence import TESTED_PYMC, _pymc_release
 
 __all__ = [
     "assign_step_methods",
     "find_MAP",
-    "install",
     "sample_posterior_predictive",
     "smc_kernel_init",
 ]
@@ -336,32 +331,3 @@ def assign_step_methods(model, step=None, methods=None):
                     "PCRPGibbs by itself."
                 )
     return _ORIGINAL_ASSIGN(model, step, methods)
-
-
-# -- installation ------------------------------------------------------------------------------
-
-
-def _wrap(wrapper, original):
-    wrapper.__wrapped__ = original
-    return wrapper
-
-
-def install() -> bool:
-    """Install the wrappers above in PyMC (idempotent); return whether they are installed.
-
-    Only on the PyMC releases in ``TESTED_PYMC``: the wrappers bind PyMC's
-    arguments by the signatures of those releases, and the step-assignment hook
-    relies on ``pm.sample`` looking ``assign_step_methods`` up in its module.
-    """
-    low, high = TESTED_PYMC
-    if not low <= _pymc_release(pymc.__version__) < high:
-        return False
-    ppc = _wrap(sample_posterior_predictive, _ORIGINAL_PPC)
-    for module in (pymc, pymc.sampling, _forward):
-        module.sample_posterior_predictive = ppc
-    fmap = _wrap(find_MAP, _ORIGINAL_FIND_MAP)
-    for module in (pymc, pymc.tuning, _starting):
-        module.find_MAP = fmap
-    _mcmc.assign_step_methods = _wrap(assign_step_methods, _ORIGINAL_ASSIGN)
-    _smc_kernels.SMC_KERNEL.__init__ = _wrap(smc_kernel_init, _ORIGINAL_SMC_INIT)
-    return True

@@ -18,6 +18,7 @@ __all__ = [
     "draw_indices",
     "label_draws",
     "observed_points",
+    "per_draw",
     "resolve_model_parameters",
     "store_model_parameters",
     "stored_model_parameters",
@@ -103,7 +104,18 @@ def observed_points(idata: az.InferenceData, var_name: str | None = None) -> np.
     if var_name not in obs:
         raise ValueError(f"Argument 'var_name': '{var_name}' is not in idata.observed_data.")
     x = np.asarray(obs[var_name].values, dtype=np.float64)
-    return x[:, None] if x.ndim == 1 else x
+    x = x[:, None] if x.ndim == 1 else x
+    bad = ~np.isfinite(x).all(axis=1)
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        shown = ", ".join(str(int(i)) for i in rows[:5]) + (", ..." if rows.size > 5 else "")
+        raise ValueError(
+            f"idata.observed_data['{var_name}'] holds NaN or infinite values in {rows.size} "
+            f"row(s) (positions {shown}), so every prediction from it would be NaN. The data "
+            "a posterior was sampled on are finite; this InferenceData was changed or built "
+            "by hand. Restore the observed data the model was fitted to."
+        )
+    return x
 
 
 def draw_indices(n_chains: int, n_draws: int, max_draws: int | None) -> np.ndarray:
@@ -116,9 +128,9 @@ def draw_indices(n_chains: int, n_draws: int, max_draws: int | None) -> np.ndarr
     return np.unique(np.linspace(0, total - 1, int(max_draws)).round().astype(np.int64))
 
 
-# --- The model's fixed parameters, stored by fit() in the constant_data group ---------------
+# --- The record of the model: power, alpha and the NIW prior, in the constant_data group ----
 
-#: Names of the constant_data variables written by :func:`store_model_parameters`.
+#: Names of the constant_data variables of the record (``power``/``alpha`` when fixed).
 PARAMETER_NAMES = ("power", "alpha", "mu0", "kappa0", "nu0", "psi0")
 #: Added for a prior with a learned scale (``NIWPrior.scale_grid``).
 SCALE_NAMES = ("scale_grid", "scale_log_weights")
@@ -127,79 +139,139 @@ NU0_NAMES = ("nu0_grid", "nu0_log_weights")
 _MARK = "pcrp_parameters"
 #: Attribute naming the covariance family of the stored prior (absent: "full").
 _COVARIANCE = "pcrp_covariance"
+#: Attributes naming the posterior variable that holds a random alpha or power, draw by draw.
+_DRAWS = {"alpha": "pcrp_alpha_draws", "power": "pcrp_power_draws"}
+#: Posterior variables written by :func:`record_model` for a random alpha or power that is
+#: an expression of other variables rather than a variable of the posterior itself.
+_DERIVED = {"alpha": "pcrp_alpha", "power": "pcrp_power"}
+
+_FIX = (
+    "Sample the model with pymc_pcrp imported (pm.sample records them unless the PyMC "
+    "integration is switched off), call pymc_pcrp.record_model(idata, model) with the model "
+    "that was sampled, or pass power=, alpha= and prior= explicitly."
+)
 
 
 def store_model_parameters(
-    idata: az.InferenceData, *, power: float, alpha: float, prior, feature=None
+    idata: az.InferenceData,
+    *,
+    power,
+    alpha,
+    prior,
+    feature=None,
+    feature_dim: str = "feature",
 ) -> None:
     """Add ``power``, ``alpha`` and the NIW prior to ``idata.constant_data`` (in place).
 
-    ``mu0`` has dims ``feature``, ``psi0`` dims ``(feature, feature_bis)``, the
-    others are scalars; the group gets the attribute ``pcrp_parameters`` naming
-    them, which is how :func:`stored_model_parameters` recognises them.
+    ``power`` and ``alpha`` are numbers, or the name of the posterior variable
+    that holds them draw by draw (a random one); a name is recorded in the
+    attribute ``pcrp_power_draws`` or ``pcrp_alpha_draws``. ``mu0`` has dims
+    ``feature_dim``, ``psi0`` dims ``(feature_dim, feature_dim + "_bis")``,
+    the others are scalars; the group gets the attribute ``pcrp_parameters``
+    naming them, which is how :func:`stored_model_parameters` recognises them.
     """
     import xarray as xr
 
     dim = prior.dim
     feature = np.arange(dim) if feature is None else np.asarray(feature)
+    bis = f"{feature_dim}_bis"
     ds = xr.Dataset(
         {
-            "power": ((), float(power)),
-            "alpha": ((), float(alpha)),
-            "mu0": (("feature",), np.asarray(prior.mu0, dtype=np.float64)),
+            "mu0": ((feature_dim,), np.asarray(prior.mu0, dtype=np.float64)),
             "kappa0": ((), float(prior.kappa0)),
             "nu0": ((), float(prior.nu0)),
-            "psi0": (("feature", "feature_bis"), np.asarray(prior.psi0, dtype=np.float64)),
+            "psi0": ((feature_dim, bis), np.asarray(prior.psi0, dtype=np.float64)),
         },
-        coords={"feature": feature, "feature_bis": feature},
+        coords={feature_dim: feature, bis: feature},
     )
-    names = PARAMETER_NAMES
+    names = ["mu0", "kappa0", "nu0", "psi0"]
+    for name, value in (("alpha", alpha), ("power", power)):
+        if isinstance(value, str):
+            ds.attrs[_DRAWS[name]] = value
+        else:
+            ds[name] = ((), float(value))
+            names.insert(0, name)
     if prior.learns_scale:
         ds["scale_grid"] = (("niw_scale_grid",), prior.scale_grid)
         ds["scale_log_weights"] = (("niw_scale_grid",), prior.scale_log_weights)
-        names = (*names, *SCALE_NAMES)
+        names += SCALE_NAMES
     if prior.learns_nu0:
         ds["nu0_grid"] = (("niw_nu0_grid",), prior.nu0_grid)
         ds["nu0_log_weights"] = (("niw_nu0_grid",), prior.nu0_log_weights)
-        names = (*names, *NU0_NAMES)
+        names += NU0_NAMES
     ds.attrs[_MARK] = ", ".join(names)
     ds.attrs[_COVARIANCE] = prior.covariance
     if "constant_data" in idata.groups():
-        merged = idata.constant_data.assign(ds.data_vars)
-        merged.attrs.update(ds.attrs)
+        old = idata.constant_data
+        stale = [v for v in (*PARAMETER_NAMES, *SCALE_NAMES, *NU0_NAMES) if v in old]
+        merged = old.drop_vars(stale).assign(ds.data_vars)
+        attrs = {k: v for k, v in old.attrs.items() if k not in _DRAWS.values()}
+        merged.attrs = {**attrs, **ds.attrs}
         idata.constant_data = merged
     else:
         idata.add_groups(constant_data=ds)
 
 
 def stored_model_parameters(idata: az.InferenceData) -> dict | None:
-    """``power``, ``alpha`` and ``prior`` (an NIWPrior) as stored by :func:`pymc_pcrp.fit`.
+    """``power``, ``alpha`` and ``prior`` (an NIWPrior) as recorded in ``idata``.
 
-    Returns None for an InferenceData without them (older runs, or ``pm.sample``
-    on a hand-written model).
+    ``power`` and ``alpha`` are floats, or float arrays of shape ``(chain, draw)``
+    when the posterior samples them. Returns None for an InferenceData without a
+    record (an older run, or ``pm.sample`` with the PyMC integration switched off).
+
+    Raises
+    ------
+    ValueError
+        If the record names posterior draws of ``alpha`` or ``power`` that
+        ``idata.posterior`` does not hold.
     """
     from pymc_pcrp.distributions import NIWPrior
 
     if "constant_data" not in idata.groups():
         return None
     cd = idata.constant_data
-    if _MARK not in cd.attrs or any(name not in cd for name in PARAMETER_NAMES):
+    if _MARK not in cd.attrs:
         return None
-    values = {name: np.asarray(cd[name].values, dtype=np.float64) for name in PARAMETER_NAMES}
-    learned = "scale_grid" in cd.attrs[_MARK].split(", ")
-    learned_nu0 = "nu0_grid" in cd.attrs[_MARK].split(", ")
-    prior = NIWPrior(
-        mu0=values["mu0"],
-        kappa0=float(values["kappa0"]),
-        nu0=float(values["nu0"]),
-        psi0=values["psi0"],
+    recorded = cd.attrs[_MARK].split(", ")
+    out = {}
+    for name in ("power", "alpha"):
+        if _DRAWS[name] in cd.attrs:
+            out[name] = _posterior_draws(idata, cd.attrs[_DRAWS[name]], name)
+        elif name in cd and name in recorded:
+            out[name] = float(cd[name].values)
+        else:
+            return None
+    if any(name not in cd for name in ("mu0", "kappa0", "nu0", "psi0")):
+        return None
+    learned = "scale_grid" in recorded
+    learned_nu0 = "nu0_grid" in recorded
+    out["prior"] = NIWPrior(
+        mu0=np.asarray(cd["mu0"].values, dtype=np.float64),
+        kappa0=float(cd["kappa0"].values),
+        nu0=float(cd["nu0"].values),
+        psi0=np.asarray(cd["psi0"].values, dtype=np.float64),
         scale_grid=np.asarray(cd["scale_grid"].values) if learned else None,
         scale_log_weights=np.asarray(cd["scale_log_weights"].values) if learned else None,
         covariance=str(cd.attrs.get(_COVARIANCE, "full")),
         nu0_grid=np.asarray(cd["nu0_grid"].values) if learned_nu0 else None,
         nu0_log_weights=np.asarray(cd["nu0_log_weights"].values) if learned_nu0 else None,
     )
-    return {"power": float(values["power"]), "alpha": float(values["alpha"]), "prior": prior}
+    return out
+
+
+def _posterior_draws(idata: az.InferenceData, var: str, name: str) -> np.ndarray:
+    """Draws of the scalar posterior variable ``var`` (the model's ``name``), ``(chain, draw)``."""
+    post = idata.posterior
+    if var not in post or post[var].ndim != 2:
+        raise ValueError(
+            f"The model's {name} is random and its draws should be the scalar variable "
+            f"{var!r} of idata.posterior, which holds no such variable (was it left out "
+            "with pm.sample(var_names=...)?). Keep it in the posterior."
+        )
+    values = np.asarray(post[var].values, dtype=np.float64)
+    if not np.all(np.isfinite(values) & (values > 0)):
+        raise ValueError(f"The draws of {var!r} (the model's {name}) must be finite and > 0.")
+    return values
 
 
 def _same(a, b) -> bool:
@@ -207,41 +279,76 @@ def _same(a, b) -> bool:
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-12, atol=0.0))
 
 
-def resolve_model_parameters(idata: az.InferenceData, power, alpha, prior) -> tuple:
-    """Return ``(power, alpha, prior)``: the given values checked against the stored ones.
+def _check_not_symbolic(value, name: str) -> None:
+    """Refuse a PyMC/PyTensor variable where a number (or a posterior name) is expected."""
+    from pytensor.graph.basic import Variable
 
-    An argument left at None takes the stored value. Without stored values,
-    ``power`` must be given, ``alpha`` defaults to 1 and ``prior`` stays None
-    (the caller then uses ``NIWPrior.from_data``).
+    if isinstance(value, Variable):
+        label = f" {value.name!r}" if value.name else ""
+        raise TypeError(
+            f"Argument '{name}' is the PyMC variable{label}, not a number. A random {name} is "
+            "read from the InferenceData draw by draw (pm.sample records it); leave "
+            f"'{name}' out, or pass the name of its posterior variable as a string "
+            f"({name}={value.name or '<name>'!r})."
+        )
+
+
+def resolve_model_parameters(idata: az.InferenceData, power, alpha, prior) -> tuple:
+    """Return ``(power, alpha, prior)``: the given values checked against the record.
+
+    ``power`` and ``alpha`` are each a number, or an array of shape ``(chain,
+    draw)`` of posterior draws (a random one in the record, or a string naming
+    a posterior variable). An argument left at None takes the recorded value.
 
     Raises
     ------
     ValueError
-        If a given value differs from the one stored in ``idata.constant_data``
-        (naming the argument and both values), or ``power`` is missing and not
-        stored.
+        If a given value differs from the recorded one (naming the argument and
+        both values), or ``idata`` has no record and an argument is missing.
+    TypeError
+        If ``power`` or ``alpha`` is a PyMC variable.
     """
     from pymc_pcrp.distributions import NIWPrior
 
+    _check_not_symbolic(power, "power")
+    _check_not_symbolic(alpha, "alpha")
     if prior is not None and not isinstance(prior, NIWPrior):
         raise ValueError(
             f"Argument 'prior' must be a pymc_pcrp.NIWPrior or None, got {type(prior).__name__}."
         )
+    given = {
+        name: _posterior_draws(idata, value, name) if isinstance(value, str) else value
+        for name, value in (("power", power), ("alpha", alpha))
+    }
     stored = stored_model_parameters(idata)
     if stored is None:
-        if power is None:
+        missing = [
+            name for name, v in (("power", power), ("alpha", alpha), ("prior", prior)) if v is None
+        ]
+        if missing:
             raise ValueError(
-                "Argument 'power' is required: idata.constant_data does not record the power "
-                "the posterior was sampled with (InferenceData from pymc_pcrp.fit store it; "
-                "this one comes from an older run or a hand-written model)."
+                f"Argument(s) {', '.join(repr(m) for m in missing)} required: this InferenceData "
+                "does not record the power, alpha and NIW prior it was sampled with, and "
+                f"pymc_pcrp never guesses them. {_FIX}"
             )
-        return power, 1.0 if alpha is None else alpha, prior
-    for name, given in (("power", power), ("alpha", alpha)):
-        if given is not None and not _same(given, stored[name]):
+        return given["power"], given["alpha"], prior
+    for name in ("power", "alpha"):
+        value, ref = given[name], stored[name]
+        if value is None:
+            continue
+        if np.ndim(ref) != 0 and np.ndim(value) == 0:
             raise ValueError(
-                f"Argument '{name}' = {float(np.asarray(given)):g} conflicts with the {name} "
-                f"= {stored[name]:g} the posterior was sampled with (stored in "
-                f"idata.constant_data); leave '{name}' out to use the stored value."
+                f"Argument '{name}' = {float(np.asarray(value)):g} conflicts with the record: "
+                f"the posterior samples {name} (its draws are in idata.posterior), and "
+                f"predictions use every draw's value. Leave '{name}' out."
+            )
+        if not _same(value, ref):
+            shown = f"{float(np.asarray(value)):g}" if np.ndim(value) == 0 else "other draws"
+            was = f"{ref:g}" if np.ndim(ref) == 0 else "its posterior draws"
+            raise ValueError(
+                f"Argument '{name}' = {shown} conflicts with the {name} = {was} the posterior "
+                f"was sampled with (recorded in the InferenceData); leave '{name}' out to use "
+                "the recorded value."
             )
     if prior is not None:
         ref = stored["prior"]
@@ -261,6 +368,23 @@ def resolve_model_parameters(idata: az.InferenceData, power, alpha, prior) -> tu
                     "stored; leave 'prior' out to use the stored prior."
                 )
     return stored["power"], stored["alpha"], stored["prior"]
+
+
+def per_draw(value, shape: tuple, name: str) -> np.ndarray:
+    """``value`` (a number or ``(chain, draw)`` draws) as a flat ``(chain * draw,)`` array > 0."""
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim == 0:
+        from pymc_pcrp._validation import check_positive_scalar
+
+        return np.full(int(np.prod(shape)), check_positive_scalar(value, name))
+    if arr.shape != tuple(shape):
+        raise ValueError(
+            f"The draws of '{name}' have shape {arr.shape}, but the labels have (chain, draw) "
+            f"= {tuple(shape)}."
+        )
+    if not np.all(np.isfinite(arr) & (arr > 0)):
+        raise ValueError(f"Argument '{name}' must be finite and > 0 in every draw.")
+    return arr.reshape(-1)
 
 
 def draw_scales(idata: az.InferenceData, grid, shape: tuple, what: str) -> np.ndarray:

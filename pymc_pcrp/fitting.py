@@ -22,7 +22,6 @@ import pymc as pm
 
 from pymc.util import RandomState
 
-from pymc_pcrp._idata import store_model_parameters
 from pymc_pcrp._validation import check_data, check_positive_scalar
 from pymc_pcrp.diagnostics import (
     SamplingInterrupted,
@@ -33,6 +32,7 @@ from pymc_pcrp.diagnostics import (
 )
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 from pymc_pcrp.posterior.pointwise import log_likelihood
+from pymc_pcrp.pymc_integration import record_model
 from pymc_pcrp.step_methods._interrupts import watch_interrupts
 from pymc_pcrp.step_methods._scouting import scout_templates
 
@@ -321,9 +321,7 @@ def fit(
             ) from err
     if not isinstance(idata, az.InferenceData):  # return_inferencedata=False
         return idata
-    store_model_parameters(
-        idata, power=power, alpha=alpha, prior=prior, feature=model.coords["feature"]
-    )
+    record_model(idata, model)  # as pm.sample does when pymc_pcrp's PyMC integration is on
     check_complete(idata, chains=chains, draws=draws)
     if pointwise:
         log_likelihood(idata)

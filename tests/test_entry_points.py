@@ -14,7 +14,7 @@ from pymc.variational.opvi import ParametrizationError
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp import _entry_points
+from pymc_pcrp import _entry_points, pymc_integration
 
 N = 30
 SAMPLE = {"draws": 20, "tune": 10, "chains": 2, "cores": 1, "progressbar": False}
@@ -62,7 +62,7 @@ def test_the_wrappers_are_installed_on_this_pymc():
     assert pm.find_MAP.__wrapped__ is _entry_points._ORIGINAL_FIND_MAP
     assert pm.sampling.mcmc.assign_step_methods.__wrapped__ is _entry_points._ORIGINAL_ASSIGN
     assert pm.smc.kernels.SMC_KERNEL.__init__.__wrapped__ is _entry_points._ORIGINAL_SMC_INIT
-    assert _entry_points.install()  # idempotent: still PyMC's functions underneath
+    assert pymc_integration.install()  # idempotent: still PyMC's functions underneath
     assert pm.sample_posterior_predictive.__wrapped__ is _entry_points._ORIGINAL_PPC
 
 

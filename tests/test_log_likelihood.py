@@ -15,7 +15,7 @@ from reference import niw_log_marginal, niw_log_predictive
 import pymc_pcrp as pcrp
 
 from pymc_pcrp._niw_numpy import PartitionPredictor, prediction_weights
-from pymc_pcrp.posterior import _pymc_hook, log_likelihood, pointwise_log_likelihood
+from pymc_pcrp.posterior import log_likelihood, pointwise_log_likelihood
 
 SEED = sum(ord(c) for c in "test_log_likelihood")
 QUIET = {"progressbar": False, "compute_convergence_checks": False}
@@ -202,7 +202,11 @@ def test_pm_sample_and_compute_log_likelihood_use_each_draws_alpha():
     np.testing.assert_array_equal(idata.log_likelihood["x"].values, want.values)
     assert np.unique(idata.posterior["alpha"].values).size > 1  # alpha did vary
     # and the term does use it: a fixed alpha gives other values
-    fixed = log_likelihood(idata, alpha=1.0, power=1.3, extend_inferencedata=False)["x"]
+    bare = idata.copy()  # without the record, whose alpha is random
+    del bare.constant_data
+    fixed = log_likelihood(
+        bare, alpha=1.0, power=1.3, prior=pcrp.NIWPrior.from_data(x), extend_inferencedata=False
+    )["x"]
     assert not np.allclose(fixed.values, want.values)
 
     del idata.log_likelihood
@@ -248,28 +252,23 @@ def test_pm_compute_log_likelihood_refuses_instead_of_storing_a_total():
     assert "log_likelihood" not in idata.groups()
 
 
-def test_hook_is_installed_on_tested_pymc_releases_only(monkeypatch):
-    import pymc.stats.log_density as log_density
-
-    assert log_density.compute_log_density is _pymc_hook.compute_log_density
-    monkeypatch.setattr(log_density, "compute_log_density", _pymc_hook._original)
-    monkeypatch.setattr(pm, "__version__", "6.0.0")
-    assert _pymc_hook.install() is False
-    assert log_density.compute_log_density is _pymc_hook._original
-    monkeypatch.setattr(pm, "__version__", "5.28.5")
-    assert _pymc_hook.install() is True
-    assert log_density.compute_log_density is _pymc_hook.compute_log_density
-
-
 def test_argument_errors():
     x = _two_blobs(12)
     model = _random_alpha_model(x)
     with model:
         idata = pm.sample(draws=10, tune=5, chains=1, random_seed=SEED, **QUIET)
-    with pytest.raises(ValueError, match="'alpha' = 'beta' must name a scalar variable"):
+    with pytest.raises(ValueError, match=r"'beta' of idata.posterior, which holds no such"):
         log_likelihood(idata, alpha="beta", power=1.3)
-    with pytest.raises(ValueError, match="Argument 'power' is required"):
-        log_likelihood(idata, alpha="alpha")
+    with pytest.raises(ValueError, match=r"'power' = 1.1 conflicts with the power = 1.3"):
+        log_likelihood(idata, power=1.1)
+    with pytest.raises(ValueError, match="'alpha' = 1 conflicts with the record: the posterior"):
+        log_likelihood(idata, alpha=1.0)
+    with pytest.raises(TypeError, match="'alpha' is the PyMC variable 'alpha', not a number"):
+        log_likelihood(idata, alpha=model["alpha"])
+    bare = idata.copy()
+    del bare.constant_data
+    with pytest.raises(ValueError, match=r"Argument\(s\) 'power', 'prior' required"):
+        log_likelihood(bare, alpha="alpha")
     with pytest.raises(ValueError, match="are read from 'model'"):
         log_likelihood(idata, model=model, power=1.3)
     prior = pcrp.NIWPrior.from_data(x)

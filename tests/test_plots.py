@@ -96,19 +96,22 @@ def test_plot_predictive_density_draws_density_and_components():
     x = np.r_[rng.normal(-4, 1, 20), rng.normal(0, 1, 15), rng.normal(5, 1, 10)]
     labels = np.r_[np.zeros(20), np.ones(15), np.full(10, 2)].astype(int)
     idata = _idata(np.broadcast_to(labels, (1, 3, 45)).copy(), x)
-    fig = pcrp.plots.plot_predictive_density(idata, power=1.2, alpha=1.0, bins=12)
+    prior = pcrp.NIWPrior.from_data(x)  # the InferenceData is hand-made: no record
+    fig = pcrp.plots.plot_predictive_density(idata, power=1.2, alpha=1.0, prior=prior, bins=12)
     ax = fig.axes[0]
     assert len(ax.lines) == 4  # the density and three dashed components
     assert [line.get_linestyle() for line in ax.lines] == ["-", "--", "--", "--"]
     assert sum(isinstance(p, Rectangle) for p in ax.patches) == 12
     grid = ax.lines[0].get_xdata()
-    expected = pcrp.posterior.predictive_density(idata, grid, power=1.2, alpha=1.0)
+    expected = pcrp.posterior.predictive_density(idata, grid, power=1.2, alpha=1.0, prior=prior)
     np.testing.assert_allclose(ax.lines[0].get_ydata(), expected)
     # components are drawn by decreasing size and sum to less than the density
     peaks = [grid[np.argmax(line.get_ydata())] for line in ax.lines[1:]]
     assert peaks[0] < -2 and abs(peaks[1]) < 2 and peaks[2] > 3
     assert np.all(sum(line.get_ydata() for line in ax.lines[1:]) < expected)
-    fig = pcrp.plots.plot_predictive_density(idata, power=1.2, alpha=1.0, show_components=False)
+    fig = pcrp.plots.plot_predictive_density(
+        idata, power=1.2, alpha=1.0, prior=prior, show_components=False
+    )
     assert len(fig.axes[0].lines) == 1
     with pytest.raises(ValueError, match="1-D"):
         pcrp.plots.plot_predictive_density(

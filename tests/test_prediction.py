@@ -9,10 +9,29 @@ from reference import niw_posterior as reference_posterior
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp._idata import store_model_parameters
-from pymc_pcrp.posterior.prediction import PredictResult, predict, predictive_density
+from pymc_pcrp._idata import observed_points, store_model_parameters, stored_model_parameters
+from pymc_pcrp.posterior import prediction
+from pymc_pcrp.posterior.prediction import PredictResult
 
 SEED = sum(ord(c) for c in "test_prediction")
+
+
+def _explicit(idata, kwargs: dict) -> dict:
+    """Without a record, alpha = 1 and NIWPrior.from_data of the data, given explicitly."""
+    if stored_model_parameters(idata) is None:
+        kwargs.setdefault("alpha", 1.0)
+        kwargs.setdefault("prior", pcrp.NIWPrior.from_data(observed_points(idata)))
+    return kwargs
+
+
+def predict(idata, X_new, **kwargs):
+    """``prediction.predict`` on the hand-made InferenceData below, which carry no record."""
+    return prediction.predict(idata, X_new, **_explicit(idata, kwargs))
+
+
+def predictive_density(idata, grid, **kwargs):
+    """``prediction.predictive_density`` on hand-made InferenceData (see :func:`predict`)."""
+    return prediction.predictive_density(idata, grid, **_explicit(idata, kwargs))
 
 
 def _default_scale(x):
@@ -254,30 +273,30 @@ def test_stored_parameters_are_used_and_conflicts_refused():
     rng = np.random.default_rng(SEED + 7)
     x, truth, draws = _separated(rng)
     prior = pcrp.NIWPrior(mu0=[0.0, 1.0], kappa0=0.2, nu0=6.0, psi0=np.eye(2) * 3.0)
-    old = _idata(draws, x)  # no constant_data: an older run or a hand-written model
-    with pytest.raises(ValueError, match="'power' is required"):
-        predict(old, x[:2], point=truth)
-    expected = predict(old, x[:3], power=1.7, alpha=0.3, prior=prior, point=truth)
+    old = _idata(draws, x)  # no record: an older run, or the PyMC integration switched off
+    for given in ({}, {"power": 1.7}, {"power": 1.7, "alpha": 0.3}):
+        with pytest.raises(ValueError, match=r"does not record.*never guesses.*record_model"):
+            prediction.predict(old, x[:2], point=truth, **given)
+    expected = prediction.predict(old, x[:3], power=1.7, alpha=0.3, prior=prior, point=truth)
     stored = old.copy()
     store_model_parameters(stored, power=1.7, alpha=0.3, prior=prior)
-    got = predict(stored, x[:3], point=truth)
+    got = prediction.predict(stored, x[:3], point=truth)
     np.testing.assert_array_equal(got.probabilities, expected.probabilities)
-    # the stored alpha and prior are used: the defaults (1, from_data) would change the answer
-    default = predict(old, x[:3], power=1.7, point=truth)
-    assert not np.allclose(default.probabilities, got.probabilities)
     # agreeing arguments are accepted, conflicting ones refused with both values
-    predict(stored, x[:1], power=1.7, alpha=0.3, prior=prior, point=truth)
+    prediction.predict(stored, x[:1], power=1.7, alpha=0.3, prior=prior, point=truth)
     with pytest.raises(ValueError, match=r"'power' = 1.1 conflicts with the power = 1.7"):
-        predict(stored, x[:1], power=1.1, point=truth)
+        prediction.predict(stored, x[:1], power=1.1, point=truth)
     with pytest.raises(ValueError, match=r"'alpha' = 1 conflicts with the alpha = 0.3"):
-        predict(stored, x[:1], alpha=1.0, point=truth)
+        prediction.predict(stored, x[:1], alpha=1.0, point=truth)
     other = pcrp.NIWPrior(mu0=[0.0, 1.0], kappa0=0.5, nu0=6.0, psi0=np.eye(2) * 3.0)
     with pytest.raises(ValueError, match=r"'prior' conflicts.*kappa0 = 0.5 given, 0.2 stored"):
-        predict(stored, x[:1], prior=other, point=truth)
+        prediction.predict(stored, x[:1], prior=other, point=truth)
     grid = np.array([[0.0, 0.0], [10.0, 0.0]])
     np.testing.assert_array_equal(
-        predictive_density(stored, grid),
-        predictive_density(old, grid, power=1.7, alpha=0.3, prior=prior),
+        prediction.predictive_density(stored, grid),
+        prediction.predictive_density(old, grid, power=1.7, alpha=0.3, prior=prior),
     )
     with pytest.raises(ValueError, match="'power' = 2 conflicts"):
-        predictive_density(stored, grid, power=2.0)
+        prediction.predictive_density(stored, grid, power=2.0)
+    with pytest.raises(ValueError, match="does not record"):
+        prediction.predictive_density(old, grid, power=1.7, alpha=0.3)

@@ -12,6 +12,11 @@ import pymc_pcrp as pcrp
 SEED = sum(ord(c) for c in "test_density")
 
 
+def _from_data(x):
+    """The prior the hand-made InferenceData below are given explicitly (they hold no record)."""
+    return pcrp.NIWPrior.from_data(x)
+
+
 def _default_scale(x):
     """A value on the scale grid of NIWPrior.from_data(x): the scale of every hand-made draw."""
     return float(pcrp.NIWPrior.from_data(x).scale_grid[60])
@@ -86,10 +91,10 @@ def test_one_draw_2d_equals_a_hand_computation():
     prior = pcrp.NIWPrior.from_data(x, kappa0=0.2).at_scale(_default_scale(x))
     points = rng.normal(2, 3, (40, 2))
     dens = pcrp.posterior.predictive_density(
-        _idata(labels[None, None], x), points, power=1.2, alpha=1.5
+        _idata(labels[None, None], x), points, power=1.2, alpha=1.5, prior=_from_data(x)
     )
     _, expected = _t_components(x, labels, points, prior, 1.2, 1.5)
-    with pytest.raises(AssertionError):  # the default prior is from_data with kappa0=0.01
+    with pytest.raises(AssertionError):  # from_data has kappa0=0.01: another prior
         np.testing.assert_allclose(dens, expected.sum(axis=0), rtol=1e-6)
     dens = pcrp.posterior.predictive_density(
         _idata(labels[None, None], x), points, power=1.2, alpha=1.5, prior=prior
@@ -114,10 +119,14 @@ def test_averages_over_draws_and_max_draws_thins_evenly():
         for d in range(2)
     ]
     idata = _idata(draws, x)
-    dens = pcrp.posterior.predictive_density(idata, points, power=1.3, alpha=1.0)
+    dens = pcrp.posterior.predictive_density(
+        idata, points, power=1.3, alpha=1.0, prior=_from_data(x)
+    )
     np.testing.assert_allclose(dens, np.mean(singles, axis=0), rtol=1e-10)
     # two of four draws, evenly spaced over the concatenated chains: flat indices 0 and 3
-    thin = pcrp.posterior.predictive_density(idata, points, power=1.3, alpha=1.0, max_draws=2)
+    thin = pcrp.posterior.predictive_density(
+        idata, points, power=1.3, alpha=1.0, prior=_from_data(x), max_draws=2
+    )
     np.testing.assert_allclose(thin, (singles[0] + singles[3]) / 2, rtol=1e-10)
 
 
@@ -132,13 +141,23 @@ def test_components_come_from_the_best_draw_with_the_modal_k():
     # K per draw: 2 3 2 / 1 2 2 -> mode 2; the highest log joint among K=2 draws is (1, 1)
     log_joint = [[5.0, 99.0, 1.0], [50.0, 7.0, 2.0]]
     _, parts = pcrp.posterior.predictive_density(
-        _idata(draws, x, log_joint), np.linspace(-3, 3, 11), power=1.1, alpha=1.0, components=True
+        _idata(draws, x, log_joint),
+        np.linspace(-3, 3, 11),
+        power=1.1,
+        alpha=1.0,
+        prior=_from_data(x),
+        components=True,
     )
     assert (parts.chain, parts.draw) == (1, 1)
     np.testing.assert_array_equal(parts.sizes, [4, 2])
     # without a log joint, the last draw with the modal K
     _, parts = pcrp.posterior.predictive_density(
-        _idata(draws, x), np.linspace(-3, 3, 11), power=1.1, alpha=1.0, components=True
+        _idata(draws, x),
+        np.linspace(-3, 3, 11),
+        power=1.1,
+        alpha=1.0,
+        prior=_from_data(x),
+        components=True,
     )
     assert (parts.chain, parts.draw) == (1, 2)
 
@@ -208,13 +227,17 @@ def test_bad_arguments():
     x = np.random.default_rng(0).normal(size=(8, 2))
     idata = _idata(np.zeros((1, 2, 8)), x)
     with pytest.raises(ValueError, match=r"grid.*\(G, 2\)"):
-        pcrp.posterior.predictive_density(idata, np.zeros(5), power=1.0, alpha=1.0)
+        pcrp.posterior.predictive_density(
+            idata, np.zeros(5), power=1.0, alpha=1.0, prior=_from_data(x)
+        )
     with pytest.raises(ValueError, match="D = 1 dimensions"):
         pcrp.posterior.predictive_density(
             idata, np.zeros((5, 2)), power=1.0, alpha=1.0, prior=pcrp.NIWPrior.from_data(x[:, 0])
         )
     with pytest.raises(ValueError, match="power"):
-        pcrp.posterior.predictive_density(idata, np.zeros((5, 2)), power=0.0, alpha=1.0)
+        pcrp.posterior.predictive_density(
+            idata, np.zeros((5, 2)), power=0.0, alpha=1.0, prior=_from_data(x)
+        )
     with pytest.raises(ValueError, match="labels"):
         pcrp.model_selection._assign_to_clusters(x, np.zeros(7, int), x, power=1.0)
     with pytest.raises(ValueError, match="features"):

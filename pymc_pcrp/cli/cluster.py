@@ -68,6 +68,7 @@ from pathlib import Path
 
 import arviz as az
 import numpy as np
+import pandas as pd
 
 from pymc_pcrp.cli.cluster_options import MAX_SIMILARITY_ROWS, add_cluster_parser
 from pymc_pcrp.cli.cluster_report import (
@@ -445,7 +446,8 @@ def run_cluster(args: argparse.Namespace) -> int:
         try:
             prior = NIWPrior.from_data(x)
             power, cv_info = _choose_power(args, x, n_train, split_seq, cv_seq, prior)
-            idata = _sample(args, x, power, prior, fit_seq)
+            # a DataFrame, so that the InferenceData keeps the file's column names
+            idata = _sample(args, pd.DataFrame(x, columns=data.names), power, prior, fit_seq)
             report = _report_convergence(idata)
             comparison = _report_chain_comparison(idata, report, _seed_int(compare_seq))
             estimate = point_estimate(idata, loss="vi", random_seed=_seed_int(estimate_seq))

@@ -286,6 +286,14 @@ class NIWMixture(Continuous):
                 f"Argument 'z' must be a 1-D integer label vector, but got ndim={z.ndim}, "
                 f"dtype={z.dtype}."
             )
+        if isinstance(z, Constant | TensorSharedVariable):  # labels known now: check them now
+            labels = np.asarray(z.data if isinstance(z, Constant) else z.get_value())
+            bad = (labels < 0) | (labels >= labels.size)
+            if bad.any():
+                raise ValueError(
+                    f"Argument 'z' holds the label {int(labels[bad][0])} at point "
+                    f"{int(np.argmax(bad))}, outside 0..{labels.size - 1}: {_LABEL_RANGE}."
+                )
         shape = kwargs.get("shape")
         one_d = shape is not None and len(tuple(shape)) == 1
         if one_d and prior.dim != 1:
@@ -325,9 +333,10 @@ class NIWMixture(Continuous):
         """
         x = value if value.ndim == 2 else value[:, None]
         res = ScaleMarginalLogp()(x, z, mu0, kappa0, nu0, psi0, *grids)
-        return check_parameters(
+        res = check_parameters(
             res, kappa0 > 0, nu0 > mu0.shape[0] - 1, msg="kappa0 > 0, nu0 > D - 1"
         )
+        return _check_labels(res, x, z)
 
 
 @_logprob.register(DiagNIWMixtureRV)
@@ -342,7 +351,27 @@ def _diag_logp(op, values, *params, **kwargs):
     x = value if value.ndim == 2 else value[:, None]
     op = ScaleMarginalLogp("diag")
     res = op(x, z, mu0, kappa0, nu0, psi0, *grids)
-    return check_parameters(res, kappa0 > 0, nu0 > 0, msg="kappa0 > 0, nu0 > 0")
+    res = check_parameters(res, kappa0 > 0, nu0 > 0, msg="kappa0 > 0, nu0 > 0")
+    return _check_labels(res, x, z)
+
+
+#: The message of a label vector outside ``0..N-1`` (the reason and the fix).
+_LABEL_RANGE = (
+    "the NIWMixture labels z must be integers in 0..N-1 (one label per point, at most N "
+    "clusters), for example from numpy.unique(z, return_inverse=True)[1]"
+)
+
+
+def _check_labels(res, x, z):
+    """Refuse labels outside ``0..N-1`` with the reason instead of a silent ``-inf``."""
+    n = x.shape[0]
+    return check_parameters(
+        res,
+        pt.eq(z.shape[0], n),
+        pt.all(pt.ge(z, 0)),
+        pt.all(pt.lt(z, n)),
+        msg=_LABEL_RANGE,
+    )
 
 
 def _check_observed(observed, z, prior: NIWPrior) -> None:

@@ -10,8 +10,10 @@ from pymc.distributions.distribution import Discrete
 from pymc.distributions.shape_utils import rv_size_is_none
 from pymc.model import modelcontext
 from pymc.model.core import Deterministic
-from pytensor.graph.basic import Apply, Variable
+from pytensor.gradient import grad_undefined
+from pytensor.graph.basic import Apply, Constant, Variable
 from pytensor.graph.op import Op
+from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.variable import TensorVariable
@@ -19,7 +21,7 @@ from pytensor.tensor.variable import TensorVariable
 from pymc_pcrp._kernels.partitions import count_distinct
 from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp._validation import check_positive_scalar, depends_on_random_variable
-from pymc_pcrp.distributions.normaliser import PCRPLogNormaliser, is_fixed
+from pymc_pcrp.distributions.normaliser import PCRPLogNormaliser, is_fixed, log_normaliser
 
 __all__ = ["PowerCRP", "PowerCRPRV", "label_dtype", "n_clusters_name", "power_crp"]
 
@@ -198,6 +200,46 @@ def _is_canonical(value: TensorVariable, n) -> TensorVariable:
     return contiguous & ordered & in_range
 
 
+def _is_constant(var) -> bool:
+    """Whether a tensor is built from constants only (no ``pm.Data``, shared or random input)."""
+    var = pt.as_tensor_variable(var)
+    return not depends_on_random_variable(var) and all(
+        isinstance(v, Constant) for v in graph_inputs([var])
+    )
+
+
+class _LogNormaliserOfN(Op):
+    """``log Z_n(alpha, r)`` with ``n`` an input: for ``n=X.shape[0]`` of a ``pm.Data`` ``X``.
+
+    Only for ``alpha`` and ``power`` that are data (``PowerCRP`` refuses a random
+    one with such an ``n``), so no gradient is needed.
+    """
+
+    __props__ = ()
+
+    def make_node(self, alpha, power, n):
+        """Build the node: float scalars ``alpha``, ``power``, integer scalar ``n``."""
+        inputs = [
+            pt.cast(pt.as_tensor_variable(alpha), "float64"),
+            pt.cast(pt.as_tensor_variable(power), "float64"),
+            pt.as_tensor_variable(n, dtype="int64"),
+        ]
+        return Apply(self, inputs, [pt.dscalar()])
+
+    def perform(self, node, inputs, output_storage):
+        """Evaluate :func:`~pymc_pcrp.distributions.normaliser.log_normaliser` (cached rows)."""
+        alpha, power, n = inputs
+        value = log_normaliser(int(n), float(alpha), float(power), "row")
+        output_storage[0][0] = np.asarray(value, dtype=np.float64)
+
+    def grad(self, inputs, output_grads):
+        """Not differentiable: its inputs are data, never sampled."""
+        return [grad_undefined(self, i, v) for i, v in enumerate(inputs)]
+
+
+_log_normaliser_of_n = _LogNormaliserOfN()
+
+
 class PowerCRP(Discrete):
     r"""Powered Chinese restaurant process prior on cluster labels.
 
@@ -221,11 +263,16 @@ class PowerCRP(Discrete):
     variable (any positive tensor that depends on random variables, such as
     ``pm.Gamma("alpha", 2, 1)`` or ``pm.Uniform("r", 0.8, 2.0)``).
 
-    * When both are fixed (numbers, or built from numbers and ``pm.Data`` only),
-      the log density is the log of the numerator above: the normalising
-      constant :math:`-\log Z_n(\alpha, r)` is left out, because it is a
-      constant of the model. The log density of the labels plus the data then
-      equals the ``log_joint`` sample stat of :class:`~pymc_pcrp.PCRPGibbs`.
+    * When both are numbers (or built from numbers only), the log density is
+      the log of the numerator above: the normalising constant
+      :math:`-\log Z_n(\alpha, r)` is left out, because it is a constant of
+      the model. The log density of the labels plus the data then equals the
+      ``log_joint`` sample stat of :class:`~pymc_pcrp.PCRPGibbs`.
+    * When either can change (``pm.Data`` or another shared variable, which
+      ``pm.set_data`` changes, or a random variable), the normaliser is
+      included, so that the model's log density is right for every value.
+      For ``pm.Data`` it is computed from a cached Stirling row per
+      ``(n, power)``, also when ``n`` is the length of a ``pm.Data`` array.
     * When either is random, the normaliser depends on it and is included
       exactly (:mod:`pymc_pcrp.distributions.normaliser`: generalised Stirling
       numbers, computed once per ``(n, power)``, for a fixed power; an
@@ -340,21 +387,24 @@ class PowerCRP(Discrete):
     def logp(value, alpha, power, n):
         """``K log(alpha) + power * sum_k log Gamma(n_k)``, minus ``log Z_n`` if a parameter varies.
 
-        The normaliser is included exactly when ``alpha`` or ``power`` is not fixed data (see
-        :func:`pymc_pcrp.distributions.normaliser.is_fixed`); ``-inf`` off the
-        support.
+        The normaliser is included exactly when ``alpha`` or ``power`` is not
+        built from constants only (a ``pm.Data``, shared or random one can
+        change); ``-inf`` off the support.
         """
         counts = _cluster_counts(value, n)
         occupied = pt.gt(counts, 0)
         n_blocks = pt.sum(occupied)
         log_gamma = pt.switch(occupied, pt.gammaln(pt.maximum(counts, 1)), 0.0)
         res = n_blocks * pt.log(alpha) + power * pt.sum(log_gamma)
-        if not (is_fixed(alpha) and is_fixed(power)):
-            n_items = int(pt.get_underlying_scalar_constant_value(n))
+        if not (_is_constant(alpha) and _is_constant(power)):
             # a fixed power: Stirling rows (cheap for many alphas); a random one: the
             # O(n^2) recursion, which keeps nothing per power
             method = "row" if is_fixed(power) else "recursion"
-            res = res - PCRPLogNormaliser(n_items, method)(alpha, power)
+            n_items = _constant_n(n)
+            if n_items is None:  # n=X.shape[0] of a pm.Data X; alpha and power are data too
+                res = res - _log_normaliser_of_n(alpha, power, n)
+            else:
+                res = res - PCRPLogNormaliser(n_items, method)(alpha, power)
         res = pt.switch(_is_canonical(value, n), res, -np.inf)
         return check_parameters(res, alpha > 0, power > 0, msg="alpha > 0, power > 0")
 

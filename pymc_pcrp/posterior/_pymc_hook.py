@@ -13,14 +13,12 @@ PyMC. When the pointwise term cannot be computed the wrapper raises a
 ``ValueError`` saying why and naming the function to call; it never falls back
 to the one-total version.
 
-:func:`install` patches PyMC only for the releases in
-:data:`pymc_pcrp.step_methods._convergence.TESTED_PYMC`, like the convergence
-report's wrapper.
+:mod:`pymc_pcrp.pymc_integration` puts the wrapper in PyMC; this module only
+defines it.
 """
 
 from __future__ import annotations
 
-import pymc
 import pymc.stats.log_density as _log_density
 import xarray as xr
 
@@ -28,9 +26,8 @@ from pymc.model import modelcontext
 
 from pymc_pcrp.posterior._model_terms import is_niw_mixture
 from pymc_pcrp.posterior.pointwise import log_likelihood
-from pymc_pcrp.step_methods._convergence import TESTED_PYMC, _pymc_release
 
-__all__ = ["compute_log_density", "install"]
+__all__ = ["compute_log_density"]
 
 _original = getattr(
     _log_density.compute_log_density, "__wrapped__", _log_density.compute_log_density
@@ -106,15 +103,3 @@ def compute_log_density(
 
 
 compute_log_density.__wrapped__ = _original
-
-
-def install() -> bool:
-    """Replace PyMC's ``compute_log_density`` by :func:`compute_log_density` (idempotent).
-
-    Only on the PyMC releases in ``TESTED_PYMC``; returns whether the wrapper is installed.
-    """
-    low, high = TESTED_PYMC
-    if not low <= _pymc_release(pymc.__version__) < high:
-        return False
-    _log_density.compute_log_density = compute_log_density
-    return True

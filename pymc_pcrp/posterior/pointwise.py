@@ -75,10 +75,10 @@ from pymc_pcrp._idata import (
     draw_scales,
     label_draws,
     observed_points,
+    per_draw,
     resolve_model_parameters,
 )
 from pymc_pcrp._niw_numpy import check_prior
-from pymc_pcrp._validation import check_positive_scalar
 from pymc_pcrp.distributions import NIWPrior
 
 __all__ = ["log_likelihood", "pointwise_log_likelihood"]
@@ -299,31 +299,11 @@ def pointwise_log_likelihood(
     return out
 
 
-def _per_draw(idata: az.InferenceData, value, name: str, shape: tuple) -> np.ndarray | None:
-    """Draws of ``alpha`` or ``power`` named by a string, shape ``(chain * draw,)``; else None."""
-    if not isinstance(value, str):
-        return None
-    post = idata.posterior
-    if value not in post or post[value].shape != shape:
-        raise ValueError(
-            f"Argument '{name}' = {value!r} must name a scalar variable of idata.posterior with "
-            f"shape (chain, draw) = {shape}."
-        )
-    return np.asarray(post[value].values, dtype=np.float64).reshape(-1)
-
-
 def _from_idata(idata, power, alpha, prior, var_name, labels_name) -> dict:
     """Arrays and names for :func:`log_likelihood` from the InferenceData alone."""
     labels = label_draws(idata, labels_name)
     shape = labels.shape[:2]
-    alpha_draws = _per_draw(idata, alpha, "alpha", shape)
-    power_draws = _per_draw(idata, power, "power", shape)
-    power, alpha, prior = resolve_model_parameters(
-        idata,
-        None if power_draws is not None else power,
-        None if alpha_draws is not None else alpha,
-        prior,
-    )
+    power, alpha, prior = resolve_model_parameters(idata, power, alpha, prior)
     x = observed_points(idata, var_name)
     if labels.shape[-1] != x.shape[0]:
         raise ValueError(
@@ -337,8 +317,8 @@ def _from_idata(idata, power, alpha, prior, var_name, labels_name) -> dict:
         "x": x,
         "labels": labels,
         "prior": prior,
-        "alpha": alpha_draws if alpha_draws is not None else check_positive_scalar(alpha, "alpha"),
-        "power": power_draws if power_draws is not None else check_positive_scalar(power, "power"),
+        "alpha": per_draw(alpha, shape, "alpha"),
+        "power": per_draw(power, shape, "power"),
         "name": name,
         "obs_dim": obs[name].dims[0],
         "obs_coord": obs[name].coords[obs[name].dims[0]].values,
@@ -384,12 +364,13 @@ def log_likelihood(
     power, alpha : float or str, optional
         Without ``model``: the values the posterior was sampled with, or the name
         of a scalar posterior variable holding one value per draw. Read from
-        ``idata.constant_data`` when :func:`pymc_pcrp.fit` stored them (a
-        different number is refused); otherwise ``power`` is required and
-        ``alpha`` defaults to 1, as in :func:`~pymc_pcrp.predict`.
+        the record in the InferenceData when there is one (written by
+        :func:`pymc_pcrp.fit`, by ``pm.sample`` with :mod:`pymc_pcrp` imported,
+        or by :func:`pymc_pcrp.record_model`); a random one is then used draw
+        by draw, and a value given here that differs is refused. Without a
+        record both are required, as in :func:`~pymc_pcrp.predict`.
     prior : NIWPrior, optional
-        Without ``model``: the stored prior, else ``NIWPrior.from_data`` of the
-        observed data.
+        Without ``model``: the recorded prior; required without a record.
     var_name : str, optional
         The observed variable, if ``idata.observed_data`` holds several.
     labels_name : str, optional

@@ -57,10 +57,11 @@ from pymc_pcrp._idata import (
     draw_scales,
     label_draws,
     observed_points,
+    per_draw,
     resolve_model_parameters,
 )
 from pymc_pcrp._niw_numpy import PartitionPredictor, check_prior, prediction_weights
-from pymc_pcrp._validation import check_data, check_positive_scalar
+from pymc_pcrp._validation import check_data
 from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.posterior.similarity import PointEstimate, point_estimate
 
@@ -152,15 +153,110 @@ def _training_partition(point, idata: az.InferenceData, n: int) -> np.ndarray:
     return values.astype(np.int64, copy=False)
 
 
-def _check_new_points(X_new, dim: int) -> np.ndarray:
-    """``X_new`` as a finite float64 array of shape ``(M, D)``."""
-    x_new = check_data(X_new, "X_new")
+#: A new row farther than this many standard deviations (of the fitted data, in any
+#: feature) from the fitted data's mean is "far outside" them (see check_new_points).
+FAR_SD = 10.0
+
+
+def _feature_names(idata: az.InferenceData) -> np.ndarray | None:
+    """Names of the fitted data's features (the coordinate of its second dim), if it has any.
+
+    None for 1-D data and for PyMC's default coordinate ``0..D-1``, which names nothing.
+    """
+    obs = idata.observed_data
+    da = obs[next(iter(obs.data_vars))]
+    if da.ndim != 2 or da.dims[1] not in da.coords:
+        return None
+    names = np.asarray(da.coords[da.dims[1]].values)
+    if np.issubdtype(names.dtype, np.integer) and np.array_equal(names, np.arange(names.size)):
+        return None
+    return names
+
+
+def _match_columns(X_new, names: np.ndarray | None):
+    """Return a DataFrame ``X_new`` with its columns in the fitted order, found by name."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas comes with PyMC
+        return X_new
+    if names is None or not isinstance(X_new, pd.DataFrame):
+        return X_new
+    given = {str(c): c for c in X_new.columns}
+    wanted = [str(v) for v in names]
+    missing = [w for w in wanted if w not in given]
+    extra = [str(c) for c in X_new.columns if str(c) not in set(wanted)]
+    if missing:
+        raise ValueError(
+            f"Argument 'X_new' lacks the column(s) {missing} of the data the model was fitted "
+            f"on (fitted columns {wanted}; X_new has {list(given)}). Columns are matched by "
+            "name; add the missing ones, or pass a NumPy array in the fitted order."
+        )
+    if extra:
+        raise ValueError(
+            f"Argument 'X_new' has the column(s) {extra} that the model was not fitted on "
+            f"(fitted columns {wanted}); select the fitted ones, X_new[{wanted}]."
+        )
+    return X_new[[given[w] for w in wanted]]
+
+
+def _warn_if_far(x_new: np.ndarray, x: np.ndarray, names: np.ndarray | None) -> None:
+    """Warn when rows of ``x_new`` lie far outside the fitted data ``x``; name the likely cause."""
+    import warnings
+
+    if x.shape[0] < 2 or x_new.shape[0] == 0:
+        return
+    mean = x.mean(axis=0)
+    sd = x.std(axis=0)
+    sd = np.where(sd > 0, sd, 1.0)
+    distance = np.abs(x_new - mean) / sd
+    far = distance.max(axis=1) > FAR_SD
+    if not far.any():
+        return
+    j = int(np.argmax(distance.max(axis=0)))
+    feature = f"'{names[j]}'" if names is not None else str(j)
+    standardised = np.all(np.abs(mean) < 0.05) and np.all(np.abs(x.std(axis=0) - 1.0) < 0.05)
+    new_mean, new_sd = x_new.mean(axis=0), x_new.std(axis=0)
+    new_standardised = np.all(np.abs(new_mean) < 1.0) and np.all(new_sd < 3.0)
+    if standardised and not new_standardised:
+        cause = (
+            "The model was fitted on standardised data (mean 0 and sd 1 in every feature) and "
+            "X_new is not standardised: transform X_new with the training data's mean and sd "
+            "(the same transform as before the fit)."
+        )
+    else:
+        cause = (
+            "Check that X_new has the units, scaling and column order of the data the model "
+            "was fitted on."
+        )
+    warnings.warn(
+        f"{int(far.sum())} of {x_new.shape[0]} row(s) of X_new lie more than {FAR_SD:g} "
+        f"standard deviations from the fitted data's mean (farthest in feature {feature}: "
+        f"fitted mean {mean[j]:.3g}, sd {sd[j]:.3g}; X_new up to {x_new[:, j].max():.3g}); "
+        f"such rows are predicted to start a new cluster. {cause}",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
+def check_new_points(X_new, idata: az.InferenceData, x: np.ndarray) -> np.ndarray:
+    """``X_new`` as a finite float64 ``(M, D)`` array, checked against the fitted data ``x``.
+
+    A DataFrame's columns are matched to the fitted features by name (reordered;
+    missing or unknown ones refused) when the fitted data have named features.
+    Rows far outside the fitted data (more than :data:`FAR_SD` of its standard
+    deviations from its mean in some feature) give a ``UserWarning`` naming the
+    likely cause.
+    """
+    dim = x.shape[1]
+    names = _feature_names(idata)
+    x_new = check_data(_match_columns(X_new, names), "X_new")
     if x_new.shape[1] != dim:
         expected = "(M,) or (M, 1)" if dim == 1 else f"(M, {dim})"
         raise ValueError(
             f"Argument 'X_new' has D = {x_new.shape[1]} features (shape {np.shape(X_new)}) but "
             f"the clustered data have D = {dim}; pass an array of shape {expected}."
         )
+    _warn_if_far(x_new, x, names)
     return x_new
 
 
@@ -219,18 +315,24 @@ def predict(
     idata : arviz.InferenceData
         Output of :func:`pymc_pcrp.fit` (or ``pm.sample`` on a model with one
         pCRP label vector and one observed :class:`~pymc_pcrp.NIWMixture`).
-    X_new : array_like, shape (M, D), or (M,) for 1-D data
+    X_new : array_like or pandas.DataFrame, shape (M, D), or (M,) for 1-D data
         The new points; they must have the features of the clustered data, on
         the same scale (standardise them the same way if the training data
-        were standardised).
+        were standardised). A DataFrame's columns are matched by name to the
+        fitted data's features (its ``feature`` coordinate) and reordered;
+        missing or unknown columns are refused. Rows more than ten standard
+        deviations of the fitted data from its mean give a ``UserWarning``
+        naming the likely cause.
     power, alpha, prior : optional
         The pCRP power ``r``, the concentration and the NIW prior the posterior
-        was sampled with. :func:`pymc_pcrp.fit` stores all three in
-        ``idata.constant_data``; they are then read from there, and a value
-        given here that differs from the stored one is refused. For an
-        InferenceData without them (an older run, or ``pm.sample`` on a
-        hand-written model) ``power`` must be given; ``alpha`` defaults to 1
-        and the prior to ``NIWPrior.from_data(observed_points(idata))``.
+        was sampled with. They are read from the record in ``idata``, which
+        :func:`pymc_pcrp.fit` and ``pm.sample`` (with :mod:`pymc_pcrp`
+        imported) write, and :func:`pymc_pcrp.record_model` adds; a random
+        ``alpha`` or ``power`` is recorded as its posterior draws, and each
+        draw's prediction rule uses that draw's value. A value given here that
+        differs from the record is refused, a PyMC variable too. Without a
+        record (the PyMC integration switched off, or an older run) all three
+        are required: nothing is guessed.
     point : PointEstimate or array_like of int, shape (N,), optional
         The partition of the training points whose clusters the columns refer
         to. Defaults to ``point_estimate(idata, loss="vi", random_seed=0)``;
@@ -251,10 +353,14 @@ def predict(
     Raises
     ------
     ValueError
-        If ``X_new`` holds NaN or infinite values or has the wrong number of
-        features, if ``power``, ``alpha``, ``prior`` or ``point`` are invalid or
-        conflict with the values stored in ``idata``, if ``power`` is needed and
-        missing, or if ``idata`` lacks the label draws or the observed data.
+        If ``X_new`` holds NaN or infinite values, has the wrong number of
+        features or (a DataFrame) misses fitted columns, if ``power``,
+        ``alpha``, ``prior`` or ``point`` are invalid or conflict with the
+        record in ``idata``, if they are needed and missing, or if ``idata``
+        lacks the label draws or the observed data, or its observed data hold
+        NaN.
+    TypeError
+        If ``power`` or ``alpha`` is a PyMC variable.
 
     Examples
     --------
@@ -268,8 +374,6 @@ def predict(
     array([1., 1.])
     """
     power, alpha, prior = resolve_model_parameters(idata, power, alpha, prior)
-    power = check_positive_scalar(power, "power")
-    alpha = check_positive_scalar(alpha, "alpha")
     x = observed_points(idata)
     draws = label_draws(idata)
     n, dim = x.shape
@@ -277,7 +381,9 @@ def predict(
         raise ValueError(
             f"The label draws cover {draws.shape[-1]} points but idata.observed_data holds {n}."
         )
-    x_new = _check_new_points(X_new, dim)
+    powers = per_draw(power, draws.shape[:2], "power")
+    alphas = per_draw(alpha, draws.shape[:2], "alpha")
+    x_new = check_new_points(X_new, idata, x)
     prior = check_prior(prior, x, dim)
     training = _training_partition(point, idata, n)
     cluster_labels, training_index = np.unique(training, return_inverse=True)
@@ -291,7 +397,14 @@ def predict(
     total = np.zeros((x_new.shape[0], n_point_clusters + 1))
     for index in chosen:
         rule, overlap = _draw_terms(
-            predictor, flat[index], x_new, training_index, power, alpha, scales[index], nu0s[index]
+            predictor,
+            flat[index],
+            x_new,
+            training_index,
+            powers[index],
+            alphas[index],
+            scales[index],
+            nu0s[index],
         )
         total[:, :-1] += rule[:-1].T @ overlap
         total[:, -1] += rule[-1]
@@ -371,10 +484,9 @@ def predictive_density(
         Where to evaluate the density.
     power, alpha, prior : optional
         The ``r``, ``alpha`` and NIW prior the posterior was sampled with; read
-        from ``idata.constant_data`` when :func:`pymc_pcrp.fit` stored them
-        (a different value given here is refused), otherwise ``power`` is
-        required, ``alpha`` defaults to 1 and the prior to ``NIWPrior.from_data``
-        of the observed data, as in :func:`predict`.
+        from the record in ``idata`` (a random one draw by draw; a different
+        value given here is refused), and required without a record, as in
+        :func:`predict`.
     max_draws : int, optional
         Use at most this many draws, evenly spaced through the chains
         (concatenated); all draws by default.
@@ -406,8 +518,6 @@ def predictive_density(
     >>> dens = pcrp.posterior.predictive_density(idata, np.linspace(-8, 8, 200))  # doctest: +SKIP
     """
     power, alpha, prior = resolve_model_parameters(idata, power, alpha, prior)
-    power = check_positive_scalar(power, "power")
-    alpha = check_positive_scalar(alpha, "alpha")
     x = observed_points(idata)
     labels = label_draws(idata)
     if labels.shape[-1] != x.shape[0]:
@@ -421,6 +531,8 @@ def predictive_density(
     predictor = PartitionPredictor(x, prior)
 
     n_chains, n_draws = labels.shape[:2]
+    powers = per_draw(power, (n_chains, n_draws), "power")
+    alphas = per_draw(alpha, (n_chains, n_draws), "alpha")
     scales = draw_scales(idata, prior.grid_arrays()[0], (n_chains, n_draws), "predictive_density")
     nu0s = draw_nu0s(idata, prior, (n_chains, n_draws), "predictive_density")
     flat = labels.reshape(n_chains * n_draws, -1)
@@ -428,7 +540,7 @@ def predictive_density(
     density = np.zeros(points.shape[0])
     for index in chosen:
         pred = predictor(flat[index], scales.reshape(-1)[index], nu0s.reshape(-1)[index])
-        weights = prediction_weights(pred.sizes, power, alpha)
+        weights = prediction_weights(pred.sizes, powers[index], alphas[index])
         density += weights @ np.exp(pred.logpdf(points))
     density /= chosen.size
     if not components:
@@ -436,7 +548,8 @@ def predictive_density(
 
     chain, draw = _representative_draw(idata, labels)
     pred = predictor(labels[chain, draw], scales[chain, draw], nu0s[chain, draw])
-    weights = prediction_weights(pred.sizes, power, alpha)
+    flat_index = chain * n_draws + draw
+    weights = prediction_weights(pred.sizes, powers[flat_index], alphas[flat_index])
     parts = DensityComponents(
         densities=weights[:, None] * np.exp(pred.logpdf(points)),
         weights=weights,

@@ -14,36 +14,23 @@ The wrapper is defensive, because it leans on how PyMC's function reads the
 model: it hands PyMC a stand-in that has only ``free_RVs`` and
 ``deterministics``. If that ever fails (a PyMC release reads more of the
 model), the wrapper warns and returns PyMC's own report on the real model, so
-``pm.sample`` still returns its trace. :func:`install` patches PyMC only for
-the releases this was tested with (:data:`TESTED_PYMC`); on others PyMC's
-report is left as it is.
+``pm.sample`` still returns its trace. :mod:`pymc_pcrp.pymc_integration` puts
+the wrapper in PyMC; this module only defines it.
 """
 
 from __future__ import annotations
 
-import re
 import warnings
 
 from types import SimpleNamespace
 
 import arviz as az
 import numpy as np
-import pymc
 import pymc.sampling.mcmc as _mcmc
 
 from pymc_pcrp.distributions.pcrp import PowerCRPRV, n_clusters_name
 
-__all__ = ["TESTED_PYMC", "install", "run_convergence_checks"]
-
-#: PyMC releases ``[low, high)`` (major, minor) whose report function the wrapper was tested with.
-TESTED_PYMC = ((5, 20), (6, 0))
-
-
-def _pymc_release(version: str) -> tuple[int, int]:
-    """``(major, minor)`` of a PyMC version string such as ``"5.28.5"``."""
-    match = re.match(r"(\d+)\.(\d+)", version)
-    return (int(match.group(1)), int(match.group(2))) if match else (0, 0)
-
+__all__ = ["run_convergence_checks"]
 
 _original = getattr(_mcmc.run_convergence_checks, "__wrapped__", _mcmc.run_convergence_checks)
 
@@ -95,16 +82,3 @@ def _label_invariant_checks(idata, model, blocks):
 
 
 run_convergence_checks.__wrapped__ = _original
-
-
-def install() -> bool:
-    """Replace PyMC's report function by :func:`run_convergence_checks` (idempotent).
-
-    Only on the PyMC releases in :data:`TESTED_PYMC`; returns whether the
-    wrapper is installed.
-    """
-    low, high = TESTED_PYMC
-    if not low <= _pymc_release(pymc.__version__) < high:
-        return False
-    _mcmc.run_convergence_checks = run_convergence_checks
-    return True

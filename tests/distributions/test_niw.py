@@ -6,6 +6,7 @@ import numpy as np
 import pymc as pm
 import pytest
 
+from pymc.logprob.utils import ParameterValueError
 from reference import niw_log_marginal, niw_log_marginal_exact_2d
 from scipy.special import logsumexp
 
@@ -260,3 +261,23 @@ def test_logp_keeps_its_digits_in_ill_conditioned_cases(case, learned):
         [math.log(1 / grid.size) + loglik(c * g) for g in grid]
     )
     assert logp == pytest.approx(exact, rel=1e-9, abs=1e-7)
+
+
+@pytest.mark.parametrize("labels", [[0, 0, 5, 1, 1], [0, -1, 0, 1, 1]])
+def test_labels_outside_0_to_n_minus_1_are_refused_with_the_reason(labels):
+    x = np.random.default_rng(7).normal(size=(5, 2))
+    prior = pcrp.NIWPrior.from_data(x)
+    reason = r"label -?\d+ at point \d, outside 0\.\.4.*integers in 0\.\.N-1"
+    with pytest.raises(ValueError, match=reason):
+        pcrp.NIWMixture.dist(z=np.array(labels), prior=prior)
+    with pm.Model(), pytest.raises(ValueError, match=reason):
+        pcrp.NIWMixture("x", z=pm.Data("z", np.array(labels)), prior=prior, observed=x)
+    # labels that become invalid later (pm.set_data): the log density names the reason
+    with pm.Model() as model:
+        z = pm.Data("z", np.array([0, 0, 2, 1, 1]))
+        rv = pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
+    assert np.isfinite(model.compile_logp()({}))
+    with model:
+        pm.set_data({"z": np.array(labels)})
+    with pytest.raises(ParameterValueError, match=r"labels z must be integers in 0\.\.N-1"):
+        pm.logp(rv, x).eval()

@@ -4,6 +4,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
+import scipy.special
 import scipy.stats
 
 from enumeration import log_pcrp_prior_unnorm, set_partitions
@@ -281,3 +282,61 @@ def test_pm_sample_stores_int32_labels_above_32768_items():
     z = idata.posterior["z"]
     assert z.dtype == np.int32 and z.shape == (1, 2, n)
     np.testing.assert_array_equal(idata.posterior["n_clusters"].values, z.values.max(axis=-1) + 1)
+
+
+def _log_z_by_enumeration(n, alpha, r):
+    """log Z_n(alpha, r) as the log-sum over every set partition of n items."""
+    terms = [log_pcrp_prior_unnorm(labels, alpha, r) for labels in set_partitions(n)]
+    return float(scipy.special.logsumexp(terms))
+
+
+@pytest.mark.parametrize("changed", [{"alpha": 2.0}, {"power": 1.8}, {"alpha": 2.0, "power": 1.8}])
+def test_pm_data_alpha_or_power_keeps_the_normaliser_when_set_data_changes_it(changed):
+    n = 6
+    labels = np.array([0, 0, 1, 0, 2, 1])
+    with pm.Model() as model:
+        alpha = pm.Data("alpha", 0.5) if "alpha" in changed else 0.5
+        power = pm.Data("power", 1.3) if "power" in changed else 1.3
+        pcrp.PowerCRP("z", alpha=alpha, power=power, n=n)
+    logp = model.compile_logp()
+    point = {"z": labels.astype(model["z"].dtype)}
+    before = logp(point)
+    with model:
+        pm.set_data(changed)
+    after = logp(point)
+
+    def exact(alpha, r):
+        return log_pcrp_prior_unnorm(labels, alpha, r) - _log_z_by_enumeration(n, alpha, r)
+
+    new = {"alpha": 0.5, "power": 1.3, **changed}
+    assert before == pytest.approx(exact(0.5, 1.3), rel=1e-12)
+    want = exact(new["alpha"], new["power"]) - exact(0.5, 1.3)
+    assert after - before == pytest.approx(want, rel=1e-10)
+    # the issue's case: alpha from 0.5 to 2 moves the logp by far less than K log(4)
+    if changed == {"alpha": 2.0}:
+        assert abs(want - 3 * np.log(4.0)) > 1.0
+
+
+def test_pm_data_alpha_with_a_resizable_n_keeps_the_normaliser():
+    x = np.zeros((5, 1))
+    with pm.Model() as model:
+        data = pm.Data("X", x)
+        alpha = pm.Data("alpha", 0.5)
+        pcrp.PowerCRP("z", alpha=alpha, power=1.2, n=data.shape[0])
+    logp = model.compile_logp()
+    labels = np.array([0, 1, 0, 0, 2], dtype=model["z"].dtype)
+    want = log_pcrp_prior_unnorm(labels, 0.5, 1.2) - _log_z_by_enumeration(5, 0.5, 1.2)
+    assert logp({"z": labels}) == pytest.approx(want, rel=1e-12)
+    with model:
+        pm.set_data({"X": np.zeros((4, 1)), "alpha": 2.0})
+    labels = labels[:4]
+    want = log_pcrp_prior_unnorm(labels, 2.0, 1.2) - _log_z_by_enumeration(4, 2.0, 1.2)
+    assert logp({"z": labels}) == pytest.approx(want, rel=1e-12)
+
+
+def test_constant_alpha_and_power_leave_the_normaliser_out():
+    with pm.Model() as model:
+        pcrp.PowerCRP("z", alpha=pt.constant(0.5) * 2.0, power=1.3, n=6)
+    labels = np.array([0, 0, 1, 0, 2, 1], dtype=model["z"].dtype)
+    want = log_pcrp_prior_unnorm(labels, 1.0, 1.3)
+    assert model.compile_logp()({"z": labels}) == pytest.approx(want, rel=1e-12)

@@ -53,13 +53,18 @@ def test_random_alpha_logp_is_normalised_over_all_partitions(n, r):
         assert scipy.special.logsumexp(values) == pytest.approx(0.0, abs=1e-12)
 
 
-def test_fixed_alpha_leaves_the_normaliser_out():
+def test_constant_alpha_leaves_the_normaliser_out_and_data_alpha_keeps_it():
     labels = np.array([0, 1, 0, 2, 1])
-    expected = log_pcrp_prior_unnorm(labels, 2.0, 1.4)
-    for make_alpha in (
-        lambda: 2.0,
-        lambda: pm.Data("a", 2.0),
-        lambda: pm.Data("a", 4.0) / 2.0,  # derived from data only: still fixed
+    unnormalised = log_pcrp_prior_unnorm(labels, 2.0, 1.4)
+    normalised = unnormalised - full_log_normaliser(5, 2.0, 1.4)
+    for make_alpha, expected in (
+        (lambda: 2.0, unnormalised),
+        (
+            lambda: pt.constant(4.0, dtype="float64") / 2.0,
+            unnormalised,
+        ),  # built from constants: fixed for good
+        (lambda: pm.Data("a", 2.0), normalised),  # pm.set_data can change it
+        (lambda: pm.Data("a", 4.0) / 2.0, normalised),
     ):
         with pm.Model() as model:
             z = pcrp.PowerCRP("z", alpha=make_alpha(), power=1.4, n=5)

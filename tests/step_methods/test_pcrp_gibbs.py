@@ -395,20 +395,6 @@ def test_convergence_patch_is_installed():
     assert mcmc.run_convergence_checks is _convergence.run_convergence_checks
 
 
-def test_convergence_patch_only_on_tested_pymc_releases(monkeypatch):
-    import pymc.sampling.mcmc as mcmc
-
-    monkeypatch.setattr(mcmc, "run_convergence_checks", _convergence._original)
-    monkeypatch.setattr(pm, "__version__", "6.0.0")
-    assert _convergence.install() is False
-    assert mcmc.run_convergence_checks is _convergence._original
-    monkeypatch.setattr(pm, "__version__", "5.19.0")
-    assert _convergence.install() is False
-    monkeypatch.setattr(pm, "__version__", "5.28.5")
-    assert _convergence.install() is True
-    assert mcmc.run_convergence_checks is _convergence.run_convergence_checks
-
-
 def test_pm_sample_keeps_its_trace_when_pymc_reads_more_of_the_model(monkeypatch):
     """A PyMC release whose report reads one more model attribute must not lose the run."""
     real = _convergence._original
