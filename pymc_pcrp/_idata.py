@@ -3,10 +3,11 @@
 Every posterior summary in the package (metrics, similarity matrices, point
 estimates, predictions) starts from the same two arrays: the label draws of a
 :class:`~pymc_pcrp.PowerCRP` variable and the data it clusters. This module is
-the one place that finds them. It also writes and reads the fixed parameters
-that :func:`pymc_pcrp.fit` stores in the ``constant_data`` group (``power``,
-``alpha`` and the NIW prior ``mu0``, ``kappa0``, ``nu0``, ``psi0``), so that
-predictions need nothing but the InferenceData.
+the one place that finds them. It also writes and reads the record of the
+model that :func:`pymc_pcrp.fit` and ``pm.sample`` leave in the ``constant_data``
+group (:func:`pymc_pcrp.record_model`: ``power``, ``alpha`` and the NIW prior
+``mu0``, ``kappa0``, ``nu0``, ``psi0``; a random ``alpha`` or ``power`` as the name
+of its posterior draws), so that predictions need nothing but the InferenceData.
 """
 
 from __future__ import annotations

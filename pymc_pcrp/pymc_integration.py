@@ -78,8 +78,8 @@ __all__ = [
     "uninstall",
 ]
 
-#: Environment variable that, set to a non-empty value other than ``0``, keeps
-#: ``import pymc_pcrp`` from patching PyMC.
+#: Environment variable that, set (to anything but ``""``, ``0``, ``false`` or ``no``),
+#: keeps ``import pymc_pcrp`` from patching PyMC.
 ENV_VAR = "PYMC_PCRP_NO_PATCH"
 
 #: PyMC releases the test suite ran on (docs/entry_points.md has the table).
@@ -271,7 +271,7 @@ def uninstall() -> None:
 
 def opted_out() -> bool:
     """Whether :data:`ENV_VAR` asks for no patching."""
-    return os.environ.get(ENV_VAR, "").strip() not in ("", "0")
+    return os.environ.get(ENV_VAR, "").strip().lower() not in ("", "0", "false", "no")
 
 
 def _fixed_value(var) -> np.ndarray:

@@ -189,7 +189,8 @@ def test_centres_far_points_and_row_sums():
     rng = np.random.default_rng(SEED + 3)
     x, truth, draws = _separated(rng)
     points = np.array([[-10.0, 0.0], [10.0, 0.0], [0.0, 200.0], [-300.0, -300.0]])
-    result = predict(_idata(draws, x), points, power=1.2, alpha=1.0, point=truth)
+    with pytest.warns(UserWarning, match=r"2 of 4 row\(s\) of X_new lie more than 10"):
+        result = predict(_idata(draws, x), points, power=1.2, alpha=1.0, point=truth)
     p = result.probabilities
     assert p.shape == (4, 3)
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=0, atol=1e-12)
@@ -212,10 +213,10 @@ def test_fitted_posterior_with_default_point_estimate():
         compute_convergence_checks=False,
     )
     points = np.array([[-10.0, 0.5], [9.5, -0.5], [0.0, 80.0]])
-    result = predict(idata, points)  # r, alpha and the prior come from idata.constant_data
-    np.testing.assert_array_equal(
-        result.probabilities, predict(idata, points, power=1.1, alpha=1.0).probabilities
-    )
+    with pytest.warns(UserWarning, match="1 of 3 row"):  # the far point (0, 80)
+        result = predict(idata, points)  # r, alpha and the prior come from the record
+        explicit = predict(idata, points, power=1.1, alpha=1.0)
+    np.testing.assert_array_equal(result.probabilities, explicit.probabilities)
     pe = pcrp.point_estimate(idata, random_seed=0)
     np.testing.assert_array_equal(result.training_labels, pe.labels)
     assert result.probabilities.shape == (3, pe.n_clusters + 1)

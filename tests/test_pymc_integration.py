@@ -128,7 +128,7 @@ def test_install_skips_a_pymc_whose_functions_lost_a_parameter(monkeypatch):
 def test_opt_out_variable_values():
     env = dict(os.environ)
     try:
-        for value, out in (("1", True), ("yes", True), ("0", False), ("", False)):
+        for value, out in (("1", True), ("yes", True), ("0", False), ("", False), ("False", False)):
             os.environ[pymc_integration.ENV_VAR] = value
             assert pymc_integration.opted_out() is out
         os.environ.pop(pymc_integration.ENV_VAR)
