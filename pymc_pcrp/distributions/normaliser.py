@@ -70,6 +70,7 @@ __all__ = [
     "PCRPExpectedClusters",
     "PCRPExpectedLogGammaSizes",
     "PCRPLogNormaliser",
+    "is_constant",
     "is_fixed",
     "log_normaliser",
     "log_prior_weights",
@@ -342,6 +343,18 @@ def is_fixed(var: Variable) -> bool:
     if depends_on_random_variable(var):
         return False
     return all(isinstance(v, Constant | SharedVariable) for v in graph_inputs([var]))
+
+
+def is_constant(var) -> bool:
+    """Whether a tensor is built from constants only (no ``pm.Data``, shared or random input).
+
+    ``PowerCRP``'s log density leaves out ``log Z_N(alpha, r)`` exactly when both
+    are constant; a ``pm.Data`` or shared value can change with ``pm.set_data``.
+    """
+    var = pt.as_tensor_variable(var)
+    return not depends_on_random_variable(var) and all(
+        isinstance(v, Constant) for v in graph_inputs([var])
+    )
 
 
 def _scalar_float_input(x, name: str) -> pt.TensorVariable:

@@ -11,9 +11,8 @@ from pymc.distributions.shape_utils import rv_size_is_none
 from pymc.model import modelcontext
 from pymc.model.core import Deterministic
 from pytensor.gradient import grad_undefined
-from pytensor.graph.basic import Apply, Constant, Variable
+from pytensor.graph.basic import Apply, Variable
 from pytensor.graph.op import Op
-from pytensor.graph.traversal import graph_inputs
 from pytensor.tensor.exceptions import NotScalarConstantError
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.variable import TensorVariable
@@ -21,7 +20,12 @@ from pytensor.tensor.variable import TensorVariable
 from pymc_pcrp._kernels.partitions import count_distinct
 from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp._validation import check_positive_scalar, depends_on_random_variable
-from pymc_pcrp.distributions.normaliser import PCRPLogNormaliser, is_fixed, log_normaliser
+from pymc_pcrp.distributions.normaliser import (
+    PCRPLogNormaliser,
+    is_constant,
+    is_fixed,
+    log_normaliser,
+)
 
 __all__ = ["PowerCRP", "PowerCRPRV", "label_dtype", "n_clusters_name", "power_crp"]
 
@@ -198,14 +202,6 @@ def _is_canonical(value: TensorVariable, n) -> TensorVariable:
     ordered = pt.all(pt.gt(first[1:], first[:-1]))
     in_range = pt.all(pt.ge(value, 0)) & pt.all(pt.lt(value, n))
     return contiguous & ordered & in_range
-
-
-def _is_constant(var) -> bool:
-    """Whether a tensor is built from constants only (no ``pm.Data``, shared or random input)."""
-    var = pt.as_tensor_variable(var)
-    return not depends_on_random_variable(var) and all(
-        isinstance(v, Constant) for v in graph_inputs([var])
-    )
 
 
 class _LogNormaliserOfN(Op):
@@ -396,7 +392,7 @@ class PowerCRP(Discrete):
         n_blocks = pt.sum(occupied)
         log_gamma = pt.switch(occupied, pt.gammaln(pt.maximum(counts, 1)), 0.0)
         res = n_blocks * pt.log(alpha) + power * pt.sum(log_gamma)
-        if not (_is_constant(alpha) and _is_constant(power)):
+        if not (is_constant(alpha) and is_constant(power)):
             # a fixed power: Stirling rows (cheap for many alphas); a random one: the
             # O(n^2) recursion, which keeps nothing per power
             method = "row" if is_fixed(power) else "recursion"

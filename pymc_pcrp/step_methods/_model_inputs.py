@@ -21,7 +21,7 @@ from pymc_pcrp._kernels.state import make_params
 from pymc_pcrp._kernels.sweep import sweep_tables
 from pymc_pcrp._validation import check_data, check_prior_scale, rebuild_message
 from pymc_pcrp.distributions.niw import NIWMixtureRV
-from pymc_pcrp.distributions.normaliser import is_fixed
+from pymc_pcrp.distributions.normaliser import is_constant, is_fixed, log_normaliser
 from pymc_pcrp.sampler.families import ClusterFamily, family_for
 from pymc_pcrp.sampler.inputs import REFRESH_EVERY, InputCache, SweepInputs, same_objects
 from pymc_pcrp.step_methods._readers import point_reader, value_reader
@@ -80,6 +80,12 @@ class ModelInputs:
         # a random alpha or power is read from the point at every step (PCRPHyper draws it)
         self.alpha_is_random = alpha_random or power_random
         self.power_is_random = power_random
+        # the model's logp holds -log Z_N unless alpha and power are constants (PowerCRP.logp):
+        # random ones, and pm.Data or shared ones, which pm.set_data may change
+        self.normaliser_in_logp = not all(
+            is_constant(param) for param in rv.owner.op.dist_params(rv.owner)[:2]
+        )
+        self._log_z: tuple | None = None  # (alpha, power, log Z_N) of the last data values
         self.latest: np.ndarray | None = None  # latent values from the last point
         self.data_readers, self.niw = self.find_likelihood(model, rv)
         self.latent = None if self.niw is None else self.latent_name(model, self.niw)
@@ -89,6 +95,15 @@ class ModelInputs:
         self.alpha = None
         self.alpha_draws = 0  # owned-alpha draws since the new-cluster weights were recomputed
         self.chain = None
+
+    def log_normaliser(self, params) -> float:
+        """Return ``log Z_N(alpha, r)`` at the kernel parameters (cached for fixed values)."""
+        alpha, power = math.exp(params.log_alpha), params.power
+        if self.power_is_random:  # a new power at (nearly) every draw: nothing to keep
+            return log_normaliser(self.n, alpha, power, "recursion")
+        if self._log_z is None or self._log_z[:2] != (alpha, power):
+            self._log_z = (alpha, power, log_normaliser(self.n, alpha, power, "row"))
+        return self._log_z[2]
 
     def check_observed(self) -> None:
         """Check observed data against the prior before any sampling (a swamped prior)."""

@@ -22,7 +22,6 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator
 
-from pymc_pcrp.distributions.normaliser import log_normaliser
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 from pymc_pcrp.sampler.chain import Chain
 from pymc_pcrp.sampler.options import SPLIT_MERGE_SCANS, ChainFacts, resolve_plan
@@ -325,12 +324,8 @@ class PCRPGibbs(BlockedStep):
             alpha.store(new_point)
             log_density += drawn.n_clusters * (float(alpha.log_alpha[0]) - owned) - log_z
             inputs.refresh_owned_alpha(arrays)
-        elif inputs.alpha_is_random:  # alpha or power random: the normaliser is not a constant
-            method = "recursion" if inputs.power_is_random else "row"
-            params = arrays.params
-            log_density -= log_normaliser(
-                inputs.n, math.exp(params.log_alpha), params.power, method
-            )
+        elif inputs.normaliser_in_logp:  # alpha or power can change: log Z_N is no constant
+            log_density -= inputs.log_normaliser(arrays.params)
         split, pairs, swaps, jumps = drawn.split_merge, drawn.pairs, drawn.swaps, drawn.jumps
         stats = {
             "log_joint": log_density,

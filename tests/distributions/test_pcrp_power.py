@@ -364,7 +364,7 @@ def test_gibbs_tables_follow_a_changing_alpha_with_a_learned_scale():
     for _ in range(40):
         for step in steps:
             point, _ = step.step(point)
-        inputs = gibbs._inputs.inputs
+        inputs = gibbs.inputs.cache.inputs
         assert inputs.scale is not None
         seen.add(inputs.params.log_alpha)
         # the tables hold the chain's current nu0 (the default prior learns it)

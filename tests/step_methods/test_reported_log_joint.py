@@ -63,3 +63,26 @@ def test_reported_log_joint_is_exact_in_ill_conditioned_cases(name):
         )
         assert value == pytest.approx(exact, rel=1e-6, abs=1e-6)
         assert logp({"z": z_draw}) == pytest.approx(exact, rel=1e-6, abs=1e-6)
+
+
+def test_reported_log_joint_is_the_model_logp_with_pm_data_alpha_and_power():
+    """With ``pm.Data`` alpha and power the model's logp holds ``-log Z_N``: so does the stat.
+
+    It must follow ``pm.set_data`` too: the normaliser is recomputed for new values.
+    """
+    x = np.random.default_rng(5).normal(size=(12, 2))
+    x[:6] += 4.0
+    prior = pcrp.NIWPrior.from_data(x, nu0=4.0, scale=0.1)
+    with pm.Model() as model:
+        alpha = pm.Data("alpha", 0.5)
+        power = pm.Data("power", 1.2)
+        z = pcrp.PowerCRP("z", alpha=alpha, power=power, n=len(x))
+        pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
+        step = pcrp.PCRPGibbs([model.rvs_to_values[z]], rng=3, sweeps_per_draw=1)
+    logp = model.compile_logp()
+    point = model.initial_point()
+    for value in (0.5, 2.0):
+        pm.set_data({"alpha": value}, model=model)
+        for _ in range(3):
+            point, stats = step.step(point)
+            assert stats[0]["log_joint"] == pytest.approx(float(logp(point)), abs=1e-8)
