@@ -55,9 +55,9 @@ import numpy as np
 
 from pymc_pcrp._idata import draw_nu0s, draw_scales, label_draws
 from pymc_pcrp._logging import quiet_loggers
-from pymc_pcrp._niw_numpy import PartitionPredictor, assign, check_prior
 from pymc_pcrp._validation import check_data, check_positive_scalar
 from pymc_pcrp.distributions import NIWPrior
+from pymc_pcrp.distributions._niw_numpy import PartitionPredictor, assign, check_prior
 from pymc_pcrp.fitting import fit
 
 __all__ = [

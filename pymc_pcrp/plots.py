@@ -27,9 +27,9 @@ import arviz as az
 import numpy as np
 
 from pymc_pcrp._idata import label_draws, observed_points
-from pymc_pcrp._niw_numpy import check_prior, niw_posterior
 from pymc_pcrp._validation import check_data, check_positive_scalar
 from pymc_pcrp.distributions import NIWPrior
+from pymc_pcrp.distributions._niw_numpy import check_prior, niw_posterior
 from pymc_pcrp.posterior.prediction import predictive_density
 from pymc_pcrp.posterior.similarity import (
     PointEstimate,

@@ -14,7 +14,7 @@ from reference import niw_log_marginal, niw_log_predictive
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp._niw_numpy import PartitionPredictor, prediction_weights
+from pymc_pcrp.distributions._niw_numpy import PartitionPredictor, prediction_weights
 from pymc_pcrp.posterior import log_likelihood, pointwise_log_likelihood
 
 SEED = sum(ord(c) for c in "test_log_likelihood")

@@ -34,7 +34,7 @@ from sklearn.metrics import adjusted_rand_score
 
 import pymc_pcrp as pc
 
-from pymc_pcrp._niw_numpy import scale_marginal_loglik
+from pymc_pcrp.distributions._niw_numpy import scale_marginal_loglik
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from real_data import load_dataset

@@ -1,7 +1,7 @@
 r"""Parameters, slot state and tables of the diagonal-covariance cluster family, in numba.
 
 Each cluster has a diagonal covariance with an independent Normal-Inverse-Gamma
-prior per dimension (:mod:`pymc_pcrp._diag_numpy` states the model). For data
+prior per dimension (:mod:`pymc_pcrp.distributions._diag_numpy` states the model). For data
 centred at the prior mean and a cluster with ``n`` points, sums ``S_j`` and
 sums of squares ``Q_j``,
 

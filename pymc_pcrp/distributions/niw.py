@@ -117,7 +117,7 @@ class ScaleMarginalLogp(Op):
 
     With a grid of ``nu0`` values, ``log sum_{g,h} w_g v_h prod_k m(X_k | s_g P, nu_h)``.
     Computed in NumPy over the occupied clusters only, ``O(N D^2 + K D^3 + G K D)``
-    (:func:`pymc_pcrp._niw_numpy.scale_marginal_loglik`). Invalid labels give
+    (:func:`pymc_pcrp.distributions._niw_numpy.scale_marginal_loglik`). Invalid labels give
     ``-inf``. Its gradient in the data is :class:`ScaleMarginalGrad` (same cost),
     so that NUTS can update latent values clustered by a ``PowerCRP``; the labels
     are discrete and the prior's parameters constants, so they have none.
@@ -136,8 +136,8 @@ class ScaleMarginalLogp(Op):
 
     def perform(self, node, inputs, output_storage):
         """Evaluate the marginal log likelihood in NumPy."""
-        from pymc_pcrp._diag_numpy import diag_scale_marginal_loglik
-        from pymc_pcrp._niw_numpy import scale_marginal_loglik
+        from pymc_pcrp.distributions._diag_numpy import diag_scale_marginal_loglik
+        from pymc_pcrp.distributions._niw_numpy import scale_marginal_loglik
 
         loglik = diag_scale_marginal_loglik if self.covariance == "diag" else scale_marginal_loglik
         x, z, mu0, kappa0, nu0, psi0, grid, log_w, nu_grid, nu_log_w = inputs
@@ -166,7 +166,7 @@ class ScaleMarginalLogp(Op):
 class ScaleMarginalGrad(Op):
     """Gradient of :class:`ScaleMarginalLogp` in the data, ``(N, D)``.
 
-    :func:`pymc_pcrp._niw_numpy.scale_marginal_grad`; zeros for invalid labels
+    :func:`pymc_pcrp.distributions._niw_numpy.scale_marginal_grad`; zeros for invalid labels
     (where the log density is ``-inf``).
     """
 
@@ -179,7 +179,7 @@ class ScaleMarginalGrad(Op):
 
     def perform(self, node, inputs, output_storage):
         """Evaluate the gradient in NumPy."""
-        from pymc_pcrp._niw_numpy import scale_marginal_grad, scale_marginal_loglik
+        from pymc_pcrp.distributions._niw_numpy import scale_marginal_grad, scale_marginal_loglik
 
         x, z, mu0, kappa0, nu0, psi0, grid, log_w, nu_grid, nu_log_w = inputs
         x = np.asarray(x, dtype=np.float64)
@@ -341,7 +341,7 @@ class NIWMixture(Continuous):
 
 @_logprob.register(DiagNIWMixtureRV)
 def _diag_logp(op, values, *params, **kwargs):
-    """Log density of the diagonal family (:mod:`pymc_pcrp._diag_numpy`), scale integrated out.
+    """Log density of the diagonal family, scale integrated out (``_diag_numpy`` in NumPy).
 
     ``params`` are the node's inputs (random generator and size first); the last
     nine are the distribution parameters.

@@ -78,8 +78,8 @@ from pymc_pcrp._idata import (
     per_draw,
     resolve_model_parameters,
 )
-from pymc_pcrp._niw_numpy import check_prior
 from pymc_pcrp.distributions import NIWPrior
+from pymc_pcrp.distributions._niw_numpy import check_prior
 
 __all__ = ["log_likelihood", "pointwise_log_likelihood"]
 

@@ -17,7 +17,7 @@ from pymc.util import RandomState
 from scipy import stats
 
 from pymc_pcrp._idata import draw_nu0s, draw_scales
-from pymc_pcrp._niw_numpy import niw_posterior
+from pymc_pcrp.distributions._niw_numpy import niw_posterior
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.niw_prior import NIWPrior
 

@@ -60,9 +60,9 @@ from pymc_pcrp._idata import (
     per_draw,
     resolve_model_parameters,
 )
-from pymc_pcrp._niw_numpy import PartitionPredictor, check_prior, prediction_weights
 from pymc_pcrp._validation import check_data
 from pymc_pcrp.distributions import NIWPrior
+from pymc_pcrp.distributions._niw_numpy import PartitionPredictor, check_prior, prediction_weights
 from pymc_pcrp.posterior.similarity import PointEstimate, point_estimate
 
 __all__ = ["DensityComponents", "PredictResult", "predict", "predictive_density"]

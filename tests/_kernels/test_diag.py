@@ -1,7 +1,7 @@
 """The diagonal-covariance family's kernels against NumPy references.
 
 * the log joint of a partition (fixed and learned scale) against
-  :mod:`pymc_pcrp._diag_numpy`, and that module's marginal against the product
+  :mod:`pymc_pcrp.distributions._diag_numpy`, and that module's marginal against the product
   of ``D`` one-dimensional NIW marginals of the full family (``nu0 = 2 a0``,
   ``psi0 = 2 b0``): tests/reference.py and the full family's own kernel;
 * the sweep's predictive weights (other clusters, the point's own cluster
@@ -23,12 +23,6 @@ from reference import niw_log_marginal
 from scipy import stats
 from scipy.special import gammaln, logsumexp
 
-from pymc_pcrp._diag_numpy import (
-    diag_cluster_stats,
-    diag_log_marginal,
-    diag_log_predictive,
-    diag_scale_marginal_loglik,
-)
 from pymc_pcrp._kernels.diag_chain import advance_diag, diag_partition_log_joint
 from pymc_pcrp._kernels.diag_splitmerge import diag_split_merge_moves
 from pymc_pcrp._kernels.diag_state import (
@@ -42,6 +36,12 @@ from pymc_pcrp._kernels.moves import SMALL_PAIRS, UNIFORM_PAIRS
 from pymc_pcrp._kernels.niw import log_marginal_from_logdet
 from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp._kernels.partitions import canonical_labels
+from pymc_pcrp.distributions._diag_numpy import (
+    diag_cluster_stats,
+    diag_log_marginal,
+    diag_log_predictive,
+    diag_scale_marginal_loglik,
+)
 from pymc_pcrp.sampler.inputs import compiled_for
 
 SEED = sum(ord(c) for c in "test_diag")

@@ -31,7 +31,7 @@ from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.state import place_point
 from pymc_pcrp._kernels.sweep import init_state, log_joint, make_params, sweep_tables
-from pymc_pcrp._niw_numpy import scale_log_posterior
+from pymc_pcrp.distributions._niw_numpy import scale_log_posterior
 
 SEED = sum(ord(c) for c in "test_hyper")
 GRID = np.array([0.003, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0])

@@ -16,7 +16,7 @@ from scipy.special import gammaln
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp._diag_numpy import diag_scale_marginal_loglik
+from pymc_pcrp.distributions._diag_numpy import diag_scale_marginal_loglik
 from pymc_pcrp.distributions.niw import DiagNIWMixtureRV
 from pymc_pcrp.distributions.niw_prior import DEFAULT_SCALE_FRACTIONS
 
@@ -125,7 +125,7 @@ def test_stored_prior_keeps_its_covariance_family():
         store_model_parameters,
         stored_model_parameters,
     )
-    from pymc_pcrp._niw_numpy import check_prior
+    from pymc_pcrp.distributions._niw_numpy import check_prior
 
     x = _data()
     idata = az.from_dict(posterior={"z": np.zeros((1, 2, len(x)), dtype=np.int64)})

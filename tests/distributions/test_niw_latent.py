@@ -14,7 +14,7 @@ from step_reference import built_steps
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp._niw_numpy import scale_marginal_grad, scale_marginal_loglik
+from pymc_pcrp.distributions._niw_numpy import scale_marginal_grad, scale_marginal_loglik
 
 SEED = sum(ord(c) for c in "test_niw_latent")
 QUIET = {"progressbar": False, "compute_convergence_checks": False}

@@ -4,7 +4,7 @@
 posterior over all partitions (52 and 203) is computed by brute force, each
 cluster's marginal being the product over dimensions of one-dimensional NIW
 marginals from tests/reference.py (an independent route: the sampler's kernels
-and ``pymc_pcrp._diag_numpy`` are not used). Four chains of 40,000 draws of
+and ``pymc_pcrp.distributions._diag_numpy`` are not used). Four chains of 40,000 draws of
 the step's default move set (sweeps and SAMS split-merge proposals at the
 default rate) must come within total variation 0.02 of it, with a fixed scale
 and with a learned one (where the sampled scale's distribution is also

@@ -17,7 +17,7 @@ import numpy as np
 
 from scipy.special import gammaln, logsumexp, multigammaln
 
-from pymc_pcrp.distributions import NIWPrior
+from pymc_pcrp.distributions.niw_prior import NIWPrior
 
 __all__ = [
     "PartitionPredictor",
