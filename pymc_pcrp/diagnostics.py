@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import arviz as az
 import numpy as np
 
-from pymc_pcrp._logging import quiet_loggers
+from pymc_pcrp._runtime.logging import quiet_loggers
 
 __all__ = [
     "ChainComparison",

@@ -22,6 +22,7 @@ import pymc as pm
 
 from pymc.util import RandomState
 
+from pymc_pcrp._runtime.interrupts import watch_interrupts
 from pymc_pcrp._validation import check_data, check_positive_scalar
 from pymc_pcrp.diagnostics import (
     SamplingInterrupted,
@@ -33,7 +34,6 @@ from pymc_pcrp.diagnostics import (
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 from pymc_pcrp.posterior.pointwise import log_likelihood
 from pymc_pcrp.pymc_integration import record_model
-from pymc_pcrp.step_methods._interrupts import watch_interrupts
 from pymc_pcrp.step_methods._scouting import scout_templates
 
 __all__ = ["build_model", "fit"]

@@ -54,7 +54,7 @@ import arviz as az
 import numpy as np
 
 from pymc_pcrp._idata import draw_nu0s, draw_scales, label_draws
-from pymc_pcrp._logging import quiet_loggers
+from pymc_pcrp._runtime.logging import quiet_loggers
 from pymc_pcrp._validation import check_data, check_positive_scalar
 from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.distributions._niw_numpy import PartitionPredictor, assign, check_prior

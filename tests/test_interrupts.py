@@ -21,14 +21,14 @@ import pytest
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp.cli import cluster as cluster_command
-from pymc_pcrp.cli import main
-from pymc_pcrp.step_methods._interrupts import (
+from pymc_pcrp._runtime.interrupts import (
     caused_by_interrupt,
     inside_compiler,
     passes_interrupts,
     watch_interrupts,
 )
+from pymc_pcrp.cli import cluster as cluster_command
+from pymc_pcrp.cli import main
 from pymc_pcrp.step_methods.pcrp_gibbs import PCRPGibbs
 
 FIT_SCRIPT = textwrap.dedent(

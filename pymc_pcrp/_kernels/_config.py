@@ -16,7 +16,7 @@ as a log weight.
 already runs chains on separate cores.
 
 ``cache`` is on when numba can write its cache somewhere: first the package's own
-folder for its current sources (:mod:`pymc_pcrp._kernels._cache`, under
+folder for its current sources (:mod:`pymc_pcrp._runtime.numba_cache`, under
 ``NUMBA_CACHE_DIR`` or the user's cache folder, the same for every copy of the
 package), then numba's usual places (beside the package, ``NUMBA_CACHE_DIR``, the
 user's cache folder). When it cannot (a read-only installation with no writable
@@ -28,7 +28,7 @@ import warnings
 
 import numba
 
-from pymc_pcrp._kernels import _cache
+from pymc_pcrp._runtime import numba_cache as _cache
 
 __all__ = ["CACHE_LOCATOR_INSTALLED", "CACHING", "NJIT_KWARGS"]
 

@@ -14,14 +14,14 @@ import sys
 
 from collections.abc import Sequence
 
-from pymc_pcrp.cli.cluster import add_cluster_parser, run_cluster
-from pymc_pcrp.cli.demo import run_demo
-from pymc_pcrp.diagnostics import SamplingInterrupted
-from pymc_pcrp.step_methods._interrupts import (
+from pymc_pcrp._runtime.interrupts import (
     InterruptWatch,
     caused_by_interrupt,
     watch_interrupts,
 )
+from pymc_pcrp.cli.cluster import add_cluster_parser, run_cluster
+from pymc_pcrp.cli.demo import run_demo
+from pymc_pcrp.diagnostics import SamplingInterrupted
 
 __all__ = ["main", "run_demo"]
 

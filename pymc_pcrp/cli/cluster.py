@@ -70,6 +70,7 @@ import arviz as az
 import numpy as np
 import pandas as pd
 
+from pymc_pcrp._runtime.interrupts import caused_by_interrupt, watch_interrupts
 from pymc_pcrp.cli.cluster_options import MAX_SIMILARITY_ROWS, add_cluster_parser
 from pymc_pcrp.cli.cluster_report import (
     ClusterRun,
@@ -99,7 +100,6 @@ from pymc_pcrp.fitting import fit
 from pymc_pcrp.model_selection import CVResult, cross_validate_power, split_train_test
 from pymc_pcrp.posterior import PointEstimate, point_estimate
 from pymc_pcrp.sampler.options import auto_sweeps_per_draw
-from pymc_pcrp.step_methods._interrupts import caused_by_interrupt, watch_interrupts
 
 __all__ = ["add_cluster_parser", "run_cluster"]
 

@@ -13,7 +13,7 @@ import arviz as az
 import numpy as np
 
 from pymc_pcrp._kernels.moves import SMALL_SIZE
-from pymc_pcrp._logging import quiet_loggers
+from pymc_pcrp._runtime.logging import quiet_loggers
 from pymc_pcrp.cli.io import ClusterData
 from pymc_pcrp.diagnostics import ChainComparison, ConvergenceReport
 from pymc_pcrp.model_selection import CVResult

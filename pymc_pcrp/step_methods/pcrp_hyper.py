@@ -52,6 +52,7 @@ from pytensor.tensor.exceptions import NotScalarConstantError
 
 from pymc_pcrp._kernels import hyperprior as hp
 from pymc_pcrp._kernels.partitions import TRUNCATION_NATS
+from pymc_pcrp._runtime.interrupts import passes_interrupts
 from pymc_pcrp.distributions.normaliser import (
     certify_row,
     is_fixed,
@@ -59,7 +60,6 @@ from pymc_pcrp.distributions.normaliser import (
     stirling_row_arrays,
 )
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
-from pymc_pcrp.step_methods._interrupts import passes_interrupts
 
 __all__ = ["PCRPHyper", "PCRPHyperState"]
 

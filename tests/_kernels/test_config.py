@@ -73,7 +73,8 @@ def _cache_run(site: Path, cache: Path, cwd: Path) -> list[str]:
     """Import the copy at ``site``, call one kernel, print its cache hits and misses."""
     code = (
         "import numpy as np, pymc_pcrp\n"
-        "from pymc_pcrp._kernels import _cache, _config\n"
+        "from pymc_pcrp._kernels import _config\n"
+        "from pymc_pcrp._runtime import numba_cache as _cache\n"
         "from pymc_pcrp._kernels.partitions import canonical_labels\n"
         f"assert pymc_pcrp.__file__.startswith({str(site)!r}), pymc_pcrp.__file__\n"
         "canonical_labels(np.array([4, 4, 1, 4]))\n"
@@ -108,7 +109,7 @@ def test_two_copies_of_the_same_sources_share_one_cache_and_an_edit_starts_a_new
 
 
 def test_folders_of_other_sources_are_pruned_after_two_weeks(tmp_path):
-    from pymc_pcrp._kernels import _cache
+    from pymc_pcrp._runtime import numba_cache as _cache
 
     for name in ("current", "recent", "old"):
         (tmp_path / name).mkdir()

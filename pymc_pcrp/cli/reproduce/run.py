@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
-from pymc_pcrp._logging import quiet_loggers
+from pymc_pcrp._runtime.logging import quiet_loggers
 from pymc_pcrp.cli.reproduce.data import (
     _DataSet,
     _digits,
