@@ -26,6 +26,9 @@ It also makes ``pm.sample_posterior_predictive``, ``pm.sample_smc``,
 refuse it with the reason (docs/entry_points.md).
 """
 
+import pymc_pcrp._startup  # noqa: F401  (first: a Ctrl-C of the command line during the imports)
+
+# isort: split
 from importlib.metadata import PackageNotFoundError, version
 
 from pymc_pcrp import (

@@ -23,6 +23,7 @@ import pymc_pcrp as pcrp
 
 from pymc_pcrp.cli import cluster as cluster_command
 from pymc_pcrp.cli import main
+from pymc_pcrp.cli.publish import MARKER_NAME
 from pymc_pcrp.step_methods._interrupts import (
     caused_by_interrupt,
     inside_compiler,
@@ -114,6 +115,7 @@ def test_cluster_command_interrupted_publishes_nothing(tmp_path):
     out = tmp_path / "result"
     out.mkdir()
     (out / "summary.md").write_text("an earlier, complete result\n")
+    (out / MARKER_NAME).write_text('{"written_by": "pymc_pcrp cluster", "format": 1}\n')
     (out / "labels.csv").write_text("label\n0\n")
     base = [sys.executable, "-m", "pymc_pcrp", "cluster", str(csv), "--power", "1.1",
             "--tune", "10", "--chains", "2", "--cores", "1", "--seed", "1"]  # fmt: skip
@@ -158,7 +160,7 @@ def test_cluster_command_interrupted_publishes_nothing(tmp_path):
     came_back = re.search(r"(\d+) chain\(s\) x (\d+) draws came back", stderr)
     assert came_back is not None and int(came_back.group(2)) < 200000, stderr[-3000:]
     assert (out / "summary.md").read_text() == "an earlier, complete result\n"
-    assert sorted(p.name for p in out.iterdir()) == ["labels.csv", "summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER_NAME, "labels.csv", "summary.md"]
     assert not list(tmp_path.glob(".result.incomplete-*"))
     assert "results written" not in stdout
 
@@ -242,6 +244,7 @@ def _cluster_over_an_earlier_result(tmp_path) -> tuple[int, Path]:
     out = tmp_path / "result"
     out.mkdir()
     (out / "summary.md").write_text("an earlier, complete result\n")
+    (out / MARKER_NAME).write_text('{"written_by": "pymc_pcrp cluster", "format": 1}\n')
     status = main(["cluster", str(csv), "--power", "1.1", "--draws", "20", "--tune", "5",
                    "--chains", "1", "--seed", "1", "--out", str(out), "--overwrite"])  # fmt: skip
     return status, out
@@ -255,7 +258,7 @@ def test_cluster_command_reports_an_interrupt_inside_a_kernel(monkeypatch, tmp_p
     status, out = _cluster_over_an_earlier_result(tmp_path)
     assert status == 130
     assert "Nothing was written to" in capsys.readouterr().err
-    assert sorted(p.name for p in out.iterdir()) == ["summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER_NAME, "summary.md"]
     assert (out / "summary.md").read_text() == "an earlier, complete result\n"
     assert not list(tmp_path.glob(".result.incomplete-*"))
 
@@ -373,7 +376,7 @@ def test_cluster_command_publishes_nothing_after_a_ctrl_c_a_library_swallowed(
     status, out = _cluster_with_figures_that(monkeypatch, tmp_path, then)
     assert status == 130
     assert "Nothing was written to" in capsys.readouterr().err
-    assert sorted(p.name for p in out.iterdir()) == ["summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER_NAME, "summary.md"]
     assert (out / "summary.md").read_text() == "an earlier, complete result\n"
     assert not list(tmp_path.glob(".result.incomplete-*"))
 

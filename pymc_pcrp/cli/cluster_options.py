@@ -168,10 +168,15 @@ data: a .npy file (1-D or 2-D numeric array) or a delimited text file (comma, or
   .tsv/.tab; see --delimiter). With --header auto the first non-empty line is a header
   when none of its cells is a number. Every selected cell must be a finite number.
 
-output safety: results are written into a temporary directory beside DIR and renamed to
-  DIR at the end, so DIR never holds a half-written result; on error nothing is left.
+output safety: results are written into a temporary directory beside DIR and swapped
+  into place at the end in one atomic step, so DIR never holds a half-written result.
+  DIR is locked for the run. An existing DIR is replaced only with --overwrite and only
+  if this command wrote it (its marker file .pymc_pcrp-result); anything that appears at
+  DIR during the run is left alone and the results go to DIR-2 (or the next free name).
 
-exit status: 0 on success, 2 on invalid options or input (message on stderr).
+exit status: 0 on success, 1 when the results could not be written or published at DIR
+  (the message says why, and where they are), 2 on invalid options or input, before any
+  work (message on stderr), 130 when interrupted (nothing published).
 
 example:
   python -m pymc_pcrp cluster data.csv --columns x,y --standardize --power auto --out res
