@@ -336,7 +336,7 @@ def test_bad_csv_input_is_refused_with_a_message(tmp_path, capsys, case):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"this is not a numpy file", "cannot read"),
+        (b"this is not a numpy file", "is text, not a .npy array"),
         (None, "not a finite number"),
         ("strings", "dtype <U"),
         ("3d", "shape (2, 2, 2)"),

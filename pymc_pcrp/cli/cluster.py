@@ -74,6 +74,7 @@ import arviz as az
 import numpy as np
 
 from pymc_pcrp import _startup
+from pymc_pcrp._validation import check_power, max_power
 from pymc_pcrp.cli import publish as publishing
 from pymc_pcrp.cli.cluster_options import MAX_SIMILARITY_ROWS, add_cluster_parser
 from pymc_pcrp.cli.cluster_report import (
@@ -85,8 +86,10 @@ from pymc_pcrp.cli.cluster_report import (
 from pymc_pcrp.cli.io import (
     ClusterData,
     InputError,
+    check_magnitude,
     load_data,
     save_figure,
+    standardize,
     write_labels,
 )
 from pymc_pcrp.diagnostics import (
@@ -255,10 +258,22 @@ def _seed_int(seq: np.random.SeedSequence) -> int:
     return int(seq.generate_state(1, dtype=np.uint32)[0])
 
 
-def _check_inputs(args: argparse.Namespace) -> tuple[ClusterData, int]:
-    """Read and check the data before any work; raise InputError if invalid."""
+def _check_inputs(
+    args: argparse.Namespace,
+) -> tuple[ClusterData, np.ndarray, tuple | None, int, NIWPrior]:
+    """Read and check the data and the options that depend on it, before any work.
+
+    Returns the data, the array to cluster (standardised with ``--standardize``),
+    the standardisation's mean and sd, the size of the training part of
+    ``--power auto`` and the NIW prior; raises InputError if anything is invalid.
+    """
     data = load_data(args)
-    n = data.x.shape[0]
+    x, scaling = data.x, None
+    if args.standardize:
+        x, mean, sd = standardize(x)
+        scaling = (mean, sd)
+    check_magnitude(x, data.names, args.data, args.standardize)
+    n = x.shape[0]
     n_train = 0
     if args.power == "auto":
         n_train = min(max(round(args.cv_fraction * n), 2), n - 1)
@@ -267,7 +282,23 @@ def _check_inputs(args: argparse.Namespace) -> tuple[ClusterData, int]:
                 f"--power auto needs at least 4 rows (2 to train, 1 to hold out), got {n}; "
                 "give --power R"
             )
-    return data, n_train
+        if args.cv_grid[-1] > max_power(n):
+            raise InputError(
+                f"--cv-grid reaches r = {args.cv_grid[-1]:g}, too large for {n} rows: the pCRP "
+                f"weight n^r overflows double precision above r = {max_power(n):.4g}; usual "
+                "powers are between 1 and 2"
+            )
+    else:
+        try:
+            check_power(args.power, n)
+        except ValueError as err:
+            message = str(err).replace("Argument 'power'", "--power").replace("points", "rows")
+            raise InputError(message) from None
+    try:
+        prior = NIWPrior.from_data(x)
+    except ValueError as err:
+        raise InputError(f"the data of '{args.data}' cannot be clustered: {err}") from None
+    return data, x, scaling, n_train, prior
 
 
 def _choose_power(
@@ -450,19 +481,13 @@ def run_cluster(args: argparse.Namespace) -> int:
     """
     start = time.perf_counter()
     try:
-        data, n_train = _check_inputs(args)
+        data, x, scaling, n_train, prior = _check_inputs(args)
     except InputError as err:
         return _error(str(err))
 
-    x = data.x
     if args.sweeps_per_draw is None:
         # resolved here so that summary.md states (and its command repeats) the value used
         args.sweeps_per_draw = auto_sweeps_per_draw(*x.shape)
-    scaling = None
-    if args.standardize:
-        mean, sd = x.mean(axis=0), x.std(axis=0, ddof=1)
-        x = (x - mean) / sd
-        scaling = (mean, sd)
     seed = args.seed if args.seed is not None else _seed_int(np.random.SeedSequence())
     split_seq, cv_seq, fit_seq, estimate_seq, compare_seq = np.random.SeedSequence(seed).spawn(5)
 
@@ -477,14 +502,15 @@ def run_cluster(args: argparse.Namespace) -> int:
         for note in plan.notes:
             print(note, flush=True)
         seqs = (split_seq, cv_seq, fit_seq, estimate_seq, compare_seq)
-        return _run_and_publish(args, plan, data, x, scaling, n_train, seed, start, seqs)
+        return _run_and_publish(args, plan, data, (x, scaling, prior), n_train, seed, start, seqs)
     finally:
         publishing.release(plan)
 
 
-def _run_and_publish(args, plan, data, x, scaling, n_train, seed, start, seqs) -> int:
+def _run_and_publish(args, plan, data, model_data, n_train, seed, start, seqs) -> int:
     """Fit, write the results into ``plan.tmp`` and publish them; return the exit status."""
     split_seq, cv_seq, fit_seq, estimate_seq, compare_seq = seqs
+    x, scaling, prior = model_data
     tmp = plan.tmp
     given = args.out
 
@@ -499,7 +525,6 @@ def _run_and_publish(args, plan, data, x, scaling, n_train, seed, start, seqs) -
     # makes the run interrupted all the same
     with watch_interrupts() as interrupts:
         try:
-            prior = NIWPrior.from_data(x)
             power, cv_info = _choose_power(args, x, n_train, split_seq, cv_seq, prior)
             idata = _sample(args, x, power, prior, fit_seq)
             report = _report_convergence(idata)
