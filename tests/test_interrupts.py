@@ -446,3 +446,63 @@ def test_steps_in_other_threads_do_not_hold_ctrl_c_back(python_sigint_handler):
     finally:
         stop.set()
         worker.join(10)
+
+
+# -- Ctrl-C from the first instant: start-up imports, and a record that outlives a swallow ----
+
+
+def test_ctrl_c_during_the_start_up_imports_exits_130_with_one_line(tmp_path):
+    csv = tmp_path / "d.csv"
+    np.savetxt(csv, np.random.default_rng(0).normal(size=(20, 2)), delimiter=",")
+    out = tmp_path / "result"
+    proc = subprocess.Popen(
+        [sys.executable, "-X", "importtime", "-m", "pymc_pcrp", "cluster", str(csv),
+         "--power", "1.1", "--out", str(out)],
+        cwd=tmp_path, env=_env(), preexec_fn=_default_sigint,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    # -X importtime reports every import as it ends: wait until the package's own imports
+    # run (its first module is pymc_pcrp._startup), then interrupt while pymc loads
+    imported = []
+    for line in proc.stderr:
+        imported.append(line)
+        if "pymc_pcrp._startup" in line:
+            break
+    time.sleep(0.3)
+    assert proc.poll() is None, "".join(imported)[-2000:]
+    proc.send_signal(signal.SIGINT)
+    stdout, rest = proc.communicate(timeout=120)
+    messages = [line for line in rest.splitlines() if not line.startswith("import time:")]
+    assert proc.returncode == 130, rest[-3000:]
+    assert messages == ["error: Interrupted while starting up; nothing was written."]
+    assert stdout == "" and not out.exists() and not list(tmp_path.glob(".result*"))
+
+
+def test_importing_the_library_leaves_sigint_alone():
+    from pymc_pcrp import _startup
+
+    assert not _startup.is_command_line()  # pytest is not the command line
+    assert signal.getsignal(signal.SIGINT) is not _startup._during_start_up
+
+
+def test_a_ctrl_c_swallowed_outside_every_watch_still_publishes_nothing(
+    monkeypatch, tmp_path, capsys
+):
+    from pymc_pcrp import _startup
+
+    original = cluster_command._write_figures
+
+    def write_figures(*args, **kwargs):
+        # what the command's own handler records before a library swallows the interrupt
+        _startup._SEEN[0] = True
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(cluster_command, "_write_figures", write_figures)
+    try:
+        status, out = _cluster_over_an_earlier_result(tmp_path)
+    finally:
+        _startup._SEEN[0] = False
+    assert status == 130
+    assert "Nothing was written to" in capsys.readouterr().err
+    assert (out / "summary.md").read_text() == "an earlier, complete result\n"
+    assert not list(tmp_path.glob(".result.incomplete-*"))
