@@ -44,6 +44,7 @@ from pymc_pcrp import (
 )
 from pymc_pcrp.diagnostics import ConvergenceWarning, SamplingInterrupted, check_convergence
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
+from pymc_pcrp.estimator import PCRPMixture
 from pymc_pcrp.fitting import build_model, fit
 from pymc_pcrp.posterior import (
     _pymc_hook,
@@ -69,6 +70,7 @@ __all__ = [
     "NIWPrior",
     "PCRPGibbs",
     "PCRPHyper",
+    "PCRPMixture",
     "PowerCRP",
     "SamplingInterrupted",
     "__version__",

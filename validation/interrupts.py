@@ -8,8 +8,9 @@ at ``--out`` exactly as it was (its files' contents compared before and after),
 or 0 if it had finished before the signal.
 A signal during the start-up imports also gives 130 (one line, "Interrupted
 while starting up"); only one that lands before the package's first line runs,
-while Python itself starts, ends the process as Python does (killed by SIGINT,
-status -2 here), tallied apart. Anything else (a traceback, a crash such as
+while Python itself starts (importing runpy, or the package's first module
+that installs the handler), ends the process as Python does (status 1, or
+killed by SIGINT, -2 here), tallied apart. Anything else (a traceback, a crash such as
 SIGSEGV, status -11, status 0 more than a second after the signal: an interrupt
 that was lost, or a 130 that changed the result) is a fault: its stderr is kept
 in ``--out``.
@@ -99,7 +100,13 @@ def main(argv: list[str] | None = None) -> int:
         ignored = status == 0 and sent and after > 1.0
         changed = status == 130 and _snapshot(work / "result") != before
         start_up = status == 130 and "while starting up" in stderr
+        # before the package's first line: Python's own start-up (runpy, or the import of
+        # pymc_pcrp._startup itself); Python then exits 1 or dies of the signal (-2)
+        python_start = status in (1, -2) and (
+            "Could not import runpy module" in stderr or "pymc_pcrp._startup" in stderr
+        )
         kind = "ignored" if ignored else "130 but result changed" if changed else status
+        kind = "before the package's first line" if python_start else kind
         tally[kind] += 1
         tally["130 during start-up imports"] += int(start_up)
         note = "  SIGNAL IGNORED" if ignored else "  RESULT CHANGED" if changed else ""
@@ -113,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.out).mkdir(exist_ok=True)
             (Path(args.out) / f"run{run}_status{status}.txt").write_text(stderr)
     print("status counts:", dict(tally))
-    tallies = ("130 during start-up imports",)
-    faults = {s: n for s, n in tally.items() if s not in EXPECTED and s != -2 and s not in tallies}
+    tallies = ("130 during start-up imports", "before the package's first line")
+    faults = {s: n for s, n in tally.items() if s not in EXPECTED and s not in tallies}
     print("faults:", faults or "none")
     return 1 if faults else 0
 
