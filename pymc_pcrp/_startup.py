@@ -12,6 +12,10 @@ ignored ("Exception ignored in ... _get_module_lock") and the run go on.
 as usual and is also recorded, so that a Ctrl-C that some library swallowed can
 still stop the command from publishing (:func:`interrupt_seen`).
 
+When the command ends, :func:`restore` makes a Ctrl-C during the interpreter's
+shutdown end the process at once with the command's own status, instead of
+Python dying of the signal.
+
 A program that imports the library is left alone: its SIGINT handling is its own.
 """
 
@@ -57,10 +61,29 @@ def _record_and_raise(signum, frame) -> None:
     signal.default_int_handler(signum, frame)
 
 
-def restore(previous) -> None:
-    """Put back the handler :func:`command_handler` returned."""
-    if previous is not None and threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, previous)
+def restore(previous, status: int | None = None) -> None:
+    """Put back the handler :func:`command_handler` returned, when the command ends.
+
+    In the command-line process, a Ctrl-C after the command's end (while the
+    interpreter shuts down, when Python would die of the signal, status -2)
+    instead ends the process at once with the command's ``status``: its work is
+    done and its result, if any, complete.
+    """
+    if previous is None or threading.current_thread() is not threading.main_thread():
+        return
+    if status is not None and is_command_line() and previous is signal.default_int_handler:
+
+        def after_the_end(signum, frame) -> None:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError, AttributeError):
+                    pass
+            os._exit(status)
+
+        signal.signal(signal.SIGINT, after_the_end)
+        return
+    signal.signal(signal.SIGINT, previous)
 
 
 def command_handler():

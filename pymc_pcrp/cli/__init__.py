@@ -92,6 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     publishing a result.
     """
     previous = _startup.command_handler()
+    status = None
     try:
         parser = argparse.ArgumentParser(
             prog="python -m pymc_pcrp",
@@ -104,12 +105,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         # Ctrl-C is held back while numba loads or compiles a kernel (see watch_interrupts)
         with watch_interrupts() as interrupts:
-            return _run(args, argv, interrupts)
+            status = _run(args, argv, interrupts)
     except KeyboardInterrupt:  # before a command could report it itself
         print("error: Interrupted; nothing was written.", file=sys.stderr, flush=True)
-        return 130
+        status = 130
     finally:
-        _startup.restore(previous)
+        _startup.restore(previous, status)
+    return status
 
 
 def _run(args: argparse.Namespace, argv: Sequence[str] | None, interrupts: InterruptWatch) -> int:

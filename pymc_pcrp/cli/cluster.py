@@ -292,7 +292,8 @@ def _check_inputs(
         try:
             check_power(args.power, n)
         except ValueError as err:
-            message = str(err).replace("Argument 'power'", "--power").replace("points", "rows")
+            message = str(err).replace("Argument 'power'", "--power")
+            message = message.replace(f"too large for {n} points", f"too large for {n} rows")
             raise InputError(message) from None
     try:
         prior = NIWPrior.from_data(x)
@@ -468,9 +469,13 @@ def run_cluster(args: argparse.Namespace) -> int:
     Returns
     -------
     int
-        ``0`` on success, ``2`` when the input or the options are invalid (a
-        message has then been printed to stderr and no output directory is
-        left behind), ``130`` when the run was interrupted (nothing published).
+        ``0`` on success; ``1`` when the results could not be written (a full
+        disk: nothing published) or not at ``--out`` (something appeared there
+        during the run: the message names the folder that holds them); ``2``
+        when the input or the options are invalid (a message has then been
+        printed to stderr, before any work, and no output directory is left
+        behind); ``130`` when the run was interrupted (nothing published, or
+        the message says that the interrupt came just after publishing).
 
     Notes
     -----

@@ -415,6 +415,8 @@ def _load_parquet(path: Path, columns: str | None) -> ClusterData:
         x = frame_to_array(frame, "data")
     except ValueError as err:
         message = str(err).removeprefix("Argument 'data': ").removeprefix("Argument 'data' ")
+        message = message.replace("; leave it out,", "; leave it out with --columns,")
+        message = message.replace("(for example data.dropna())", "(for example with dropna)")
         raise InputError(f"'{path}': {message}") from None
     return ClusterData(x=x, names=selected, has_header=True)
 
