@@ -506,3 +506,25 @@ def test_a_ctrl_c_swallowed_outside_every_watch_still_publishes_nothing(
     assert "Nothing was written to" in capsys.readouterr().err
     assert (out / "summary.md").read_text() == "an earlier, complete result\n"
     assert not list(tmp_path.glob(".result.incomplete-*"))
+
+
+def test_a_ctrl_c_during_shutdown_ends_with_the_commands_status(tmp_path):
+    script = textwrap.dedent(
+        """
+        import signal, sys
+        from pymc_pcrp import _startup
+
+        _startup.is_command_line = lambda: True  # as under python -m pymc_pcrp
+        previous = _startup.command_handler()
+        _startup.restore(previous, 7)  # the command ended with status 7
+        print("ended", flush=True)
+        signal.raise_signal(signal.SIGINT)  # lands while the interpreter shuts down
+        print("not reached")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, env=_env(), preexec_fn=_default_sigint,
+    )  # fmt: skip
+    assert done.returncode == 7, done.stderr[-3000:]
+    assert done.stdout == "ended\n" and "Traceback" not in done.stderr
