@@ -654,3 +654,23 @@ def test_an_interrupt_while_the_old_result_is_removed_says_the_new_one_is_in_pla
     assert run_cluster(_small_run(data, out, "--overwrite")) == 0
     assert "left behind by an earlier run" in capsys.readouterr().out
     assert _leftovers(tmp_path) == []
+
+
+def test_a_rename_that_fails_at_the_end_keeps_the_results_and_names_them(
+    tmp_path, monkeypatch, capsys
+):
+    x, _ = _two_clusters(n_per=5)
+    data = _write_csv(tmp_path / "data.csv", x)
+    from pymc_pcrp.cli import publish as publishing
+
+    def permission_denied(src, dst):
+        raise PermissionError(errno.EACCES, "Permission denied", str(src))
+
+    monkeypatch.setattr(publishing, "_rename_no_replace", permission_denied)
+    assert run_cluster(_small_run(data, tmp_path / "res")) == 1
+    err = capsys.readouterr().err
+    assert "could not publish the results at" in err and "(Permission denied)" in err
+    (kept,) = tmp_path.glob(".res.incomplete-*")
+    assert f"they are complete in '{kept}'" in err
+    assert (kept / "labels.csv").is_file() and (kept / "summary.md").is_file()
+    assert not (tmp_path / "res").exists()

@@ -239,6 +239,19 @@ def _leftover_note(published: publishing.Published) -> str:
     )
 
 
+def _could_not_publish(given: str, plan: publishing.OutputPlan, err: OSError) -> int:
+    """Keep the finished results where they are when the renames fail; say so, return 1."""
+    kept, plan.tmp = plan.tmp, None  # not removed at the end: they are complete
+    print(
+        f"{_PROG}: error: could not publish the results at '{given}' "
+        f"({err.strerror or err}); they are complete in '{kept}': move them yourself "
+        "(the next run on this --out would remove that folder)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return 1
+
+
 def _could_not_write(given: str, err: OSError) -> int:
     reason = err.strerror or str(err)
     hint = {
@@ -551,7 +564,10 @@ def _run_and_publish(args, plan, data, model_data, n_train, seed, start, seqs) -
                 if caused_by_interrupt(err) or interrupts.seen or _startup.interrupt_seen():
                     raise KeyboardInterrupt from err
                 return _could_not_write(given, err)
-            published = publishing.publish(plan, before_renaming=refuse_if_interrupted)
+            try:
+                published = publishing.publish(plan, before_renaming=refuse_if_interrupted)
+            except OSError as err:  # the folder of --out changed under the run
+                return _could_not_publish(given, plan, err)
         except publishing.InterruptedAfterPublishing as err:
             return _interrupted_after_publishing(given, err.published)
         except BaseException as err:
