@@ -89,7 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     stderr: during the start-up imports through the handler of
     :mod:`pymc_pcrp._startup`, afterwards as a ``KeyboardInterrupt`` that is also
     recorded, so that one swallowed by a library still stops the command from
-    publishing a result.
+    publishing a result. A Ctrl-C that comes after the command has reported how
+    it ended leaves that status (and the interpreter's shutdown, see
+    :func:`pymc_pcrp._startup.restore`).
     """
     previous = _startup.command_handler()
     status = None
@@ -106,9 +108,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Ctrl-C is held back while numba loads or compiles a kernel (see watch_interrupts)
         with watch_interrupts() as interrupts:
             status = _run(args, argv, interrupts)
-    except KeyboardInterrupt:  # before a command could report it itself
-        print("error: Interrupted; nothing was written.", file=sys.stderr, flush=True)
-        status = 130
+    except KeyboardInterrupt:
+        if status is None:  # before the command could report it itself
+            print("error: Interrupted; nothing was written.", file=sys.stderr, flush=True)
+            status = 130
+        # else: the command had ended and said how; a Ctrl-C after that changes nothing
     finally:
         _startup.restore(previous, status)
     return status

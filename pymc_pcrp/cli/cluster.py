@@ -522,7 +522,8 @@ def run_cluster(args: argparse.Namespace) -> int:
         seqs = (split_seq, cv_seq, fit_seq, estimate_seq, compare_seq)
         return _run_and_publish(args, plan, data, (x, scaling, prior), n_train, seed, start, seqs)
     finally:
-        publishing.release(plan)
+        with publishing.sigint_blocked():  # a Ctrl-C now is reported by main, after this
+            publishing.release(plan)
 
 
 def _run_and_publish(args, plan, data, model_data, n_train, seed, start, seqs) -> int:
@@ -576,6 +577,14 @@ def _run_and_publish(args, plan, data, model_data, n_train, seed, start, seqs) -
             if isinstance(err, SamplingInterrupted) or caused_by_interrupt(err) or seen:
                 return _interrupted(plan, given, err)
             raise
+    try:
+        return _report_published(given, published, estimate.n_clusters)
+    except KeyboardInterrupt:
+        return _interrupted_after_publishing(given, published)
+
+
+def _report_published(given: str, published: publishing.Published, n_clusters: int) -> int:
+    """Say where the results are; return 0, or 1 when they are not at ``--out``."""
     if published.instead is not None:
         print(
             f"{_PROG}: error: {published.instead}; the results of this run are in "
@@ -586,7 +595,7 @@ def _run_and_publish(args, plan, data, model_data, n_train, seed, start, seqs) -
         return 1
     replaced = " (replacing the earlier result)" if published.replaced else ""
     print(
-        f"{estimate.n_clusters} cluster(s) in the point estimate; results written to "
+        f"{n_clusters} cluster(s) in the point estimate; results written to "
         f"'{given}'{replaced}.{_leftover_note(published)}",
         flush=True,
     )
