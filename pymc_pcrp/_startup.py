@@ -52,7 +52,7 @@ def _during_start_up(signum, frame) -> None:
 
 def _install_start_up_handler() -> None:
     # only over Python's own handler: a SIGINT ignored by the caller stays ignored
-    if is_command_line() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    if _COMMAND_LINE[0] and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _during_start_up)
 
 
@@ -71,7 +71,7 @@ def restore(previous, status: int | None = None) -> None:
     """
     if previous is None or threading.current_thread() is not threading.main_thread():
         return
-    if status is not None and is_command_line() and previous is signal.default_int_handler:
+    if status is not None and _COMMAND_LINE[0] and previous is signal.default_int_handler:
 
         def after_the_end(signum, frame) -> None:
             for stream in (sys.stdout, sys.stderr):
@@ -109,4 +109,6 @@ def interrupt_seen() -> bool:
     return _SEEN[0]
 
 
+# decided at the package's first import: once runpy runs __main__, sys.argv[0] is its path
+_COMMAND_LINE = [is_command_line()]
 _install_start_up_handler()

@@ -482,6 +482,7 @@ def test_importing_the_library_leaves_sigint_alone():
     from pymc_pcrp import _startup
 
     assert not _startup.is_command_line()  # pytest is not the command line
+    assert _startup._COMMAND_LINE == [False]
     assert signal.getsignal(signal.SIGINT) is not _startup._during_start_up
 
 
@@ -514,7 +515,7 @@ def test_a_ctrl_c_during_shutdown_ends_with_the_commands_status(tmp_path):
         import signal, sys
         from pymc_pcrp import _startup
 
-        _startup.is_command_line = lambda: True  # as under python -m pymc_pcrp
+        _startup._COMMAND_LINE[0] = True  # as under python -m pymc_pcrp
         previous = _startup.command_handler()
         _startup.restore(previous, 7)  # the command ended with status 7
         print("ended", flush=True)

@@ -516,14 +516,21 @@ def run_cluster(args: argparse.Namespace) -> int:
         return _error(str(err))
     except OSError as err:
         return _error(f"cannot prepare --out '{args.out}': {err.strerror or err}")
+    status = None
     try:
         for note in plan.notes:
             print(note, flush=True)
         seqs = (split_seq, cv_seq, fit_seq, estimate_seq, compare_seq)
-        return _run_and_publish(args, plan, data, (x, scaling, prior), n_train, seed, start, seqs)
+        status = _run_and_publish(args, plan, data, (x, scaling, prior), n_train, seed, start, seqs)
+        return status
     finally:
-        with publishing.sigint_blocked():  # a Ctrl-C now is reported by main, after this
-            publishing.release(plan)
+        try:
+            with publishing.sigint_blocked():  # the lock is released whole, then the Ctrl-C
+                publishing.release(plan)
+        except KeyboardInterrupt:
+            if status is None:
+                raise
+            # the outcome is decided and reported: a Ctrl-C after that changes nothing
 
 
 def _run_and_publish(args, plan, data, model_data, n_train, seed, start, seqs) -> int:
