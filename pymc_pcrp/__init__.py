@@ -30,6 +30,9 @@ variable ``PYMC_PCRP_NO_PATCH=1`` before the import, or call
 ``pymc_pcrp.pymc_integration.uninstall()``, to keep PyMC's functions as they are.
 """
 
+import pymc_pcrp._startup  # noqa: F401  (first: a Ctrl-C of the command line during the imports)
+
+# isort: split
 from importlib.metadata import PackageNotFoundError, version
 
 from pymc_pcrp import (
@@ -45,6 +48,7 @@ from pymc_pcrp import (
 )
 from pymc_pcrp.diagnostics import ConvergenceWarning, SamplingInterrupted, check_convergence
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
+from pymc_pcrp.estimator import PCRPMixture
 from pymc_pcrp.fitting import build_model, fit
 from pymc_pcrp.posterior import (
     point_estimate,
@@ -69,6 +73,7 @@ __all__ = [
     "NIWPrior",
     "PCRPGibbs",
     "PCRPHyper",
+    "PCRPMixture",
     "PowerCRP",
     "SamplingInterrupted",
     "__version__",

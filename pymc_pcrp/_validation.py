@@ -11,31 +11,43 @@ from pytensor.tensor.random.op import RandomVariable
 __all__ = [
     "check_data",
     "check_positive_scalar",
+    "check_power",
     "check_prior_scale",
     "check_spd",
     "depends_on_random_variable",
+    "frame_to_array",
+    "max_power",
 ]
 
 
 def check_data(x, name: str = "observed") -> np.ndarray:
     """Return ``x`` as a float64 array of shape ``(N, D)``.
 
-    A 1-D input of shape ``(N,)`` is read as ``N`` one-dimensional points.
+    A 1-D input of shape ``(N,)`` is read as ``N`` one-dimensional points. A
+    pandas ``DataFrame`` or ``Series`` is checked column by column first
+    (:func:`frame_to_array`); a masked array is accepted when nothing is masked.
 
     Raises
     ------
     ValueError
         If ``x`` is not 1-D or 2-D, is empty, holds complex numbers, NaN or
-        infinite values, or has a column whose magnitude the NIW arithmetic
-        cannot represent (above ``1e100`` or, when not all zero, below ``1e-100``:
-        sums of squares would overflow or underflow).
+        infinite values, missing values (a masked entry, ``pd.NA``, ``None``),
+        non-numeric values or columns (dates, times, categories, text), or has a
+        column whose magnitude the NIW arithmetic cannot represent (above
+        ``1e100`` or, when not all zero, below ``1e-100``: sums of squares would
+        overflow or underflow). The message names the argument, the column or
+        the rows, and the fix.
     """
+    if _is_pandas(x):
+        x = frame_to_array(x, name)
+    elif np.ma.isMaskedArray(x):
+        x = _unmasked(x, name)
     if np.iscomplexobj(np.asarray(x)):
         raise ValueError(
             f"Argument '{name}' holds complex numbers; pass real data (for example the real "
             "and imaginary parts as separate columns)."
         )
-    arr = np.asarray(x, dtype=np.float64)
+    arr = _as_float(x, name)
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
@@ -55,6 +67,155 @@ def check_data(x, name: str = "observed") -> np.ndarray:
         )
     _check_magnitude(arr, name)
     return arr
+
+
+def _is_pandas(x) -> bool:
+    module = type(x).__module__
+    if not module.startswith("pandas"):
+        return False
+    import pandas as pd
+
+    return isinstance(x, pd.DataFrame | pd.Series)
+
+
+_MISSING_ADVICE = (
+    "the current families cannot marginalise missing values yet: drop those rows or impute "
+    "them before clustering"
+)
+
+
+def _unmasked(x: np.ma.MaskedArray, name: str) -> np.ndarray:
+    """Return the data of a masked array with nothing masked; refuse masked entries by row."""
+    mask = np.ma.getmaskarray(x)
+    if mask.any():
+        rows = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1)) if mask.ndim else [0]
+        raise ValueError(
+            f"Argument '{name}' is a masked array with {int(mask.sum())} masked (missing) "
+            f"value(s), first in row(s) {list(map(int, rows[:5]))}; {_MISSING_ADVICE} (for "
+            f"example {name}[~{name}.mask.any(axis=1)])."
+        )
+    return np.ma.getdata(x)
+
+
+def _as_float(x, name: str) -> np.ndarray:
+    """``np.asarray(x, float64)``, refusing missing and non-numeric entries by name."""
+    try:
+        return np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        arr = np.asarray(x, dtype=object)
+        if arr.ndim >= 1:
+            import pandas as pd
+
+            missing = np.asarray(pd.isna(arr)).reshape(arr.shape[0], -1).any(axis=1)
+            if missing.any():
+                rows = np.flatnonzero(missing)
+                raise ValueError(
+                    f"Argument '{name}' holds {int(missing.sum())} row(s) with missing values "
+                    f"(None, pd.NA or NaN), first in row(s) {rows[:5].tolist()}; "
+                    f"{_MISSING_ADVICE}."
+                ) from None
+        raise ValueError(
+            f"Argument '{name}' holds values that are not numbers ({err}); pass numeric data "
+            "(encode text or categories as numbers, or leave those columns out)."
+        ) from None
+
+
+def _column_problem(column, label: str) -> str | None:
+    """Why a pandas column cannot be clustered, or None if it can (numbers or booleans)."""
+    import pandas as pd
+
+    dtype = column.dtype
+    where = f"column {label!r} (dtype {dtype})"
+    if isinstance(dtype, pd.CategoricalDtype):
+        return (
+            f"{where} is categorical: the current families cluster numeric columns only; "
+            "leave it out, or encode it as numbers (for example pandas.get_dummies) if "
+            "treating it as continuous makes sense"
+        )
+    if (
+        pd.api.types.is_datetime64_any_dtype(dtype)
+        or pd.api.types.is_timedelta64_dtype(dtype)
+        or isinstance(dtype, pd.PeriodDtype)
+    ):
+        return (
+            f"{where} holds dates or durations: the current families cluster numeric columns "
+            "only; leave it out, or convert it to numbers (for example seconds since a "
+            "reference time)"
+        )
+    if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
+        if pd.api.types.is_complex_dtype(dtype):
+            return f"{where} holds complex numbers: split it into real and imaginary parts"
+        return None
+    values = column.dropna()
+    numbers = pd.to_numeric(values, errors="coerce")
+    text = values[numbers.isna()]
+    if len(text):
+        return (
+            f"{where} holds text (for example {str(text.iloc[0])!r}): the current families "
+            "cluster numeric columns only; leave it out, or encode it as numbers"
+        )
+    return None
+
+
+def frame_to_array(frame, name: str = "X") -> np.ndarray:
+    """Return a pandas ``DataFrame`` (or ``Series``) as a float64 array, column types checked.
+
+    Numeric and boolean columns are kept (nullable ones too); a column of
+    dates, durations, categories or text is refused naming the column, and
+    missing values (``NaN``, ``pd.NA``, ``None``) are refused naming the rows.
+
+    Raises
+    ------
+    ValueError
+        With the column or the rows and the fix.
+    """
+    import pandas as pd
+
+    one = isinstance(frame, pd.Series)
+    table = frame.to_frame() if one else frame
+    for label, (_, column) in zip(table.columns, table.items(), strict=True):
+        problem = _column_problem(column, str(label))
+        if problem is not None:
+            raise ValueError(f"Argument '{name}': {problem}.")
+    missing = table.isna().to_numpy().any(axis=1)
+    if missing.any():
+        rows = np.flatnonzero(missing)
+        labels = [table.index[i] for i in rows[:5]]
+        raise ValueError(
+            f"Argument '{name}' has {int(missing.sum())} row(s) with missing values (NaN, "
+            f"pd.NA or None), first at position(s) {rows[:5].tolist()} (index {labels}); "
+            f"{_MISSING_ADVICE} (for example {name}.dropna())."
+        )
+    arr = table.apply(pd.to_numeric).to_numpy(dtype=np.float64)
+    return arr[:, 0] if one else arr
+
+
+def max_power(n: int) -> float:
+    """Return the largest ``r`` with ``n ** r`` finite in double precision (``inf`` for n < 2)."""
+    if n < 2:
+        return float("inf")
+    return float(np.log(np.finfo(np.float64).max) / np.log(n))
+
+
+def check_power(value, n: int, name: str = "power") -> float:
+    """Return ``value`` as a float ``> 0`` small enough that ``n ** value`` is finite.
+
+    The pCRP weighs a cluster of ``m`` points by ``m ** r``; above
+    :func:`max_power` of the number of points, ``n ** r`` overflows double
+    precision and the sampler's weights are no longer numbers. Long before
+    that the prior puts all points in one cluster (``r = 10`` already does on
+    a few dozen points), so the bound refuses only meaningless values.
+    """
+    power = check_positive_scalar(value, name)
+    limit = max_power(n)
+    if power > limit:
+        raise ValueError(
+            f"Argument '{name}' = {power:g} is too large for {n} points: the pCRP weight n^r "
+            f"of a cluster of {n} points overflows double precision above r = {limit:.4g} "
+            "(log of the largest double over log n). Such powers put every point in one "
+            "cluster anyway; usual values are between 1 and 2."
+        )
+    return power
 
 
 #: Column magnitudes outside [_TINY, _HUGE] make sums of squares overflow or underflow.

@@ -23,7 +23,7 @@ import pymc as pm
 from pymc.util import RandomState
 
 from pymc_pcrp._runtime.interrupts import watch_interrupts
-from pymc_pcrp._validation import check_data, check_positive_scalar
+from pymc_pcrp._validation import check_data, check_positive_scalar, check_power
 from pymc_pcrp.diagnostics import (
     SamplingInterrupted,
     check_complete,
@@ -174,7 +174,7 @@ def build_model(
         ``x`` (dims ``obs_id, feature``) and the number of clusters ``n_clusters``.
     """
     x, coords = _data_and_coords(X)
-    power = check_positive_scalar(power, "power")
+    power = check_power(power, x.shape[0])
     alpha = check_positive_scalar(alpha, "alpha")
     prior = _default_prior(x, prior, covariance)
     n = x.shape[0]

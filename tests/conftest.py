@@ -80,8 +80,18 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     "test_distributed": frozenset(
         {"test_fit_parallel_on_dask_equals_fit", "test_cross_validation_on_dask_equals_sequential"}
     ),
-    # a real cluster command interrupted by SIGINT (the fit-level check stays fast)
-    "test_interrupts": frozenset({"test_cluster_command_interrupted_publishes_nothing"}),
+    # a real cluster command interrupted by SIGINT (the fit-level check stays fast), and a
+    # fresh process importing the whole package to be interrupted as it shuts down (the
+    # start-up interrupt stays fast: it ends the process early in its imports)
+    "test_interrupts": frozenset(
+        {
+            "test_cluster_command_interrupted_publishes_nothing",
+            "test_a_ctrl_c_during_shutdown_ends_with_the_commands_status",
+        }
+    ),
+    # the command run as a user runs it, in a fresh process (5-13 s of imports); the same
+    # refusals run in-process in the fast tier
+    "test_cli_inputs": frozenset({"test_the_command_refuses_bad_input_as_a_user_runs_it"}),
     # two fresh processes, the first compiling every kernel into an empty cache
     "test_compile_notice": frozenset(
         {"test_cold_cache_announces_compilation_once_and_warm_cache_does_not"}

@@ -1,6 +1,7 @@
 """The ``cluster`` subcommand: reading data, clustering, writing outputs, and refusing bad input."""
 
 import argparse
+import errno
 
 import arviz as az
 import numpy as np
@@ -10,6 +11,7 @@ import pymc_pcrp as pcrp
 
 from pymc_pcrp.cli import cluster as cluster_command
 from pymc_pcrp.cli.cluster import add_cluster_parser, run_cluster
+from pymc_pcrp.cli.publish import MARKER_NAME
 from pymc_pcrp.model_selection import CVResult
 from pymc_pcrp.sampler.options import auto_sweeps_per_draw
 
@@ -53,6 +55,13 @@ def _assert_recovers(labels, truth):
     assert first[0] != second[0]
 
 
+def _earlier_result(out, text="old"):
+    """Make ``out`` look like an earlier result of the command (its marker file included)."""
+    out.mkdir(exist_ok=True)
+    (out / "summary.md").write_text(text)
+    (out / MARKER_NAME).write_text('{"written_by": "pymc_pcrp cluster", "format": 1}\n')
+
+
 def _leftovers(directory):
     return [p.name for p in directory.iterdir() if "incomplete" in p.name or ".old-" in p.name]
 
@@ -61,8 +70,7 @@ def test_csv_with_named_columns_and_overwrite(tmp_path, capsys):
     x, truth = _two_clusters()
     data = _write_csv(tmp_path / "data.csv", x)
     out = tmp_path / "result"
-    out.mkdir()  # an earlier result, replaced because of --overwrite
-    (out / "summary.md").write_text("old")
+    _earlier_result(out)  # an earlier result, replaced because of --overwrite
     (out / "stale.txt").write_text("old")
     # Seed 2: with the learned NIW scale, one of the two 60-draw chains of seed 1 stays
     # in one cluster (plain Gibbs rarely splits a cluster holding both blobs; the report
@@ -77,7 +85,7 @@ def test_csv_with_named_columns_and_overwrite(tmp_path, capsys):
     assert run_cluster(args) == 0
     expected = {
         "labels.csv", "idata.nc", "summary.md", "k_trace.png", "k_posterior.png",
-        "clusters_2d.png", "similarity.png",
+        "clusters_2d.png", "similarity.png", MARKER_NAME,
     }  # fmt: skip
     assert {p.name for p in out.iterdir()} == expected
     assert _leftovers(tmp_path) == []
@@ -128,7 +136,7 @@ def test_csv_with_named_columns_and_overwrite(tmp_path, capsys):
     ):
         assert text in summary
     assert "Cross-validation" not in summary
-    for png in expected - {"labels.csv", "idata.nc", "summary.md"}:
+    for png in expected - {"labels.csv", "idata.nc", "summary.md", MARKER_NAME}:
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -328,7 +336,7 @@ def test_bad_csv_input_is_refused_with_a_message(tmp_path, capsys, case):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"this is not a numpy file", "cannot read"),
+        (b"this is not a numpy file", "is text, not a .npy array"),
         (None, "not a finite number"),
         ("strings", "dtype <U"),
         ("3d", "shape (2, 2, 2)"),
@@ -362,9 +370,9 @@ def test_output_directory_in_the_way(tmp_path, capsys):
     out.mkdir()
     (out / "precious.txt").write_text("keep me")
     assert run_cluster(_args(path, "--power", 1.1, "--out", out)) == 2
-    assert "already exists and is not empty" in capsys.readouterr().err
+    assert "already exists and holds files this command did not write" in capsys.readouterr().err
     assert run_cluster(_args(path, "--power", 1.1, "--out", out, "--overwrite")) == 2
-    assert "does not look like an earlier result" in capsys.readouterr().err
+    assert "was not written by this command" in capsys.readouterr().err
     assert [p.name for p in out.iterdir()] == ["precious.txt"]
     a_file = tmp_path / "file"
     a_file.write_text("")
@@ -396,14 +404,13 @@ def test_failure_midway_leaves_no_complete_looking_output(tmp_path, monkeypatch,
     assert not out.exists()
     assert _leftovers(tmp_path) == []
     # an earlier result survives a failed --overwrite run untouched
-    out.mkdir()
-    (out / "summary.md").write_text("earlier")
+    _earlier_result(out, "earlier")
     with pytest.raises(RuntimeError, match="boom"):
         run_cluster(
             _args(data, "--columns", "x,y", "--power", 1.1, "--draws", 5, "--tune", 5,
                   "--chains", 1, "--out", out, "--overwrite")
         )  # fmt: skip
-    assert [p.name for p in out.iterdir()] == ["summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == sorted([MARKER_NAME, "summary.md"])
     assert (out / "summary.md").read_text() == "earlier"
     assert _leftovers(tmp_path) == []
 
@@ -493,7 +500,7 @@ def test_output_through_a_symbolic_link(tmp_path, target_state):
     if target_state != "missing":
         target.mkdir()
     if target_state == "earlier_result":
-        (target / "summary.md").write_text("old")
+        _earlier_result(target)
     link = tmp_path / "link"
     link.symlink_to(target, target_is_directory=True)
     args = _args(
@@ -562,3 +569,108 @@ def test_chains_in_different_groups_get_a_figure_of_their_clusterings(tmp_path):
         assert ("chain_groups.png" in files) == (comparison is split)
         assert (out / "chain_groups.png").is_file() == (comparison is split)
     assert (tmp_path / "two" / "chain_groups.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# -- publishing at --out: what appeared meanwhile is kept, messages say what is true -----------
+
+
+def _small_run(data, out, *extra):
+    return _args(
+        data, "--columns", "x,y", "--power", 1.1, "--draws", 5, "--tune", 5, "--chains", 1,
+        "--seed", 3, "--out", out, *extra,
+    )  # fmt: skip
+
+
+def test_a_folder_created_at_out_during_the_run_is_kept(tmp_path, monkeypatch, capsys):
+    x, _ = _two_clusters(n_per=5)
+    data = _write_csv(tmp_path / "data.csv", x)
+    out = tmp_path / "res"
+    original = cluster_command._write_figures
+
+    def user_creates_out_meanwhile(*args, **kwargs):
+        out.mkdir()
+        (out / "notes.txt").write_text("my thesis")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(cluster_command, "_write_figures", user_creates_out_meanwhile)
+    assert run_cluster(_small_run(data, out)) == 1
+    err = capsys.readouterr().err
+    assert "changed while this run was working" in err
+    assert f"the results of this run are in '{tmp_path / 'res-2'}' instead" in err
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+    assert (out / "notes.txt").read_text() == "my thesis"
+    assert (tmp_path / "res-2" / "labels.csv").is_file()
+    assert _leftovers(tmp_path) == [] and not (tmp_path / ".res.lock").exists()
+
+
+def test_a_full_disk_while_writing_publishes_nothing_and_says_so(tmp_path, monkeypatch, capsys):
+    x, _ = _two_clusters(n_per=5)
+    data = _write_csv(tmp_path / "data.csv", x)
+    out = tmp_path / "res"
+    _earlier_result(out, "earlier")
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cluster_command, "write_labels", disk_full)
+    assert run_cluster(_small_run(data, out, "--overwrite")) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "could not write the results (No space left on device); nothing was published" in err
+    assert "free some space or choose another --out" in err
+    assert (out / "summary.md").read_text() == "earlier"
+    assert _leftovers(tmp_path) == []
+
+
+def test_an_interrupt_while_the_old_result_is_removed_says_the_new_one_is_in_place(
+    tmp_path, monkeypatch, capsys
+):
+    x, _ = _two_clusters(n_per=5)
+    data = _write_csv(tmp_path / "data.csv", x)
+    out = tmp_path / "res"
+    _earlier_result(out, "earlier")
+    from pymc_pcrp.cli import publish as publishing
+
+    original = publishing._remove_result
+    calls = []
+
+    def interrupted_once(path):
+        calls.append(path)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return original(path)
+
+    monkeypatch.setattr(publishing, "_remove_result", interrupted_once)
+    assert run_cluster(_small_run(data, out, "--overwrite")) == 130
+    err = capsys.readouterr().err
+    assert "Interrupted just after the results were published" in err
+    assert "holds the new, complete result" in err
+    assert "the next run on this --out removes it" in err
+    assert "Nothing was written" not in err
+    assert (out / "summary.md").read_text() != "earlier"
+    assert (out / "labels.csv").is_file()
+    assert len(_leftovers(tmp_path)) == 1
+    monkeypatch.setattr(publishing, "_remove_result", original)
+    assert run_cluster(_small_run(data, out, "--overwrite")) == 0
+    assert "left behind by an earlier run" in capsys.readouterr().out
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_rename_that_fails_at_the_end_keeps_the_results_and_names_them(
+    tmp_path, monkeypatch, capsys
+):
+    x, _ = _two_clusters(n_per=5)
+    data = _write_csv(tmp_path / "data.csv", x)
+    from pymc_pcrp.cli import publish as publishing
+
+    def permission_denied(src, dst):
+        raise PermissionError(errno.EACCES, "Permission denied", str(src))
+
+    monkeypatch.setattr(publishing, "_rename_no_replace", permission_denied)
+    assert run_cluster(_small_run(data, tmp_path / "res")) == 1
+    err = capsys.readouterr().err
+    assert "could not publish the results at" in err and "(Permission denied)" in err
+    (kept,) = tmp_path.glob(".res.incomplete-*")
+    assert f"they are complete in '{kept}'" in err
+    assert (kept / "labels.csv").is_file() and (kept / "summary.md").is_file()
+    assert not (tmp_path / "res").exists()

@@ -29,6 +29,7 @@ from pymc_pcrp._runtime.interrupts import (
 )
 from pymc_pcrp.cli import cluster as cluster_command
 from pymc_pcrp.cli import main
+from pymc_pcrp.cli.publish import MARKER_NAME
 from pymc_pcrp.step_methods.pcrp_gibbs import PCRPGibbs
 
 FIT_SCRIPT = textwrap.dedent(
@@ -114,6 +115,7 @@ def test_cluster_command_interrupted_publishes_nothing(tmp_path):
     out = tmp_path / "result"
     out.mkdir()
     (out / "summary.md").write_text("an earlier, complete result\n")
+    (out / MARKER_NAME).write_text('{"written_by": "pymc_pcrp cluster", "format": 1}\n')
     (out / "labels.csv").write_text("label\n0\n")
     base = [sys.executable, "-m", "pymc_pcrp", "cluster", str(csv), "--power", "1.1",
             "--tune", "10", "--chains", "2", "--cores", "1", "--seed", "1"]  # fmt: skip
@@ -158,7 +160,7 @@ def test_cluster_command_interrupted_publishes_nothing(tmp_path):
     came_back = re.search(r"(\d+) chain\(s\) x (\d+) draws came back", stderr)
     assert came_back is not None and int(came_back.group(2)) < 200000, stderr[-3000:]
     assert (out / "summary.md").read_text() == "an earlier, complete result\n"
-    assert sorted(p.name for p in out.iterdir()) == ["labels.csv", "summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER_NAME, "labels.csv", "summary.md"]
     assert not list(tmp_path.glob(".result.incomplete-*"))
     assert "results written" not in stdout
 
@@ -242,6 +244,7 @@ def _cluster_over_an_earlier_result(tmp_path) -> tuple[int, Path]:
     out = tmp_path / "result"
     out.mkdir()
     (out / "summary.md").write_text("an earlier, complete result\n")
+    (out / MARKER_NAME).write_text('{"written_by": "pymc_pcrp cluster", "format": 1}\n')
     status = main(["cluster", str(csv), "--power", "1.1", "--draws", "20", "--tune", "5",
                    "--chains", "1", "--seed", "1", "--out", str(out), "--overwrite"])  # fmt: skip
     return status, out
@@ -255,7 +258,7 @@ def test_cluster_command_reports_an_interrupt_inside_a_kernel(monkeypatch, tmp_p
     status, out = _cluster_over_an_earlier_result(tmp_path)
     assert status == 130
     assert "Nothing was written to" in capsys.readouterr().err
-    assert sorted(p.name for p in out.iterdir()) == ["summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER_NAME, "summary.md"]
     assert (out / "summary.md").read_text() == "an earlier, complete result\n"
     assert not list(tmp_path.glob(".result.incomplete-*"))
 
@@ -373,7 +376,7 @@ def test_cluster_command_publishes_nothing_after_a_ctrl_c_a_library_swallowed(
     status, out = _cluster_with_figures_that(monkeypatch, tmp_path, then)
     assert status == 130
     assert "Nothing was written to" in capsys.readouterr().err
-    assert sorted(p.name for p in out.iterdir()) == ["summary.md"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER_NAME, "summary.md"]
     assert (out / "summary.md").read_text() == "an earlier, complete result\n"
     assert not list(tmp_path.glob(".result.incomplete-*"))
 
@@ -443,3 +446,86 @@ def test_steps_in_other_threads_do_not_hold_ctrl_c_back(python_sigint_handler):
     finally:
         stop.set()
         worker.join(10)
+
+
+# -- Ctrl-C from the first instant: start-up imports, and a record that outlives a swallow ----
+
+
+def test_ctrl_c_during_the_start_up_imports_exits_130_with_one_line(tmp_path):
+    csv = tmp_path / "d.csv"
+    np.savetxt(csv, np.random.default_rng(0).normal(size=(20, 2)), delimiter=",")
+    out = tmp_path / "result"
+    proc = subprocess.Popen(
+        [sys.executable, "-X", "importtime", "-m", "pymc_pcrp", "cluster", str(csv),
+         "--power", "1.1", "--out", str(out)],
+        cwd=tmp_path, env=_env(), preexec_fn=_default_sigint,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    # -X importtime reports every import as it ends: wait until the package's own imports
+    # run (its first module is pymc_pcrp._startup), then interrupt while pymc loads
+    imported = []
+    for line in proc.stderr:
+        imported.append(line)
+        if "pymc_pcrp._startup" in line:
+            break
+    time.sleep(0.3)
+    assert proc.poll() is None, "".join(imported)[-2000:]
+    proc.send_signal(signal.SIGINT)
+    stdout, rest = proc.communicate(timeout=120)
+    messages = [line for line in rest.splitlines() if not line.startswith("import time:")]
+    assert proc.returncode == 130, rest[-3000:]
+    assert messages == ["error: Interrupted while starting up; nothing was written."]
+    assert stdout == "" and not out.exists() and not list(tmp_path.glob(".result*"))
+
+
+def test_importing_the_library_leaves_sigint_alone():
+    from pymc_pcrp import _startup
+
+    assert not _startup.is_command_line()  # pytest is not the command line
+    assert _startup._COMMAND_LINE == [False]
+    assert signal.getsignal(signal.SIGINT) is not _startup._during_start_up
+
+
+def test_a_ctrl_c_swallowed_outside_every_watch_still_publishes_nothing(
+    monkeypatch, tmp_path, capsys
+):
+    from pymc_pcrp import _startup
+
+    original = cluster_command._write_figures
+
+    def write_figures(*args, **kwargs):
+        # what the command's own handler records before a library swallows the interrupt
+        _startup._SEEN[0] = True
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(cluster_command, "_write_figures", write_figures)
+    try:
+        status, out = _cluster_over_an_earlier_result(tmp_path)
+    finally:
+        _startup._SEEN[0] = False
+    assert status == 130
+    assert "Nothing was written to" in capsys.readouterr().err
+    assert (out / "summary.md").read_text() == "an earlier, complete result\n"
+    assert not list(tmp_path.glob(".result.incomplete-*"))
+
+
+def test_a_ctrl_c_during_shutdown_ends_with_the_commands_status(tmp_path):
+    script = textwrap.dedent(
+        """
+        import signal, sys
+        from pymc_pcrp import _startup
+
+        _startup._COMMAND_LINE[0] = True  # as under python -m pymc_pcrp
+        previous = _startup.command_handler()
+        _startup.restore(previous, 7)  # the command ended with status 7
+        print("ended", flush=True)
+        signal.raise_signal(signal.SIGINT)  # lands while the interpreter shuts down
+        print("not reached")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, env=_env(), preexec_fn=_default_sigint,
+    )  # fmt: skip
+    assert done.returncode == 7, done.stderr[-3000:]
+    assert done.stdout == "ended\n" and "Traceback" not in done.stderr

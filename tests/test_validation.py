@@ -56,3 +56,16 @@ def test_a_string_for_alpha_or_power_is_refused_by_name(arg):
         pcrp.PowerCRP("z", **kwargs)
     with pytest.raises(ValueError, match=f"Argument '{arg}' must be a number"):
         pcrp.fit(np.arange(6.0), **{"power" if arg == "power" else "alpha": "1"}, draws=2)
+
+
+def test_the_power_is_bounded_where_n_to_the_r_overflows():
+    from pymc_pcrp._validation import check_power, max_power
+
+    limit = max_power(60)
+    with np.errstate(over="ignore"):
+        assert np.isfinite(np.power(60.0, limit * (1 - 1e-9)))
+        assert not np.isfinite(np.power(60.0, limit * 1.01))
+    assert check_power(limit, 60) == limit
+    with pytest.raises(ValueError, match=r"'power' = 1e\+308 is too large for 60 points"):
+        check_power(1e308, 60)
+    assert max_power(1) == np.inf  # one point: any power

@@ -14,6 +14,7 @@ import sys
 
 from collections.abc import Sequence
 
+from pymc_pcrp import _startup
 from pymc_pcrp._runtime.interrupts import (
     InterruptWatch,
     caused_by_interrupt,
@@ -82,19 +83,39 @@ def _add_reproduce_parser(subparsers) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m pymc_pcrp`` and of the ``pymc-pcrp`` script."""
-    parser = argparse.ArgumentParser(
-        prog="python -m pymc_pcrp",
-        description="The powered Chinese restaurant process (pCRP) for PyMC.",
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
-    _add_demo_parser(sub)
-    _add_reproduce_parser(sub)
-    add_cluster_parser(sub)
-    args = parser.parse_args(argv)
-    # Ctrl-C is held back while numba loads or compiles a kernel (see watch_interrupts)
-    with watch_interrupts() as interrupts:
-        return _run(args, argv, interrupts)
+    """Entry point of ``python -m pymc_pcrp`` and of the ``pymc-pcrp`` script.
+
+    A Ctrl-C at any moment ends the command with status 130 and one line on
+    stderr: during the start-up imports through the handler of
+    :mod:`pymc_pcrp._startup`, afterwards as a ``KeyboardInterrupt`` that is also
+    recorded, so that one swallowed by a library still stops the command from
+    publishing a result. A Ctrl-C that comes after the command has reported how
+    it ended leaves that status (and the interpreter's shutdown, see
+    :func:`pymc_pcrp._startup.restore`).
+    """
+    previous = _startup.command_handler()
+    status = None
+    try:
+        parser = argparse.ArgumentParser(
+            prog="python -m pymc_pcrp",
+            description="The powered Chinese restaurant process (pCRP) for PyMC.",
+        )
+        sub = parser.add_subparsers(dest="command", required=True)
+        _add_demo_parser(sub)
+        _add_reproduce_parser(sub)
+        add_cluster_parser(sub)
+        args = parser.parse_args(argv)
+        # Ctrl-C is held back while numba loads or compiles a kernel (see watch_interrupts)
+        with watch_interrupts() as interrupts:
+            status = _run(args, argv, interrupts)
+    except KeyboardInterrupt:
+        if status is None:  # before the command could report it itself
+            print("error: Interrupted; nothing was written.", file=sys.stderr, flush=True)
+            status = 130
+        # else: the command had ended and said how; a Ctrl-C after that changes nothing
+    finally:
+        _startup.restore(previous, status)
+    return status
 
 
 def _run(args: argparse.Namespace, argv: Sequence[str] | None, interrupts: InterruptWatch) -> int:
@@ -105,14 +126,14 @@ def _run(args: argparse.Namespace, argv: Sequence[str] | None, interrupts: Inter
     except BaseException as err:
         # caused_by_interrupt: Ctrl-C itself, or inside a compiled kernel (numba wraps it);
         # interrupts.seen: a Ctrl-C that a library swallowed or turned into another error
-        if not (
-            isinstance(err, SamplingInterrupted) or caused_by_interrupt(err) or interrupts.seen
-        ):
+        seen = interrupts.seen or _startup.interrupt_seen()
+        if not (isinstance(err, SamplingInterrupted) or caused_by_interrupt(err) or seen):
             raise
         what = str(err) if isinstance(err, SamplingInterrupted) else "Interrupted."
         print(f"error: {what} The {args.command} run did not finish.", file=sys.stderr)
         return 130
-    if interrupts.seen:  # swallowed by a library: the run went on, its output may lack a part
+    # swallowed by a library: the run went on, its output may lack a part
+    if interrupts.seen or _startup.interrupt_seen():
         print(
             f"error: Interrupted. The {args.command} run was interrupted; what it wrote may be "
             "incomplete.",

@@ -38,28 +38,32 @@ remedy: more draws, more chains, another ``r``, more split-merge proposals
 checked. If ``--power auto`` finds no jump of the loss, the output likewise
 says that ``r`` is only the top of the grid.
 
-**No half-written output.** Everything is written into a fresh temporary
-directory next to ``DIR`` (in the same parent, named
-``.DIR.incomplete-XXXXXXXX``) that is renamed to ``DIR`` only after every file
-has been written. On an error the temporary directory is removed; if the
-process is killed, what remains carries ``incomplete`` in its name, and ``DIR``
-itself never appears half-filled. An existing non-empty ``DIR`` is replaced
-only with ``--overwrite`` and only if it looks like an earlier output of this
-command (it holds a ``summary.md``). An interrupted run (Ctrl-C, or sampling that
-returned fewer chains or draws than asked) publishes nothing, leaves an earlier
-result in ``DIR`` as it was, says so on stderr and exits with status 130.
+**No half-written output, no user file lost** (:mod:`pymc_pcrp.cli.publish`).
+Everything is written into a fresh temporary directory next to ``DIR`` (in the
+same parent, named ``.DIR.incomplete-XXXXXXXX``) that is renamed to ``DIR``
+only after every file has been written. ``DIR`` is locked for the run and
+checked before the fit and again just before publishing. An existing non-empty
+``DIR`` is replaced only with ``--overwrite`` and only if this command wrote it
+(its marker file ``.pymc_pcrp-result``), by an atomic exchange; anything that
+appeared at ``DIR`` during the run is left alone and the results go to
+``DIR-2`` (or the next free name) instead, with exit status 1. Leftovers of
+killed runs are removed by the next run. An interrupted run (Ctrl-C at any
+moment, or sampling that returned fewer chains or draws than asked) publishes
+nothing, leaves an earlier result in ``DIR`` as it was, says so on stderr and
+exits with status 130.
 
 **Errors.** Problems with the input (missing or unreadable file, unknown
 column, non-numeric, empty, NaN or infinite cells, fewer than two rows, a
 constant column, an output directory in the way) and invalid options are
-reported on stderr as one message naming the problem, with exit status 2.
+reported on stderr as one message naming the problem, with exit status 2,
+before any work is done. Results that could not be written (a full disk) or
+not be published at ``DIR`` give status 1 and a message saying what happened.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
+import errno
 import sys
 import time
 import warnings
@@ -70,7 +74,10 @@ import arviz as az
 import numpy as np
 import pandas as pd
 
+from pymc_pcrp import _startup
 from pymc_pcrp._runtime.interrupts import caused_by_interrupt, watch_interrupts
+from pymc_pcrp._validation import check_power, max_power
+from pymc_pcrp.cli import publish as publishing
 from pymc_pcrp.cli.cluster_options import MAX_SIMILARITY_ROWS, add_cluster_parser
 from pymc_pcrp.cli.cluster_report import (
     ClusterRun,
@@ -81,11 +88,10 @@ from pymc_pcrp.cli.cluster_report import (
 from pymc_pcrp.cli.io import (
     ClusterData,
     InputError,
-    check_output,
+    check_magnitude,
     load_data,
-    make_temporary_dir,
-    publish,
     save_figure,
+    standardize,
     write_labels,
 )
 from pymc_pcrp.diagnostics import (
@@ -201,32 +207,87 @@ def _error(message: str) -> int:
     return 2
 
 
-def _interrupted(out: Path, err: BaseException) -> int:
+def _interrupted(plan: publishing.OutputPlan, given: str, err: BaseException) -> int:
     """Say that the run was cut short and nothing was published; return 130 (as for SIGINT)."""
     what = str(err) if isinstance(err, SamplingInterrupted) else "Interrupted."
-    earlier = " (the earlier result there is untouched)" if out.exists() else ""
+    earlier = " (the earlier result there was not touched)" if plan.start_state == "result" else ""
     print(
-        f"error: {what}\nNothing was written to '{out}'{earlier}.",
+        f"error: {what}\nNothing was written to '{given}'{earlier}.",
         file=sys.stderr,
         flush=True,
     )
     return 130
 
 
+def _interrupted_after_publishing(given: str, published: publishing.Published) -> int:
+    """Ctrl-C after the results were in place: say where they are; return 130."""
+    where = "" if published.where == Path(given) else f" (at '{published.where}')"
+    print(
+        f"error: Interrupted just after the results were published: '{given}'{where} holds "
+        "the new, complete result." + _leftover_note(published),
+        file=sys.stderr,
+        flush=True,
+    )
+    return 130
+
+
+def _leftover_note(published: publishing.Published) -> str:
+    if published.leftover is None:
+        return ""
+    return (
+        f" The earlier result is still at '{published.leftover}' (it could not be removed); "
+        "the next run on this --out removes it."
+    )
+
+
+def _could_not_publish(given: str, plan: publishing.OutputPlan, err: OSError) -> int:
+    """Keep the finished results where they are when the renames fail; say so, return 1."""
+    kept, plan.tmp = plan.tmp, None  # not removed at the end: they are complete
+    print(
+        f"{_PROG}: error: could not publish the results at '{given}' "
+        f"({err.strerror or err}); they are complete in '{kept}': move them yourself "
+        "(the next run on this --out would remove that folder)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return 1
+
+
+def _could_not_write(given: str, err: OSError) -> int:
+    reason = err.strerror or str(err)
+    hint = {
+        errno.ENOSPC: "free some space or choose another --out",
+        errno.EDQUOT: "free some space (disk quota) or choose another --out",
+    }.get(err.errno, "check the folder of --out")
+    print(
+        f"{_PROG}: error: could not write the results ({reason}); nothing was published at "
+        f"'{given}' and an earlier result there was not touched: {hint}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return 1
+
+
 def _seed_int(seq: np.random.SeedSequence) -> int:
     return int(seq.generate_state(1, dtype=np.uint32)[0])
 
 
-def _check_inputs(args: argparse.Namespace) -> tuple[ClusterData, Path, int]:
-    """Read the data and check the output path before any work; raise InputError if invalid."""
+def _check_inputs(
+    args: argparse.Namespace,
+) -> tuple[ClusterData, np.ndarray, tuple | None, int, NIWPrior]:
+    """Read and check the data and the options that depend on it, before any work.
+
+    Returns the data, the array to cluster (standardised with ``--standardize``),
+    the standardisation's mean and sd, the size of the training part of
+    ``--power auto`` and the NIW prior; raises InputError if anything is invalid.
+    """
     data = load_data(args)
-    out = Path(args.out)
-    if out.is_symlink():
-        # Work on the link's target (existing or not): the temporary folder is made beside
-        # the target and renamed onto it, so the link keeps pointing at the result.
-        out = Path(os.path.realpath(out))
-    check_output(out, args.overwrite, Path(args.data))
-    n = data.x.shape[0]
+    x, scaling = data.x, None
+    if args.standardize:
+        x, mean, sd = standardize(x)
+        scaling = (mean, sd)
+    check_magnitude(x, data.names, args.data, args.standardize)
+    n = x.shape[0]
     n_train = 0
     if args.power == "auto":
         n_train = min(max(round(args.cv_fraction * n), 2), n - 1)
@@ -235,7 +296,24 @@ def _check_inputs(args: argparse.Namespace) -> tuple[ClusterData, Path, int]:
                 f"--power auto needs at least 4 rows (2 to train, 1 to hold out), got {n}; "
                 "give --power R"
             )
-    return data, out, n_train
+        if args.cv_grid[-1] > max_power(n):
+            raise InputError(
+                f"--cv-grid reaches r = {args.cv_grid[-1]:g}, too large for {n} rows: the pCRP "
+                f"weight n^r overflows double precision above r = {max_power(n):.4g}; usual "
+                "powers are between 1 and 2"
+            )
+    else:
+        try:
+            check_power(args.power, n)
+        except ValueError as err:
+            message = str(err).replace("Argument 'power'", "--power")
+            message = message.replace(f"too large for {n} points", f"too large for {n} rows")
+            raise InputError(message) from None
+    try:
+        prior = NIWPrior.from_data(x)
+    except ValueError as err:
+        raise InputError(f"the data of '{args.data}' cannot be clustered: {err}") from None
+    return data, x, scaling, n_train, prior
 
 
 def _choose_power(
@@ -405,9 +483,13 @@ def run_cluster(args: argparse.Namespace) -> int:
     Returns
     -------
     int
-        ``0`` on success, ``2`` when the input or the options are invalid (a
-        message has then been printed to stderr and no output directory is
-        left behind), ``130`` when the run was interrupted (nothing published).
+        ``0`` on success; ``1`` when the results could not be written (a full
+        disk: nothing published) or not at ``--out`` (something appeared there
+        during the run: the message names the folder that holds them); ``2``
+        when the input or the options are invalid (a message has then been
+        printed to stderr, before any work, and no output directory is left
+        behind); ``130`` when the run was interrupted (nothing published, or
+        the message says that the interrupt came just after publishing).
 
     Notes
     -----
@@ -418,33 +500,58 @@ def run_cluster(args: argparse.Namespace) -> int:
     """
     start = time.perf_counter()
     try:
-        data, out, n_train = _check_inputs(args)
+        data, x, scaling, n_train, prior = _check_inputs(args)
     except InputError as err:
         return _error(str(err))
 
-    x = data.x
     if args.sweeps_per_draw is None:
         # resolved here so that summary.md states (and its command repeats) the value used
         args.sweeps_per_draw = auto_sweeps_per_draw(*x.shape)
-    scaling = None
-    if args.standardize:
-        mean, sd = x.mean(axis=0), x.std(axis=0, ddof=1)
-        x = (x - mean) / sd
-        scaling = (mean, sd)
     seed = args.seed if args.seed is not None else _seed_int(np.random.SeedSequence())
     split_seq, cv_seq, fit_seq, estimate_seq, compare_seq = np.random.SeedSequence(seed).spawn(5)
 
+    needed = publishing.estimated_result_bytes(*x.shape, args.chains, args.draws)
     try:
-        tmp = make_temporary_dir(out)
+        plan = publishing.prepare(args.out, args.overwrite, Path(args.data), needed)
+    except publishing.OutputError as err:
+        return _error(str(err))
     except OSError as err:
-        return _error(f"cannot create the output directory '{out}': {err.strerror or err}")
+        return _error(f"cannot prepare --out '{args.out}': {err.strerror or err}")
+    status = None
+    try:
+        for note in plan.notes:
+            print(note, flush=True)
+        seqs = (split_seq, cv_seq, fit_seq, estimate_seq, compare_seq)
+        status = _run_and_publish(args, plan, data, (x, scaling, prior), n_train, seed, start, seqs)
+        return status
+    finally:
+        try:
+            with publishing.sigint_blocked():  # the lock is released whole, then the Ctrl-C
+                publishing.release(plan)
+        except KeyboardInterrupt:
+            if status is None:
+                raise
+            # the outcome is decided and reported: a Ctrl-C after that changes nothing
+
+
+def _run_and_publish(args, plan, data, model_data, n_train, seed, start, seqs) -> int:
+    """Fit, write the results into ``plan.tmp`` and publish them; return the exit status."""
+    split_seq, cv_seq, fit_seq, estimate_seq, compare_seq = seqs
+    x, scaling, prior = model_data
+    tmp = plan.tmp
+    given = args.out
+
+    def refuse_if_interrupted() -> None:
+        # the last look, SIGINT already blocked: a Ctrl-C seen at any moment of the run,
+        # even one a library swallowed, publishes nothing
+        if interrupts.seen or _startup.interrupt_seen():
+            raise KeyboardInterrupt
 
     # seen: a library may swallow or garble the KeyboardInterrupt (matplotlib's renderer
     # turns one into 'ValueError: Invalid bounding box'); any Ctrl-C before publishing
     # makes the run interrupted all the same
     with watch_interrupts() as interrupts:
         try:
-            prior = NIWPrior.from_data(x)
             power, cv_info = _choose_power(args, x, n_train, split_seq, cv_seq, prior)
             # a DataFrame, so that the InferenceData keeps the file's column names
             idata = _sample(args, pd.DataFrame(x, columns=data.names), power, prior, fit_seq)
@@ -453,26 +560,52 @@ def run_cluster(args: argparse.Namespace) -> int:
             estimate = point_estimate(idata, loss="vi", random_seed=_seed_int(estimate_seq))
             run = ClusterRun(args, data, scaling, power, seed, cv_info)
             _record_settings(idata, run)
-            write_labels(tmp / "labels.csv", estimate.labels)
-            az.to_netcdf(idata, str(tmp / "idata.nc"))
-            cv = None if cv_info is None else cv_info[0]
-            files = _write_figures(
-                tmp, idata, x, data.names, estimate, prior, power, args.alpha, cv, comparison
-            )
-            results = (report, estimate, files, comparison)
-            text = summary(run, idata, results, time.perf_counter() - start)
-            (tmp / "summary.md").write_text(text, encoding="utf-8")
-            if interrupts.seen:
-                raise KeyboardInterrupt
-            publish(tmp, out)
+            try:
+                write_labels(tmp / "labels.csv", estimate.labels)
+                az.to_netcdf(idata, str(tmp / "idata.nc"))
+                cv = None if cv_info is None else cv_info[0]
+                files = _write_figures(
+                    tmp, idata, x, data.names, estimate, prior, power, args.alpha, cv, comparison
+                )
+                results = (report, estimate, files, comparison)
+                text = summary(run, idata, results, time.perf_counter() - start)
+                (tmp / "summary.md").write_text(text, encoding="utf-8")
+            except OSError as err:
+                if caused_by_interrupt(err) or interrupts.seen or _startup.interrupt_seen():
+                    raise KeyboardInterrupt from err
+                return _could_not_write(given, err)
+            try:
+                published = publishing.publish(plan, before_renaming=refuse_if_interrupted)
+            except OSError as err:  # the folder of --out changed under the run
+                return _could_not_publish(given, plan, err)
+        except publishing.InterruptedAfterPublishing as err:
+            return _interrupted_after_publishing(given, err.published)
         except BaseException as err:
-            shutil.rmtree(tmp, ignore_errors=True)
             # caused_by_interrupt: Ctrl-C itself, or inside a compiled kernel (numba wraps it)
-            if isinstance(err, SamplingInterrupted) or caused_by_interrupt(err) or interrupts.seen:
-                return _interrupted(out, err)
+            seen = interrupts.seen or _startup.interrupt_seen()
+            if isinstance(err, SamplingInterrupted) or caused_by_interrupt(err) or seen:
+                return _interrupted(plan, given, err)
             raise
+    try:
+        return _report_published(given, published, estimate.n_clusters)
+    except KeyboardInterrupt:
+        return _interrupted_after_publishing(given, published)
+
+
+def _report_published(given: str, published: publishing.Published, n_clusters: int) -> int:
+    """Say where the results are; return 0, or 1 when they are not at ``--out``."""
+    if published.instead is not None:
+        print(
+            f"{_PROG}: error: {published.instead}; the results of this run are in "
+            f"'{published.where}' instead.",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 1
+    replaced = " (replacing the earlier result)" if published.replaced else ""
     print(
-        f"{estimate.n_clusters} cluster(s) in the point estimate; results written to '{out}'",
+        f"{n_clusters} cluster(s) in the point estimate; results written to "
+        f"'{given}'{replaced}.{_leftover_note(published)}",
         flush=True,
     )
     return 0

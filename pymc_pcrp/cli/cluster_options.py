@@ -164,14 +164,22 @@ convergence: R-hat and bulk ESS of the number of clusters and of the log joint a
   command says so on stdout and atop summary.md: run more --draws, more --chains, or
   try another --power.
 
-data: a .npy file (1-D or 2-D numeric array) or a delimited text file (comma, or tab for
-  .tsv/.tab; see --delimiter). With --header auto the first non-empty line is a header
-  when none of its cells is a number. Every selected cell must be a finite number.
+data: a .npy file (1-D or 2-D numeric array), a Parquet file (.parquet, needs pyarrow)
+  or a delimited text file (comma, tab, semicolon, pipe or spaces, detected, or see
+  --delimiter; quoted numbers and a UTF-8 byte order mark are fine). With --header auto
+  the first non-empty line is a header when none of its cells is a number. Every
+  selected cell must be a finite number: columns of dates, categories or text, and
+  missing values (empty, NA) are refused naming the column or the line.
 
-output safety: results are written into a temporary directory beside DIR and renamed to
-  DIR at the end, so DIR never holds a half-written result; on error nothing is left.
+output safety: results are written into a temporary directory beside DIR and swapped
+  into place at the end in one atomic step, so DIR never holds a half-written result.
+  DIR is locked for the run. An existing DIR is replaced only with --overwrite and only
+  if this command wrote it (its marker file .pymc_pcrp-result); anything that appears at
+  DIR during the run is left alone and the results go to DIR-2 (or the next free name).
 
-exit status: 0 on success, 2 on invalid options or input (message on stderr).
+exit status: 0 on success, 1 when the results could not be written or published at DIR
+  (the message says why, and where they are), 2 on invalid options or input, before any
+  work (message on stderr), 130 when interrupted (nothing published).
 
 example:
   python -m pymc_pcrp cluster data.csv --columns x,y --standardize --power auto --out res
@@ -204,7 +212,9 @@ def add_cluster_parser(subparsers) -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("data", metavar="DATA", help="a .csv/.tsv/.txt file or a .npy file")
+    parser.add_argument(
+        "data", metavar="DATA", help="a .csv/.tsv/.txt file, a .parquet file or a .npy file"
+    )
     parser.add_argument(
         "--out", required=True, metavar="DIR", help="output directory (required; see below)"
     )
@@ -254,7 +264,8 @@ def _add_model_and_data_options(parser: argparse.ArgumentParser) -> None:
     data.add_argument(
         "--delimiter",
         default=None,
-        help="field delimiter of a text file (default: tab for .tsv/.tab, comma otherwise)",
+        help="field delimiter of a text file (default: tab for .tsv/.tab, otherwise the one "
+        "of comma, tab, semicolon, pipe or spaces that splits the first lines evenly)",
     )
 
 
