@@ -30,7 +30,7 @@ from pymc_pcrp._runtime.interrupts import (
 from pymc_pcrp.cli import cluster as cluster_command
 from pymc_pcrp.cli import main
 from pymc_pcrp.cli.publish import MARKER_NAME
-from pymc_pcrp.step_methods.pcrp_gibbs import PCRPGibbs
+from pymc_pcrp.sampler.chain import Chain
 
 FIT_SCRIPT = textwrap.dedent(
     """
@@ -178,12 +178,12 @@ def _kernel_error(cause: BaseException | None) -> SystemError:
 
 
 def _fail_after_draw(monkeypatch, draw_idx: int, cause: BaseException | None):
-    """Make PCRPGibbs's template jump raise the kernel's error once, after ``draw_idx``.
+    """Make the chain's template jump raise the kernel's error once, after ``draw_idx``.
 
     Returns the ``pm.sample`` callback that arms it (steps outside ``pm.sample``,
     such as the scouting of templates, must not fail).
     """
-    original = PCRPGibbs._template_jump
+    original = Chain.template_jump
     armed = []
 
     def template_jump(self, inputs, new_labels):
@@ -196,7 +196,7 @@ def _fail_after_draw(monkeypatch, draw_idx: int, cause: BaseException | None):
         if draw.draw_idx == draw_idx and not armed:
             armed.append(True)
 
-    monkeypatch.setattr(PCRPGibbs, "_template_jump", template_jump)
+    monkeypatch.setattr(Chain, "template_jump", template_jump)
     return arm
 
 

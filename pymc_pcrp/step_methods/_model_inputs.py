@@ -328,7 +328,7 @@ class ModelInputs:
         per-size table, so both are rewritten in place (the new-cluster weights
         from a copy taken without ``log alpha``, so nothing drifts). The arrays
         keep their identity, so the compiled kernel is reused (see
-        :meth:`_call_advance`). With a learned NIW scale the new-cluster weights
+        ``Chain.call_advance``). With a learned NIW scale the new-cluster weights
         belong to the chain's current ``s`` (the kernel rewrites them when ``s``
         changes), so they are shifted by the change of ``log alpha`` instead; the
         step recomputes them from scratch at least every ``REFRESH_EVERY``
