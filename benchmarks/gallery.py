@@ -107,9 +107,9 @@ def similarity(out: Path, cache: dict) -> None:
     idata = fits[f"pCRP (r = {PAPER_POWER})"]
     pe = pcrp.point_estimate(idata, random_seed=SEED)
     psm = pcrp.posterior_similarity(idata)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     pcrp.plots.plot_similarity(psm, pe, ax=left)
-    left.set_title("Posterior similarity, ordered by the point estimate")
+    left.set_title("Posterior similarity (sorted by the estimate)", fontsize=10)
     pcrp.plots.plot_clusters_2d(X, pe, prior=pcrp.NIWPrior.from_data(X), ax=right)
     right.set_title(f"Point estimate: {len(np.unique(pe.labels))} clusters")
     right.set_xlabel("eruption duration (min)")
@@ -124,15 +124,20 @@ def choosing_r(out: Path, cache: dict) -> None:
 
     X = pcrp.datasets.load_old_faithful()
     grid = [1.0, 1.1, 1.2, 1.4, 1.7, 2.0]
-    sample = {"draws": 300, "tune": 300, "chains": 2, "cores": 2}
+    sample = {"draws": 300, "tune": 300, "chains": 2}
     X_train, X_test = pcrp.model_selection.split_train_test(X, n_train=2 * len(X) // 3, seed=SEED)
     cv = pcrp.model_selection.cross_validate_power(
-        X_train, X_test, powers=grid, random_seed=SEED, **sample
+        X_train, X_test, powers=grid, random_seed=SEED, n_jobs=2, **sample
     )
     elpd, se = [], []
     for power in grid:
         idata = pcrp.fit(
-            X, power=power, random_seed=SEED, idata_kwargs={"log_likelihood": True}, **sample
+            X,
+            power=power,
+            random_seed=SEED,
+            cores=2,
+            idata_kwargs={"log_likelihood": True},
+            **sample,
         )
         loo = az.loo(idata)
         elpd.append(loo.elpd_loo)
