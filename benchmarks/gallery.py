@@ -68,6 +68,7 @@ def _quiet() -> None:
 
 def _save(fig, out: Path, name: str) -> None:
     path = out / name
+    fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     print(f"wrote {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
@@ -171,11 +172,13 @@ def real_data(out: Path, cache: dict) -> None:
             f"{path} is missing: run `python benchmarks/real_data.py --json {path}` first."
         )
     panel = json.loads(path.read_text())
+    if isinstance(panel, dict):  # a file that keeps an earlier recorded run
+        panel = panel["datasets"]
     names = [d["name"] for d in panel]
     series: dict[str, list[float]] = {}
     for i, data in enumerate(panel):
         for row in data["rows"]:
-            if row["power"] in (1.0, 1.1, 1.3) and row["ari"] is not None:
+            if row["power"] in (1.0, 1.1, 1.3) and row.get("ari") is not None:
                 series.setdefault(f"pCRP r = {row['power']:g}", [np.nan] * len(panel))[i] = row[
                     "ari"
                 ]
@@ -191,7 +194,7 @@ def real_data(out: Path, cache: dict) -> None:
     ax.set_xticks(np.arange(len(panel)), [n.replace("_", " ") for n in names])
     ax.set_ylabel("ARI of the point estimate")
     ax.set_ylim(0, 1.05)
-    ax.legend(ncol=3, fontsize=8, loc="lower left")
+    ax.legend(ncol=6, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
     ax.set_title("Real-data panel: agreement with the true classes")
     _save(fig, out, "real_data_ari.png")
 

@@ -7,9 +7,10 @@ benchmarks/results/real_data.md --json benchmarks/results/real_data.json``::
     python benchmarks/readme_table.py --update-readme  # also write it into README.md
 
 The table has one row per data set: the pCRP point estimate's K and ARI at each power
-of the run, the worst R-hat of K and of the log joint over those powers, the slowest
-fit's seconds, and each peer's K, ARI and seconds. Its first line is the run's header
-(date, commit, machine), read from the markdown file the run wrote.
+of the run, how many of those fits converged (R-hat <= 1.01 and bulk ESS >= 400 for K
+and the log joint), the slowest fit's seconds, and each peer's K and ARI. Its first line
+is the run's header (date, commit, machine), read from the markdown file the run wrote
+(or stored in the JSON, for a file that keeps an earlier recorded run).
 """
 
 from __future__ import annotations
@@ -42,8 +43,28 @@ def _header(md: Path) -> str:
     )
 
 
+def load_panel(path: Path) -> tuple[list[dict], dict | None]:
+    """The panel's data sets, and the header stored with them (None: read the markdown).
+
+    ``benchmarks/real_data.py --json`` writes a list of data sets; a file that keeps an
+    earlier recorded run holds ``{"source", "header", "datasets"}``.
+    """
+    raw = json.loads(path.read_text())
+    if isinstance(raw, dict):
+        return raw["datasets"], raw.get("header")
+    return raw, None
+
+
+def _converged(row: dict) -> bool:
+    if "rhat_k" in row:
+        return bool(
+            max(row["rhat_k"], row["rhat_lj"]) <= 1.01 and min(row["ess_k"], row["ess_lj"]) >= 400
+        )
+    return bool(row["converged"])
+
+
 def _fmt_ari(value) -> str:
-    return "-" if value is None else f"{value:.2f}"
+    return "-" if value is None else f"{value:.3f}"
 
 
 def table(panel: list[dict], header: str, powers=(1.0, 1.1, 1.3)) -> str:
@@ -51,8 +72,8 @@ def table(panel: list[dict], header: str, powers=(1.0, 1.1, 1.3)) -> str:
     lines = [
         header,
         "",
-        f"| data (N x D, classes) | pCRP K at r = {shown} | pCRP ARI | worst R-hat | s per fit "
-        "| " + " | ".join(f"{label}: K, ARI, s" for _, label in PEERS) + " |",
+        f"| data (N x D, classes) | pCRP K at r = {shown} | pCRP ARI | converged | s per fit "
+        "| " + " | ".join(f"{label}: K, ARI" for _, label in PEERS) + " |",
         "|---" * (5 + len(PEERS)) + "|",
     ]
     for data in panel:
@@ -60,13 +81,13 @@ def table(panel: list[dict], header: str, powers=(1.0, 1.1, 1.3)) -> str:
         rows = [rows[p] for p in powers if p in rows]
         if not rows:
             continue
-        rhat = max(max(r["rhat_k"], r["rhat_lj"]) for r in rows)
+        done = sum(_converged(r) for r in rows)
         cells = [
             f"{NAMES.get(data['name'], data['name'])} ({data['n']} x {data['d']}, "
             f"{TRUE_K.get(data['name'], '?')})",
             " / ".join(str(r["pe_k"]) for r in rows),
             " / ".join(_fmt_ari(r["ari"]) for r in rows),
-            f"{rhat:.3f}",
+            f"{done} of {len(rows)}",
             f"{max(r['seconds'] for r in rows):.0f}",
         ]
         for key, _ in PEERS:
@@ -74,8 +95,7 @@ def table(panel: list[dict], header: str, powers=(1.0, 1.1, 1.3)) -> str:
             if peer is None:
                 cells.append("not run")
             else:
-                secs = "-" if peer["seconds"] is None else f"{peer['seconds']:.1f}"
-                cells.append(f"{peer['k']}, {_fmt_ari(peer['ari'])}, {secs}")
+                cells.append(f"{peer['k']}, {_fmt_ari(peer['ari'])}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -86,10 +106,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--md", type=Path, default=RESULTS / "real_data.md")
     parser.add_argument("--update-readme", action="store_true")
     args = parser.parse_args(argv)
-    for path in (args.json, args.md):
-        if not path.is_file():
-            parser.error(f"{path} is missing: run benchmarks/real_data.py with --out and --json")
-    text = table(json.loads(args.json.read_text()), _header(args.md))
+    if not args.json.is_file():
+        parser.error(f"{args.json} is missing: run benchmarks/real_data.py with --json")
+    panel, stored = load_panel(args.json)
+    if stored is not None:
+        header = f"Run of {stored['date']}, commit `{stored['git commit']}`, {stored['machine']}."
+    elif args.md.is_file():
+        header = _header(args.md)
+    else:
+        parser.error(f"{args.md} is missing: run benchmarks/real_data.py with --out")
+    text = table(panel, header)
     print(text)
     if args.update_readme:
         readme = REPO / "README.md"
