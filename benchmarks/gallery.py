@@ -24,7 +24,8 @@ Sections (``--only``):
     classes at each r, beside the peers of the same run.
 ``scaling``
     Read from ``benchmarks/results/scaling.json`` (written by
-    ``benchmarks/scaling.py --json``): seconds to a converged answer against N.
+    ``benchmarks/scaling.py --json``): CPU seconds of the fits against N, the pCRP's
+    last budget marked when it missed the convergence criterion.
 
 The figures are written to ``docs/gallery/`` (``--out`` to change it).
 """
@@ -210,19 +211,19 @@ def scaling(out: Path, cache: dict) -> None:
     for j, case in enumerate(sorted({r["case"] for r in results})):
         rows = sorted((r for r in results if r["case"] == case), key=lambda r: r["n"])
         n = [r["n"] for r in rows]
-        pcrp = [r["pcrp"]["attempts"][-1]["wall_s"] for r in rows]
+        pcrp = [r["pcrp"]["attempts"][-1]["cpu_s"] for r in rows]
         done = [r["pcrp"]["attempts"][-1]["converged"] for r in rows]
         ax.plot(n, pcrp, marker="o", color=f"C{j}", label=f"pCRP, {case}")
         for x, y, ok in zip(n, pcrp, done, strict=True):
             if not ok:
-                ax.annotate("not converged", (x, y), fontsize=7)
-        sk = [r["sklearn"]["wall_s"] for r in rows]
+                ax.annotate(" not converged", (x, y), fontsize=7)
+        sk = [r["sklearn"]["cpu_s"] for r in rows]
         ax.plot(n, sk, marker="s", ls="--", color=f"C{j}", label=f"scikit-learn DP, {case}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("N (D = 10, 10 components)")
-    ax.set_ylabel("wall seconds")
-    ax.set_title("Seconds to a converged answer")
+    ax.set_ylabel("CPU seconds of the fit")
+    ax.set_title("Cost of a fit against N (pCRP: the last budget tried)", fontsize=10)
     ax.legend(fontsize=8)
     _save(fig, out, "scaling.png")
 
