@@ -24,7 +24,8 @@ Sections (``--only``):
     classes at each r, beside the peers of the same run.
 ``scaling``
     Read from ``benchmarks/results/scaling.json`` (written by
-    ``benchmarks/scaling.py --json``): seconds to a converged answer against N.
+    ``benchmarks/scaling.py --json``): CPU seconds of the fits against N, the pCRP's
+    last budget marked when it missed the convergence criterion.
 
 The figures are written to ``docs/gallery/`` (``--out`` to change it).
 """
@@ -68,6 +69,7 @@ def _quiet() -> None:
 
 def _save(fig, out: Path, name: str) -> None:
     path = out / name
+    fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     print(f"wrote {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
@@ -107,9 +109,9 @@ def similarity(out: Path, cache: dict) -> None:
     idata = fits[f"pCRP (r = {PAPER_POWER})"]
     pe = pcrp.point_estimate(idata, random_seed=SEED)
     psm = pcrp.posterior_similarity(idata)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     pcrp.plots.plot_similarity(psm, pe, ax=left)
-    left.set_title("Posterior similarity, ordered by the point estimate")
+    left.set_title("Posterior similarity (sorted by the estimate)", fontsize=10)
     pcrp.plots.plot_clusters_2d(X, pe, prior=pcrp.NIWPrior.from_data(X), ax=right)
     right.set_title(f"Point estimate: {len(np.unique(pe.labels))} clusters")
     right.set_xlabel("eruption duration (min)")
@@ -124,15 +126,20 @@ def choosing_r(out: Path, cache: dict) -> None:
 
     X = pcrp.datasets.load_old_faithful()
     grid = [1.0, 1.1, 1.2, 1.4, 1.7, 2.0]
-    sample = {"draws": 300, "tune": 300, "chains": 2, "cores": 2}
+    sample = {"draws": 300, "tune": 300, "chains": 2}
     X_train, X_test = pcrp.model_selection.split_train_test(X, n_train=2 * len(X) // 3, seed=SEED)
     cv = pcrp.model_selection.cross_validate_power(
-        X_train, X_test, powers=grid, random_seed=SEED, **sample
+        X_train, X_test, powers=grid, random_seed=SEED, n_jobs=2, **sample
     )
     elpd, se = [], []
     for power in grid:
         idata = pcrp.fit(
-            X, power=power, random_seed=SEED, idata_kwargs={"log_likelihood": True}, **sample
+            X,
+            power=power,
+            random_seed=SEED,
+            cores=2,
+            idata_kwargs={"log_likelihood": True},
+            **sample,
         )
         loo = az.loo(idata)
         elpd.append(loo.elpd_loo)
@@ -166,11 +173,13 @@ def real_data(out: Path, cache: dict) -> None:
             f"{path} is missing: run `python benchmarks/real_data.py --json {path}` first."
         )
     panel = json.loads(path.read_text())
+    if isinstance(panel, dict):  # a file that keeps an earlier recorded run
+        panel = panel["datasets"]
     names = [d["name"] for d in panel]
     series: dict[str, list[float]] = {}
     for i, data in enumerate(panel):
         for row in data["rows"]:
-            if row["power"] in (1.0, 1.1, 1.3) and row["ari"] is not None:
+            if row["power"] in (1.0, 1.1, 1.3) and row.get("ari") is not None:
                 series.setdefault(f"pCRP r = {row['power']:g}", [np.nan] * len(panel))[i] = row[
                     "ari"
                 ]
@@ -186,7 +195,7 @@ def real_data(out: Path, cache: dict) -> None:
     ax.set_xticks(np.arange(len(panel)), [n.replace("_", " ") for n in names])
     ax.set_ylabel("ARI of the point estimate")
     ax.set_ylim(0, 1.05)
-    ax.legend(ncol=3, fontsize=8, loc="lower left")
+    ax.legend(ncol=6, fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.1), frameon=False)
     ax.set_title("Real-data panel: agreement with the true classes")
     _save(fig, out, "real_data_ari.png")
 
@@ -202,19 +211,19 @@ def scaling(out: Path, cache: dict) -> None:
     for j, case in enumerate(sorted({r["case"] for r in results})):
         rows = sorted((r for r in results if r["case"] == case), key=lambda r: r["n"])
         n = [r["n"] for r in rows]
-        pcrp = [r["pcrp"]["attempts"][-1]["wall_s"] for r in rows]
+        pcrp = [r["pcrp"]["attempts"][-1]["cpu_s"] for r in rows]
         done = [r["pcrp"]["attempts"][-1]["converged"] for r in rows]
         ax.plot(n, pcrp, marker="o", color=f"C{j}", label=f"pCRP, {case}")
         for x, y, ok in zip(n, pcrp, done, strict=True):
             if not ok:
-                ax.annotate("not converged", (x, y), fontsize=7)
-        sk = [r["sklearn"]["wall_s"] for r in rows]
+                ax.annotate(" not converged", (x, y), fontsize=7)
+        sk = [r["sklearn"]["cpu_s"] for r in rows]
         ax.plot(n, sk, marker="s", ls="--", color=f"C{j}", label=f"scikit-learn DP, {case}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("N (D = 10, 10 components)")
-    ax.set_ylabel("wall seconds")
-    ax.set_title("Seconds to a converged answer")
+    ax.set_ylabel("CPU seconds of the fit")
+    ax.set_title("Cost of a fit against N (pCRP: the last budget tried)", fontsize=10)
     ax.legend(fontsize=8)
     _save(fig, out, "scaling.png")
 

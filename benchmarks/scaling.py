@@ -270,6 +270,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-sklearn", dest="sklearn", action="store_false")
     parser.add_argument("--out", default=None, help="also write the markdown here")
     parser.add_argument("--json", default=None, help="also write the raw results here")
+    parser.add_argument(
+        "--append",
+        action="store_true",
+        help="keep the cells already in --json (each keeps its own run header) and add these",
+    )
     args = parser.parse_args(argv)
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     cases = args.cases.split(",")
@@ -295,10 +300,19 @@ def main(argv: list[str] | None = None) -> int:
         f"{load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f}",
         "versions": f"python {platform.python_version()}, pymc_pcrp {pymc_pcrp.__version__}",
     }
-    emit(f"- command: `{header['command'].strip()}`")
-    emit(f"- date: {header['date']}; git commit: {header['commit']}; machine: {header['machine']}")
-    emit(f"- {header['versions']}; pCRP at r = {args.power}, 4 chains on {args.cores} cores")
+    header["setting"] = f"pCRP at r = {args.power}, 4 chains on {args.cores} cores"
     results = []
+    if args.append and args.json and Path(args.json).is_file():
+        old = json.loads(Path(args.json).read_text())
+        results = old["results"]
+        for cell in results:  # cells of a file written before headers were kept per cell
+            cell.setdefault("header", old.get("header"))
+    runs = [r["header"] for r in results if "header" in r]
+    runs = [h for i, h in enumerate(runs) if h not in runs[:i]] + [header]
+    for run in runs:
+        emit(f"- command: `{run['command'].strip()}`")
+        emit(f"  - date: {run['date']}; git commit: {run['commit']}; machine: {run['machine']}")
+        emit(f"  - {run['versions']}; {run.get('setting', '')}")
     started = time.perf_counter()
     for n in sizes:
         for case in cases:
@@ -322,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
                     "n": n,
                     "d": args.dim,
                     "case": case,
+                    "header": header,
                     "pcrp": {
                         "attempts": attempts,
                         "total_wall_s": sum(a["wall_s"] for a in attempts),

@@ -38,7 +38,7 @@ from urllib.parse import unquote, urlsplit
 PAGES = (
     "index.html",
     "getting_started.html",
-    "api/fitting.html",
+    "api/distributions.html",
     "notebooks/quickstart.html",
     "gallery.html",
 )

@@ -36,3 +36,29 @@ def test_demo_command_runs(capsys):
     out = capsys.readouterr().out
     assert "CRP (r=1)" in out and "pCRP (r=1.11)" in out
     assert "Posterior probability of the number of clusters K" in out
+
+
+def _bash_blocks(section: str) -> list[str]:
+    text = README.read_text()
+    start = text.index(section)
+    end = text.find("\n## ", start + len(section))
+    return re.findall(r"```bash\n(.*?)```", text[start:end], flags=re.S)
+
+
+def test_fresh_machine_commands_are_the_demo_and_the_ci_test_command():
+    demo, tests = (block.strip() for block in _bash_blocks("## Two commands on a fresh machine"))
+    assert demo == (
+        "python -m venv .venv && .venv/bin/pip install . && .venv/bin/python -m pymc_pcrp demo"
+    )
+    ci_run = (README.parent / ".ci" / "run").read_text().splitlines()
+    assert tests in ci_run, ".ci/run must run the README's fast-tier command verbatim"
+
+
+def test_readme_links_and_images_point_to_files_of_the_repository():
+    text = README.read_text()
+    targets = re.findall(r"\]\(([^)\s]+)\)", text)
+    local = [t.split("#", 1)[0] for t in targets if not re.match(r"[a-z]+:", t)]
+    assert local, "the README links to no file of the repository"
+    missing = [t for t in local if t and not (README.parent / t).exists()]
+    assert not missing, f"README links to missing files: {missing}"
+    assert len(text.splitlines()) <= 250, "the README is a front page: at most ~250 lines"
