@@ -491,10 +491,24 @@ def cross_validate_power(
 
     children = np.random.SeedSequence(random_seed).spawn(grid.size)
     seeds = [int(child.generate_state(1, dtype=np.uint32)[0]) for child in children]
-    results = Parallel(n_jobs=n_jobs)(
+    import time
+
+    start = time.perf_counter()
+    results = []
+    # results in grid order as each finishes, so that a terminal sees how far it has got
+    from pymc_pcrp.step_methods._compile_notice import progress_wanted
+
+    as_done = "generator" if progress_wanted() else "list"
+    jobs = Parallel(n_jobs=n_jobs, return_as=as_done)(
         delayed(_score_power)(x_train, x_test, float(r), alpha, prior, extra, seed)
         for r, seed in zip(grid, seeds, strict=True)
     )
+    for i, result in enumerate(jobs):
+        results.append(result)
+        _progress(
+            f"pymc_pcrp: cross-validation, r = {grid[i]:g} fitted ({i + 1} of {grid.size}, "
+            f"{time.perf_counter() - start:.0f} s)"
+        )
     loss_draws = np.stack([losses for losses, _ in results])
     k_draws = np.stack([ks for _, ks in results])
     loss = loss_draws.mean(axis=(1, 2))
@@ -681,8 +695,8 @@ class PowerSensitivity:
         return (
             f"The answer depends on r. {' '.join(self.changes)} The reported r = "
             f"{self.chosen_power:g} is the largest of the grid whose point estimate keeps the "
-            f"clusters of r = {self.powers[0]:g} apart; read the clusters named above as "
-            "uncertain."
+            f"clusters of r = {self.powers[0]:g} apart; whether the clusters named here are one "
+            "or two is decided by the choice of r, not by the data alone."
         )
 
     def rows(self) -> list[list[str]]:
@@ -859,6 +873,7 @@ def choose_power(
     powers: Sequence[float] = AUTO_POWERS,
     speck: float = SPECK,
     random_seed=None,
+    point_estimate_seed=None,
     **fit_kwargs,
 ) -> PowerChoice:
     """Fit every ``r`` of a small grid and keep the largest that merges nothing of ``r = 1``.
@@ -882,7 +897,10 @@ def choose_power(
         Clusters of less than this fraction of the points are specks (:func:`merged_pairs`).
     random_seed : int, optional
         Every grid fit uses it, so the chosen fit equals ``fit(X, power=r,
-        random_seed=random_seed, ...)``; the point estimates use a child of it.
+        random_seed=random_seed, ...)``.
+    point_estimate_seed : int, optional
+        Seed of every grid fit's :func:`~pymc_pcrp.point_estimate`; by default a child
+        of ``random_seed``.
     **fit_kwargs
         Other arguments of :func:`pymc_pcrp.fit` (``draws``, ``chains``, ``prior`` ...).
 
@@ -915,7 +933,9 @@ def choose_power(
             idata = fit(X, power=float(r), random_seed=random_seed, **fit_kwargs)
         caught_by_r[float(r)] = caught
         fits[float(r)] = idata
-        pe_seed = None if seed_seq is None else int(seed_seq.generate_state(1)[0])
+        pe_seed = point_estimate_seed
+        if pe_seed is None and seed_seq is not None:
+            pe_seed = int(seed_seq.generate_state(1)[0])
         estimates[float(r)] = point_estimate(idata, random_seed=pe_seed)
     labels = [estimates[float(r)].labels for r in grid]
     chosen = agreeing_power(grid, labels, speck=speck)

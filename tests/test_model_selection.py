@@ -247,13 +247,14 @@ def test_power_sensitivity_reports_a_join_with_its_posterior_mass():
     assert "apart in 75% of the draws" in top.changes[0]
     same = pcrp.model_selection.power_sensitivity([1.0, 1.1], [a, a], 1.0)
     assert not same.material and same.warning() is None
-    with pytest.raises(ValueError, match="'chosen_power' = 1.2 is not in 'powers'"):
+    with pytest.raises(ValueError, match=r"'chosen_power' = 1\.2 is not in 'powers'"):
         pcrp.model_selection.power_sensitivity([1.0, 1.1], [a, a], 1.2)
 
 
 def test_fit_power_auto_is_the_fit_at_the_chosen_power(recwarn):
     rng = np.random.default_rng(SEED)
-    x = np.r_[rng.normal(0, 1, (60, 2)), rng.normal(0, 1, (60, 2)) + [7.0, 0.0]]
+    shift = np.array([7.0, 0.0])
+    x = np.r_[rng.normal(0, 1, (60, 2)), rng.normal(0, 1, (60, 2)) + shift]
     settings = dict(draws=40, tune=40, chains=2, random_seed=3)
     idata = pcrp.fit(x, power="auto", **settings)
     chosen = idata.attrs["pcrp_chosen_power"]

@@ -33,10 +33,11 @@ _announced = False
 
 #: Wall seconds and numba compilations (kernels and the functions they call, each
 #: signature counted) of a first default fit into an empty cache: ``pymc_pcrp.fit`` of
-#: 200 two-dimensional points on a 2-core x86_64 machine shared with other work,
-#: measured with ``python benchmarks/compile_time.py --fit``.
-COMPILE_SECONDS = 150
-COMPILE_KERNELS = 90
+#: 200 two-dimensional points, measured with ``python benchmarks/compile_first_fit.py``
+#: on a 2-core x86_64 machine at a load average of about 8 (287 s, 137 compilations);
+#: an idle machine of the kind takes less.
+COMPILE_SECONDS = 290
+COMPILE_KERNELS = 137
 
 
 def progress_wanted(stream=None) -> bool:
