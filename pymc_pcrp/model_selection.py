@@ -1,4 +1,14 @@
-"""Choosing the power ``r`` by cross-validation, as in the paper's "Power parameter tuning".
+"""Choosing the power ``r``: the package's default rule, and the paper's cross-validation.
+
+**The default rule** (:func:`choose_power`, behind ``fit(power="auto")`` and the
+``cluster`` command's default) fits ``r = 1, 1.1, 1.3`` and keeps the largest ``r``
+whose point estimate joins no two clusters of ``r = 1``'s (clusters under 5% of the
+points aside, :func:`agreeing_power`); :class:`PowerSensitivity` reports how the
+answer moves over the grid. docs/choice_of_r.md compares it with the rules below on
+real data and explains the choice.
+
+**The paper's rule** (:func:`cross_validate_power`, ``--power cv``) is described in
+the rest of this docstring.
 
 The paper fits the pCRP on a training sample for increasing ``r``, scores each
 fit on held-out data with a within-cluster loss, and takes the ``r`` at which

@@ -232,21 +232,25 @@ def apply_rules(grid, fits, draws, cv, speck) -> dict:
     return rules
 
 
-def _header() -> str:
+def _commit() -> str:
     try:
-        sha = subprocess.run(
+        return subprocess.run(
             ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
             capture_output=True,
             text=True,
             check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        sha = "unknown"
+        return "unknown"
+
+
+def _header(meta: dict) -> str:
+    """Date, the commit the run started from, machine and load: the table's one header line."""
     now = datetime.datetime.now(datetime.timezone.utc)
     load = os.getloadavg()
     return (
-        f"{now:%Y-%m-%d %H:%M} UTC, commit {sha}, {os.cpu_count()} CPUs {platform.machine()}, "
-        f"load average {load[0]:.1f} at the end"
+        f"{now:%Y-%m-%d %H:%M} UTC, commit {meta.get('commit') or _commit()}, "
+        f"{os.cpu_count()} CPUs {platform.machine()}, load average {load[0]:.1f} at the end"
     )
 
 
@@ -346,8 +350,9 @@ def parse_args(argv=None):
     return args
 
 
-def write(results: dict, args) -> None:
-    results["meta"]["header"] = _header()
+def write(results: dict, args, *, stamp: bool = True) -> None:
+    if stamp:
+        results["meta"]["header"] = _header(results["meta"])
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(results, indent=1))
     if args.md:
@@ -360,7 +365,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     if args.tables_only:
         results = json.loads(Path(args.json).read_text())
-        write(results, args)
+        write(results, args, stamp=False)  # the header of the run that made the JSON
         print(summary(results))
         return 0
     real_data.pcrp_quiet()
@@ -369,6 +374,7 @@ def main(argv=None) -> int:
     results = {
         "meta": {
             "command": command.strip(),
+            "commit": _commit(),
             **{
                 k: getattr(args, k)
                 for k in ("chains", "draws", "tune", "folds", "cv_draws", "cv_tune", "speck")
