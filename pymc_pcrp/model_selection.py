@@ -931,6 +931,11 @@ def choose_power(
     speck = _check_speck(speck)
     if "power" in fit_kwargs:
         raise ValueError("Argument 'power' is chosen by choose_power; leave it out.")
+    if fit_kwargs.get("return_inferencedata", True) is False:
+        raise ValueError(
+            "choose_power (power='auto') needs InferenceData to compare the point estimates; "
+            "leave out return_inferencedata=False."
+        )
     seed_seq = None
     if random_seed is not None and not isinstance(random_seed, np.random.Generator):
         entropy = [int(v) for v in np.atleast_1d(random_seed)]

@@ -266,3 +266,5 @@ def test_fit_power_auto_is_the_fit_at_the_chosen_power(recwarn):
     np.testing.assert_array_equal(idata.posterior["z"].values, direct.posterior["z"].values)
     with pytest.raises(ValueError, match="'power' must be a number > 0 or 'auto'"):
         pcrp.fit(x, power="cv")
+    with pytest.raises(ValueError, match="leave out return_inferencedata=False"):
+        pcrp.fit(x, power="auto", return_inferencedata=False)
