@@ -207,10 +207,11 @@ def fit(
     ----------
     X, power, alpha, prior, covariance
         See :func:`build_model` (``covariance="diag"``: diagonal cluster covariances).
-        ``power="auto"`` fits r = 1, 1.1 and 1.3 and returns the fit at the largest
-        whose point estimate joins no clusters of r = 1's
-        (:func:`pymc_pcrp.model_selection.choose_power`, docs/choice_of_r.md); the
-        point estimates at all three, and their agreement, are in ``idata.attrs``.
+        ``power="auto"`` fits r = 1, 1.1 and 1.3 and returns the fit at r = 1.1, the
+        default chosen in docs/choice_of_r.md
+        (:func:`pymc_pcrp.model_selection.choose_power`); the point estimates at all
+        three, and their agreement, are in ``idata.attrs``, and a
+        ``PowerSensitivityWarning`` says when they differ materially.
     draws, tune, chains, cores
         Passed to ``pm.sample``; ``tune`` draws are burn-in (discarded).
     sweeps_per_draw : int, optional

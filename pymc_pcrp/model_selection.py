@@ -1,11 +1,11 @@
 """Choosing the power ``r``: the package's default rule, and the paper's cross-validation.
 
-**The default rule** (:func:`choose_power`, behind ``fit(power="auto")`` and the
-``cluster`` command's default) fits ``r = 1, 1.1, 1.3`` and keeps the largest ``r``
-whose point estimate joins no two clusters of ``r = 1``'s (clusters under 5% of the
-points aside, :func:`agreeing_power`); :class:`PowerSensitivity` reports how the
-answer moves over the grid. docs/choice_of_r.md compares it with the rules below on
-real data and explains the choice.
+**The default** (:func:`choose_power`, behind ``fit(power="auto")`` and the
+``cluster`` command's default) fits ``r = 1, 1.1, 1.3``, reports the fit at
+``r = 1.1`` and, in :class:`PowerSensitivity`, how the answer moves over the grid.
+``choose_power(rule="agree")`` keeps instead the largest ``r`` whose point estimate
+joins no two clusters of ``r = 1``'s (:func:`agreeing_power`). docs/choice_of_r.md
+compares these with the rules below on real data and explains the choice.
 
 **The paper's rule** (:func:`cross_validate_power`, ``--power cv``) is described in
 the rest of this docstring.
@@ -73,6 +73,7 @@ from pymc_pcrp.fitting import fit
 
 __all__ = [
     "AUTO_POWERS",
+    "DEFAULT_POWER",
     "CVResult",
     "PowerChoice",
     "PowerSensitivity",
@@ -83,6 +84,7 @@ __all__ = [
     "cross_validate_power",
     "find_jump",
     "merged_pairs",
+    "power_sensitivity",
     "split_train_test",
 ]
 
@@ -638,6 +640,16 @@ def agreeing_power(powers, point_estimates, *, speck: float = 0.05) -> float:
 #: The grid of ``fit(power="auto")`` and of the ``cluster`` command's default.
 AUTO_POWERS = (1.0, 1.1, 1.3)
 
+#: The power that ``rule="default"`` reports; the other grid values are its check.
+DEFAULT_POWER = 1.1
+
+#: What each rule of :func:`choose_power` reports, in words.
+RULE_TEXT = {
+    "default": "the package's default r (docs/choice_of_r.md), checked against its grid neighbours",
+    "agree": "the largest of the grid whose point estimate joins no two clusters of the "
+    "smallest r's (clusters under 5% of the points aside)",
+}
+
 #: Clusters below this fraction of the points are specks (:func:`merged_pairs`).
 SPECK = 0.05
 
@@ -682,6 +694,8 @@ class PowerSensitivity:
         One sentence per material change: a grid ``r`` whose point estimate joins two
         clusters of the other (specks aside, :func:`merged_pairs`), with the posterior
         probability, at the smaller ``r``, that the two are apart.
+    rule : str
+        How ``chosen_power`` was chosen, in words.
     """
 
     powers: np.ndarray
@@ -692,6 +706,7 @@ class PowerSensitivity:
     ari: np.ndarray
     vi: np.ndarray
     changes: tuple
+    rule: str = "given"
 
     @property
     def material(self) -> bool:
@@ -704,8 +719,7 @@ class PowerSensitivity:
             return None
         return (
             f"The answer depends on r. {' '.join(self.changes)} The reported r = "
-            f"{self.chosen_power:g} is the largest of the grid whose point estimate keeps the "
-            f"clusters of r = {self.powers[0]:g} apart; whether the clusters named here are one "
+            f"{self.chosen_power:g} is {self.rule}; whether the clusters named here are one "
             "or two is decided by the choice of r, not by the data alone."
         )
 
@@ -774,7 +788,14 @@ class PowerSensitivity:
 
 
 def power_sensitivity(
-    powers, point_estimates, chosen_power: float, *, draws=None, speck: float = SPECK, mean_k=None
+    powers,
+    point_estimates,
+    chosen_power: float,
+    *,
+    draws=None,
+    speck: float = SPECK,
+    mean_k=None,
+    rule: str = "given",
 ) -> PowerSensitivity:
     """Compare the point estimates of a grid of ``r`` with the one at ``chosen_power``.
 
@@ -793,6 +814,8 @@ def power_sensitivity(
         See :func:`merged_pairs`.
     mean_k : sequence of float, optional
         Posterior mean K per grid value (NaN when omitted).
+    rule : str, default="given"
+        How ``chosen_power`` was chosen, in words (for :meth:`PowerSensitivity.warning`).
 
     Returns
     -------
@@ -839,6 +862,7 @@ def power_sensitivity(
         ari=np.array([adjusted_rand_score(labels[c], z) for z in labels]),
         vi=np.array([variation_of_information(labels[c], z) for z in labels]),
         changes=tuple(changes),
+        rule=rule,
     )
 
 
@@ -881,21 +905,19 @@ def choose_power(
     X,
     *,
     powers: Sequence[float] = AUTO_POWERS,
+    rule: str = "default",
     speck: float = SPECK,
     random_seed=None,
     point_estimate_seed=None,
     **fit_kwargs,
 ) -> PowerChoice:
-    """Fit every ``r`` of a small grid and keep the largest that merges nothing of ``r = 1``.
+    """Fit every ``r`` of a small grid, report one, and show how the answer moves with ``r``.
 
-    The rule behind ``fit(power="auto")`` (docs/choice_of_r.md compares it with
-    cross-validation, PSIS-LOO and fixed powers on real data): fit at each ``r`` of
-    ``powers``, summarise each fit by its VI point estimate, and choose the largest ``r``
-    up to which every point estimate keeps apart the clusters of the first (specks
-    aside, :func:`agreeing_power`). A larger ``r`` discourages small clusters; the rule
-    takes that effect as far as it goes without letting ``r`` join real clusters. The
-    point estimates at the other grid values are compared with the chosen one in
-    :class:`PowerSensitivity`.
+    The rule behind ``fit(power="auto")``: fit at each ``r`` of ``powers``, summarise
+    each fit by its VI point estimate, report the fit at the rule's ``r`` and compare
+    the point estimates of the others with it (:class:`PowerSensitivity`; a material
+    change raises :class:`PowerSensitivityWarning`). docs/choice_of_r.md compares the
+    rules with cross-validation, PSIS-LOO and fixed powers on real data.
 
     Parameters
     ----------
@@ -903,6 +925,11 @@ def choose_power(
         As for :func:`pymc_pcrp.fit`.
     powers : sequence of float, default=AUTO_POWERS
         The grid, ``(1, 1.1, 1.3)`` by default.
+    rule : {"default", "agree"}, default="default"
+        ``"default"``: report :data:`DEFAULT_POWER` (r = 1.1, which must be on the grid),
+        the others being its check. ``"agree"``: the largest ``r`` up to which every
+        point estimate keeps apart the clusters of the first (specks aside,
+        :func:`agreeing_power`).
     speck : float, default=0.05
         Clusters of less than this fraction of the points are specks (:func:`merged_pairs`).
     random_seed : int, optional
@@ -929,6 +956,13 @@ def choose_power(
 
     grid = _check_power_grid(powers) if len(powers) > 1 else np.asarray(powers, dtype=float)
     speck = _check_speck(speck)
+    if rule not in RULE_TEXT:
+        raise ValueError(f"Argument 'rule' must be 'default' or 'agree', got {rule!r}.")
+    if rule == "default" and DEFAULT_POWER not in grid:
+        raise ValueError(
+            f"Argument 'powers' must hold the default r = {DEFAULT_POWER:g} with "
+            f"rule='default', got {powers!r}."
+        )
     if "power" in fit_kwargs:
         raise ValueError("Argument 'power' is chosen by choose_power; leave it out.")
     if fit_kwargs.get("return_inferencedata", True) is False:
@@ -953,20 +987,21 @@ def choose_power(
             pe_seed = int(seed_seq.generate_state(1)[0])
         estimates[float(r)] = point_estimate(idata, random_seed=pe_seed)
     labels = [estimates[float(r)].labels for r in grid]
-    chosen = agreeing_power(grid, labels, speck=speck)
+    if rule == "agree":
+        chosen = agreeing_power(grid, labels, speck=speck)
+    else:
+        chosen = DEFAULT_POWER
     draws = [label_draws(fits[float(r)]).reshape(-1, labels[0].size) for r in grid]
     draws = [d[:: max(1, d.shape[0] // 200)] for d in draws]
     mean_k = [float(np.mean([np.unique(z).size for z in d])) for d in draws]
-    sensitivity = power_sensitivity(grid, labels, chosen, draws=draws, speck=speck, mean_k=mean_k)
+    sensitivity = power_sensitivity(
+        grid, labels, chosen, draws=draws, speck=speck, mean_k=mean_k, rule=RULE_TEXT[rule]
+    )
     for w in caught_by_r[chosen]:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     idata = fits[chosen]
     idata.attrs.update(
-        pcrp_power_rule=(
-            f"auto: the largest r of {', '.join(f'{r:g}' for r in grid)} whose point estimate "
-            f"joins no two clusters of r = {grid[0]:g}'s (clusters under {speck:.0%} of the "
-            "points aside)"
-        ),
+        pcrp_power_rule=f"{rule}: {RULE_TEXT[rule]}",
         pcrp_chosen_power=float(chosen),
         **sensitivity.attrs(),
     )

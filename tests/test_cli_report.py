@@ -84,7 +84,7 @@ def test_default_run_chooses_r_among_three_and_reports_the_answer_first(tmp_path
     assert summary.startswith("# pCRP clustering of `three.csv`")
     assert "**3 cluster(s)** in the point estimate: 25, 25 and 25 rows" in answer
     assert re.search(r"P\(K = 3\) = \d\.\d\d", answer)
-    assert f"Power r = {chosen:g} (chosen by the default rule" in answer
+    assert f"Power r = {chosen:g} (--power auto: " in answer
     trust = summary.split("## How far to trust it")[1].split("## Figures")[0]
     assert "**Convergence**" in trust and "**Sensitivity to r**" in trust
     assert "| r | K | cluster sizes | mean K | ARI to chosen | VI to chosen (bits) |" in trust

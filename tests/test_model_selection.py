@@ -258,7 +258,8 @@ def test_fit_power_auto_is_the_fit_at_the_chosen_power(recwarn):
     settings = dict(draws=40, tune=40, chains=2, random_seed=3)
     idata = pcrp.fit(x, power="auto", **settings)
     chosen = idata.attrs["pcrp_chosen_power"]
-    assert chosen in (1.0, 1.1, 1.3)
+    assert chosen == pcrp.model_selection.DEFAULT_POWER == 1.1
+    assert idata.attrs["pcrp_power_rule"].startswith("default: the package's default r")
     assert idata.attrs["pcrp_sensitivity_powers"] == [1.0, 1.1, 1.3]
     assert idata.attrs["pcrp_sensitivity_n_clusters"][-1] == 2
     assert float(idata.constant_data["power"]) == chosen
@@ -268,3 +269,8 @@ def test_fit_power_auto_is_the_fit_at_the_chosen_power(recwarn):
         pcrp.fit(x, power="cv")
     with pytest.raises(ValueError, match="leave out return_inferencedata=False"):
         pcrp.fit(x, power="auto", return_inferencedata=False)
+    choose = pcrp.model_selection.choose_power
+    with pytest.raises(ValueError, match=r"must hold the default r = 1\.1"):
+        choose(x, powers=(1.0, 1.3))
+    with pytest.raises(ValueError, match="'rule' must be 'default' or 'agree'"):
+        choose(x, rule="loo")

@@ -90,7 +90,7 @@ def test_choose_power_and_cross_validation_report_each_fit(monkeypatch, capsys):
     monkeypatch.setenv("PYMC_PCRP_PROGRESS", "1")
     x = _two_blobs()
     pcrp.model_selection.choose_power(
-        x, powers=(1.0, 1.3), draws=20, tune=20, chains=1, random_seed=1
+        x, powers=(1.0, 1.3), rule="agree", draws=20, tune=20, chains=1, random_seed=1
     )
     err = capsys.readouterr().err
     assert "pymc_pcrp: choosing r, fit 1 of 2 (r = 1) ..." in err
@@ -103,6 +103,6 @@ def test_choose_power_and_cross_validation_report_each_fit(monkeypatch, capsys):
     assert "pymc_pcrp: cross-validation, r = 1.3 fitted (2 of 2," in err
     monkeypatch.setenv("PYMC_PCRP_PROGRESS", "0")
     pcrp.model_selection.choose_power(
-        x, powers=(1.0, 1.3), draws=20, tune=20, chains=1, random_seed=1
+        x, powers=(1.0, 1.3), rule="agree", draws=20, tune=20, chains=1, random_seed=1
     )
     assert "choosing r" not in capsys.readouterr().err

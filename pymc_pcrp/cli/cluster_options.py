@@ -154,11 +154,10 @@ outputs (written into DIR):
   similarity.png    posterior co-clustering matrix (skipped above {MAX_SIMILARITY_ROWS} rows)
   cv_curve.png      held-out loss against r (--power cv only)
 
-power auto (default): all rows are clustered at r = 1, 1.1 and 1.3, and the answer is
-  the fit at the largest r whose point estimate joins no two clusters of r = 1's
-  (clusters under 5% of the rows aside; pymc_pcrp.model_selection.choose_power,
-  docs/choice_of_r.md); summary.md tables the three point estimates and says at the
-  top when they differ materially.
+power auto (default): all rows are clustered at r = 1, 1.1 and 1.3; the answer is the
+  fit at r = 1.1 (the default, chosen on real data in docs/choice_of_r.md), and
+  summary.md tables the three point estimates and says at the top when they differ
+  materially (pymc_pcrp.model_selection.choose_power).
 power cv: the paper's rule. The rows are split at random into a training part
   (--cv-fraction) and a held-out part; r is chosen on the grid by the jump of the
   held-out loss (pymc_pcrp.model_selection.cross_validate_power); then ALL rows are
@@ -232,8 +231,8 @@ def _add_model_and_data_options(parser: argparse.ArgumentParser) -> None:
         type=_power_option,
         default="auto",
         metavar="auto|cv|R",
-        help="pCRP power r > 0 (1 = CRP); 'auto' to choose it among 1, 1.1 and 1.3 "
-        "(see below), 'cv' by the paper's cross-validation (default: auto)",
+        help="pCRP power r > 0 (1 = CRP); 'auto' for r = 1.1 checked against 1 and 1.3 "
+        "(see below), 'cv' for the paper's cross-validation (default: auto)",
     )
     model.add_argument(
         "--alpha", type=_positive_float, default=1.0, help="concentration > 0 (default: 1)"

@@ -96,10 +96,7 @@ def power_choice(cv: CVResult | None, sensitivity: PowerSensitivity | None = Non
     """How ``r`` was set: given, by the default rule, by cross-validation, or the top of a grid."""
     if sensitivity is not None:
         grid = ", ".join(f"{r:g}" for r in sensitivity.powers)
-        return (
-            f"chosen by the default rule: the largest of {grid} whose point estimate joins no "
-            f"two clusters of r = {sensitivity.powers[0]:g}'s"
-        )
+        return f"--power auto: {sensitivity.rule}; fitted at r = {grid}"
     if cv is None:
         return "given"
     if cv.jumped:
