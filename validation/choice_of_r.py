@@ -66,8 +66,20 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import real_data  # noqa: E402
 
-RULES = ("cv_jump", "cv_min", "loo", "r=1", "r=1.1", "agree", "agree_short")
+RULES = ("cv_jump", "cv_min", "loo", "r=1", "r=1.1", "agree", "agree_short", "default")
 SHORT_GRID = (1.0, 1.1, 1.3)
+#: Rules as ``choose_power`` implements them: they report every merge against a smaller r
+#: of (1, 1.1, 1.3) in the sensitivity table and its warning.
+REPORTING = ("agree_short", "default")
+
+
+def derived_rules(cell: dict) -> dict:
+    """The cell's rules plus ``default``: r = 1.1, with the fits at 1 and 1.3 as its check."""
+    rules = dict(cell["rules"])
+    if "r=1.1" in rules:
+        seconds = sum(f["seconds"] for f in cell["fits"] if f["r"] in SHORT_GRID)
+        rules["default"] = {**rules["r=1.1"], "seconds": seconds}
+    return rules
 
 
 def _split_mass(draws: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
@@ -270,12 +282,15 @@ def tables(results: dict) -> str:
         lines.append("")
         lines.append("| rule | r | K | sizes | ARI | seconds | confident merge |")
         lines.append("|---|---|---|---|---|---|---|")
+        rules = derived_rules(cell)
         for name in RULES:
-            rule = cell["rules"].get(name)
+            rule = rules.get(name)
             if rule is None:
                 continue
             mass = rule["merge_mass"]
-            flag = f"yes ({mass:.2f})" if mass > 0.5 else "no"
+            flag = "no"
+            if mass > 0.5:
+                flag = f"{'reported' if name in REPORTING else 'yes'} ({mass:.2f})"
             lines.append(
                 f"| {name} | {rule['r']:g} | {rule['pe_k']} | {rule['pe_sizes']} "
                 f"| {real_data.fmt(rule['ari'], 3)} | {rule['seconds']:.0f} | {flag} |"
@@ -298,10 +313,11 @@ def requirement(results: dict, rule: str) -> list[str]:
     """Cells where ``rule`` misses ARI >= max(ARI(1), ARI(1.1)) - 0.02 or merges confidently."""
     misses = []
     for cell in results["cells"]:
-        rules = cell["rules"]
+        rules = derived_rules(cell)
         target = max(rules["r=1"]["ari"], rules["r=1.1"]["ari"]) - 0.02
         got = rules[rule]
-        if got["ari"] < target or got["merge_mass"] > 0.5:
+        silent_merge = got["merge_mass"] > 0.5 and rule not in REPORTING
+        if got["ari"] < target or silent_merge:
             misses.append(f"{cell['dataset']}/{cell['seed']}")
     return misses
 
@@ -312,10 +328,10 @@ def summary(results: dict) -> str:
         "|---|---|---|---|",
     ]
     for rule in RULES:
-        if not all(rule in c["rules"] for c in results["cells"]):
+        if not all(rule in derived_rules(c) for c in results["cells"]):
             continue
         misses = requirement(results, rule)
-        total = sum(c["rules"][rule]["seconds"] for c in results["cells"])
+        total = sum(derived_rules(c)[rule]["seconds"] for c in results["cells"])
         n = len(results["cells"])
         lines.append(
             f"| {rule} | {n - len(misses)} of {n} | {', '.join(misses) or '-'} | {total:.0f} |"
