@@ -73,7 +73,7 @@ def test_default_run_chooses_r_among_three_and_reports_the_answer_first(tmp_path
     assert chosen in (1.0, 1.1, 1.3) and float(idata.constant_data["power"]) == chosen
     assert np.asarray(idata.attrs["pcrp_sensitivity_powers"]).tolist() == [1.0, 1.1, 1.3]
     assert len(np.asarray(idata.attrs["pcrp_sensitivity_n_clusters"])) == 3
-    assert f"Chosen r = {chosen:g}. The point estimate at each r:" in stdout
+    assert f"Reported: r = {chosen:g}. The point estimate at each r:" in stdout
     # the page: answer, trust, figures, terms, command, then the details
     heads = [line for line in summary.splitlines() if line.startswith("## ")]
     assert heads == [

@@ -97,6 +97,7 @@ from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.fitting import fit
 from pymc_pcrp.model_selection import (
     AUTO_POWERS,
+    DEFAULT_POWER,
     CVResult,
     PowerChoice,
     PowerSensitivityWarning,
@@ -342,7 +343,7 @@ def _sample_auto(
     grid = ", ".join(f"{r:g}" for r in AUTO_POWERS)
     print(
         f"Sampling the pCRP posterior of {x.shape[0]} rows at r = {grid} (alpha = "
-        f"{args.alpha:g}) to choose r ...",
+        f"{args.alpha:g}): the default r = {DEFAULT_POWER:g} and its check ...",
         flush=True,
     )
     with warnings.catch_warnings():
@@ -360,7 +361,7 @@ def _sample_auto(
             compute_convergence_checks=False,
             **_step_options(args),
         )
-    print(f"Chosen r = {choice.chosen_power:g}. The point estimate at each r:", flush=True)
+    print(f"Reported: r = {choice.chosen_power:g}. The point estimate at each r:", flush=True)
     print(choice.sensitivity.summary(), flush=True)
     if choice.sensitivity.material:
         print(f"WARNING: {choice.sensitivity.warning()}", flush=True)
