@@ -370,7 +370,7 @@ def write(results: dict, args, *, stamp: bool = True) -> None:
     if stamp:
         results["meta"]["header"] = _header(results["meta"])
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.json).write_text(json.dumps(results, indent=1))
+    Path(args.json).write_text(json.dumps(results, separators=(",", ":")) + "\n")
     if args.md:
         Path(args.md).write_text(
             tables(results) + "\n### The requirement, rule by rule\n\n" + summary(results) + "\n"
