@@ -730,7 +730,7 @@ class PowerSensitivity:
             sizes = ", ".join(str(v) for v in self.sizes[i][:6])
             if len(self.sizes[i]) > 6:
                 sizes += f", +{len(self.sizes[i]) - 6} more"
-            mark = " (chosen)" if r == self.chosen_power else ""
+            mark = " (reported)" if r == self.chosen_power else ""
             out.append(
                 [
                     f"{r:g}{mark}",
@@ -744,7 +744,7 @@ class PowerSensitivity:
         return out
 
     #: Header of :meth:`rows`.
-    HEADER = ("r", "K", "cluster sizes", "mean K", "ARI to chosen", "VI to chosen (bits)")
+    HEADER = ("r", "K", "cluster sizes", "mean K", "ARI to reported", "VI to reported (bits)")
 
     def summary(self) -> str:
         """Return the table of :meth:`rows` as text, then the changes."""

@@ -87,7 +87,7 @@ def test_default_run_chooses_r_among_three_and_reports_the_answer_first(tmp_path
     assert f"Power r = {chosen:g} (--power auto: " in answer
     trust = summary.split("## How far to trust it")[1].split("## Figures")[0]
     assert "**Convergence**" in trust and "**Sensitivity to r**" in trust
-    assert "| r | K | cluster sizes | mean K | ARI to chosen | VI to chosen (bits) |" in trust
+    assert "| r | K | cluster sizes | mean K | ARI to reported | VI to reported (bits) |" in trust
     assert "expected VI" in trust
     # every figure written is described, wide data on the discriminant axes
     figures = summary.split("## Figures")[1].split("## Terms")[0]
@@ -142,4 +142,4 @@ def test_sensitivity_rows_have_one_cell_per_header():
     )
     rows = sens.rows()
     assert all(len(row) == len(PowerSensitivity.HEADER) for row in rows)
-    assert rows[0][2] == "50, 40, 3, 2, 1, 1, +3 more" and rows[1][0] == "1.1 (chosen)"
+    assert rows[0][2] == "50, 40, 3, 2, 1, 1, +3 more" and rows[1][0] == "1.1 (reported)"

@@ -238,7 +238,7 @@ def test_power_sensitivity_reports_a_join_with_its_posterior_mass():
     attrs = sens.attrs()
     assert attrs["pcrp_sensitivity_n_clusters"] == [3, 3, 2]
     assert attrs["pcrp_sensitivity_material"] == 1
-    assert "r" in sens.summary() and "VI to chosen (bits)" in sens.summary()
+    assert "r" in sens.summary() and "VI to reported (bits)" in sens.summary()
     # chosen at the top: a smaller r splits one of the answer's clusters, 75% of r = 1's draws
     top = pcrp.model_selection.power_sensitivity(
         [1.0, 1.3], [a, joined], 1.3, draws=[draws_1, None]
