@@ -50,6 +50,7 @@ def test_compile_progress_names_each_package_kernel_and_counts_them(monkeypatch)
     outside = numba.njit(lambda a: a * 2)  # not the package's: not counted
     with event.install_listener("numba:compile", progress.listener()):
         assert kernel(1) == 2 and outside(2) == 4
+        _package_kernel()(2)  # within 15 s of the first line: no new line
     lines = stream.getvalue().splitlines()
     assert len(lines) == 1
     assert lines[0].startswith(
@@ -58,24 +59,25 @@ def test_compile_progress_names_each_package_kernel_and_counts_them(monkeypatch)
     assert (
         f"of about {notice.COMPILE_SECONDS} s; now fake._package_kernel.<locals>.tiny" in (lines[0])
     )
-    assert progress.done == 1
+    assert progress.done == 2
 
 
-def test_compile_progress_rewrites_one_line_on_a_terminal(monkeypatch):
+def test_compile_progress_on_a_terminal_until_the_expected_count(monkeypatch):
     monkeypatch.delenv("PYMC_PCRP_PROGRESS", raising=False)
     stream = _Terminal()
-    progress = notice.CompileProgress(stream)
+    progress = notice.CompileProgress(stream, expected=2, interval=0.0)
     with event.install_listener("numba:compile", progress.listener()):
-        _package_kernel()(1)
-        _package_kernel()(2)
-    progress.close()
-    text = stream.getvalue()
-    assert text.count("\r") == 3 and "\n" not in text[:-1]
-    assert "compiling numba kernels: 1 of about" in text
-    assert "compiled 2 numba kernels in" in text and text.endswith("\n")
+        for value in range(3):
+            _package_kernel()(value)
+    lines = stream.getvalue().splitlines()
+    assert "\r" not in stream.getvalue()
+    assert lines[0].startswith("pymc_pcrp: compiling numba kernels: 0 of about 2 done")
+    assert lines[1].startswith("pymc_pcrp: compiling numba kernels: 1 of about 2 done")
+    assert lines[2].startswith("pymc_pcrp: compiled 2 numba kernels in")
+    assert len(lines) == 3  # nothing after the expected count
     # not a terminal and not asked: silent
     quiet = io.StringIO()
-    progress = notice.CompileProgress(quiet)
+    progress = notice.CompileProgress(quiet, interval=0.0)
     with event.install_listener("numba:compile", progress.listener()):
         _package_kernel()(3)
     assert quiet.getvalue() == "" and progress.done == 1

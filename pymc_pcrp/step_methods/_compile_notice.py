@@ -5,14 +5,13 @@ draw. numba caches the result on disk, so this happens once per environment (or 
 every process when no cache folder is writable, see :mod:`pymc_pcrp._kernels._config`).
 :func:`announce_compilation` logs one line when it starts, with the one measured
 estimate of how long it takes (:data:`COMPILE_SECONDS`), and then, on a terminal,
-keeps a progress line on stderr up to date: how many kernels are compiled, the one
-being compiled, the seconds so far.
+writes a progress line to stderr every 15 seconds or so: how many kernels are
+compiled, the one being compiled, the seconds so far.
 
 Progress lines (here and while :func:`pymc_pcrp.model_selection.choose_power` or
 :func:`~pymc_pcrp.model_selection.cross_validate_power` fit their grids) go to stderr
 when it is a terminal. The environment variable ``PYMC_PCRP_PROGRESS`` overrides
-that: ``1`` shows them everywhere (one line per step, no carriage returns, e.g. in
-a log file), ``0`` never.
+that: ``1`` shows them everywhere (in a log file, say), ``0`` never.
 """
 
 from __future__ import annotations
@@ -68,59 +67,54 @@ def _kernel_name(event) -> str | None:
 
 
 class CompileProgress:
-    """A numba compile-event listener that writes one progress line per kernel.
+    """A numba compile-event listener that writes a progress line now and then.
 
-    On a terminal the line is rewritten in place (carriage return); elsewhere (with
-    ``PYMC_PCRP_PROGRESS=1``) each update is a line of its own.
+    A line when the first package kernel starts compiling, then at most one every
+    ``interval`` seconds (when a kernel starts), and one when about
+    :data:`COMPILE_KERNELS` are done. Whole lines, never rewritten in place, so that
+    they stay readable among PyMC's own messages, which the compilation overlaps.
     """
 
-    def __init__(self, stream=None, expected: int = COMPILE_KERNELS) -> None:
+    def __init__(
+        self, stream=None, expected: int = COMPILE_KERNELS, interval: float = 15.0
+    ) -> None:
         self.stream = sys.stderr if stream is None else stream
         self.expected = expected
+        self.interval = interval
         self.done = 0
         self.depth = 0
         self.start = time.perf_counter()
-        try:
-            self.in_place = bool(self.stream.isatty())
-        except (AttributeError, ValueError):
-            self.in_place = False
-        self._width = 0
+        self._last: float | None = None
+        self._finished = False
 
-    def _write(self, name: str) -> None:
-        if not progress_wanted(self.stream):
-            return
-        seconds = time.perf_counter() - self.start
-        shown = min(self.done, self.expected)
-        text = (
-            f"pymc_pcrp: compiling numba kernels: {shown} of about {self.expected} done, "
-            f"{seconds:.0f} s of about {COMPILE_SECONDS} s; now {name}"
-        )
-        if self.in_place:
-            pad = " " * max(0, self._width - len(text))
-            self._width = len(text)
-            self.stream.write("\r" + text + pad)
-        else:
+    def _write(self, text: str) -> None:
+        if progress_wanted(self.stream):
             self.stream.write(text + "\n")
-        self.stream.flush()
+            self.stream.flush()
 
     def started(self, name: str | None) -> None:
-        if name is not None and self.depth == 0:
-            self._write(name)
+        if name is not None and self.depth == 0 and not self._finished:
+            now = time.perf_counter()
+            if self._last is None:
+                self.start = now
+            if self._last is None or now - self._last >= self.interval:
+                self._last = now
+                self._write(
+                    f"pymc_pcrp: compiling numba kernels: {min(self.done, self.expected)} of "
+                    f"about {self.expected} done, {now - self.start:.0f} s of about "
+                    f"{COMPILE_SECONDS} s; now {name}"
+                )
         self.depth += 1
 
     def finished(self, name: str | None) -> None:
         self.depth -= 1
-        if name is not None:
-            self.done += 1
-
-    def close(self) -> None:
-        """End the in-place line (called at exit)."""
-        if self.in_place and self._width and progress_wanted(self.stream):
+        if name is None:
+            return
+        self.done += 1
+        if self.done == self.expected and not self._finished:
+            self._finished = True
             seconds = time.perf_counter() - self.start
-            self.stream.write(f"\rpymc_pcrp: compiled {self.done} numba kernels in {seconds:.0f} s")
-            self.stream.write(" " * 20 + "\n")
-            self.stream.flush()
-            self._width = 0
+            self._write(f"pymc_pcrp: compiled {self.done} numba kernels in {seconds:.0f} s")
 
     def listener(self):
         """Return a :class:`numba.core.event.Listener` that feeds this object."""
@@ -145,13 +139,10 @@ def watch_compilation(stream=None) -> CompileProgress:
     """Install the compile-progress listener for the rest of the process (once); return it."""
     global _progress
     if _progress is None:
-        import atexit
-
         from numba.core import event
 
         _progress = CompileProgress(stream)
         event.register("numba:compile", _progress.listener())
-        atexit.register(_progress.close)
     return _progress
 
 
