@@ -70,7 +70,7 @@ class CompileProgress:
     """A numba compile-event listener that writes a progress line now and then.
 
     A line when the first package kernel starts compiling, then at most one every
-    ``interval`` seconds (when a kernel starts), and one when about
+    ``interval`` seconds (when a kernel, or a function it calls, starts), and one when about
     :data:`COMPILE_KERNELS` are done. Whole lines, never rewritten in place, so that
     they stay readable among PyMC's own messages, which the compilation overlaps.
     """
@@ -93,7 +93,8 @@ class CompileProgress:
             self.stream.flush()
 
     def started(self, name: str | None) -> None:
-        if name is not None and self.depth == 0 and not self._finished:
+        # nested compilations count too: one entry kernel compiles most of the others
+        if name is not None and not self._finished:
             now = time.perf_counter()
             if self._last is None:
                 self.start = now
