@@ -187,7 +187,7 @@ def build_model(
 def fit(
     X,
     *,
-    power: float = 1.0,
+    power: float | str = 1.0,
     alpha: float = 1.0,
     prior: NIWPrior | None = None,
     covariance: str | None = None,
@@ -207,6 +207,11 @@ def fit(
     ----------
     X, power, alpha, prior, covariance
         See :func:`build_model` (``covariance="diag"``: diagonal cluster covariances).
+        ``power="auto"`` fits r = 1, 1.1 and 1.3 and returns the fit at r = 1.1, the
+        default chosen in docs/choice_of_r.md
+        (:func:`pymc_pcrp.model_selection.choose_power`); the point estimates at all
+        three, and their agreement, are in ``idata.attrs``, and a
+        ``PowerSensitivityWarning`` says when they differ materially.
     draws, tune, chains, cores
         Passed to ``pm.sample``; ``tune`` draws are burn-in (discarded).
     sweeps_per_draw : int, optional
@@ -277,6 +282,22 @@ def fit(
     >>> idata = pcrp.fit(pcrp.datasets.load_old_faithful(), power=1.11, draws=200, tune=100,
     ...                  chains=2, random_seed=1)  # doctest: +SKIP
     """
+    if isinstance(power, str):
+        if power != "auto":
+            raise ValueError(f"Argument 'power' must be a number > 0 or 'auto', got {power!r}.")
+        from pymc_pcrp.model_selection import choose_power
+
+        settings = dict(draws=draws, tune=tune, chains=chains, cores=cores, init=init)
+        settings.update(sweeps_per_draw=sweeps_per_draw, progressbar=progressbar)
+        return choose_power(
+            X,
+            alpha=alpha,
+            prior=prior,
+            covariance=covariance,
+            random_seed=random_seed,
+            **settings,
+            **sample_kwargs,
+        ).idata
     model = build_model(X, power=power, alpha=alpha, prior=prior, covariance=covariance)
     prior = _default_prior(check_data(X, "X"), prior, covariance)
     step_kwargs = step_options(sample_kwargs, sweeps_per_draw, init)

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from pymc_pcrp.model_selection import CVResult
 
 __all__ = [
+    "cluster_projection",
     "plot_chain_groups",
     "plot_cluster_sizes",
     "plot_clusters_2d",
@@ -170,8 +171,12 @@ def plot_k_posterior(
     *,
     ax: Axes | None = None,
     markers: Sequence[str] | None = None,
+    kind: str = "line",
 ) -> Figure:
     """Posterior probability of each number of clusters, one marked line per method (Fig. 5).
+
+    ``kind="bar"`` draws bars instead (side by side for several methods), the
+    natural picture of a discrete posterior.
 
     Parameters
     ----------
@@ -182,6 +187,7 @@ def plot_k_posterior(
     markers : sequence of str, optional
         One marker per method; by default ``x``, ``o``, ``*``, ... as in the
         paper's figure.
+    kind : {"line", "bar"}, default="line"
 
     Returns
     -------
@@ -192,11 +198,22 @@ def plot_k_posterior(
             "Argument 'results' must be a non-empty mapping {method name: idata}; wrap a single "
             "InferenceData as {'name': idata}."
         )
+    if kind not in ("line", "bar"):
+        raise ValueError(f"Argument 'kind' must be 'line' or 'bar', got {kind!r}.")
     ax = _new_axes(ax)
     markers = list(markers) if markers is not None else list(_MARKERS)
+    width = 0.8 / len(results)
     for i, (name, source) in enumerate(results.items()):
         k = _k_draws(source).ravel()
         values, counts = np.unique(k, return_counts=True)
+        if kind == "bar":
+            shift = (i - (len(results) - 1) / 2) * width
+            bars = ax.bar(
+                values + shift, counts / k.size, width=width, color=f"C{i}", label=str(name)
+            )
+            if len(results) == 1:  # each bar's probability above it
+                ax.bar_label(bars, labels=[f"{c / k.size:.3g}" for c in counts], fontsize="small")
+            continue
         ax.plot(
             values,
             counts / k.size,
@@ -350,27 +367,100 @@ def _ellipse_params(cov: np.ndarray, n_std: float) -> tuple[float, float, float]
     return float(width), float(height), angle
 
 
+def cluster_projection(X, labels, method: str = "auto") -> tuple[np.ndarray, np.ndarray, list]:
+    """Return a 2-D linear projection of ``X`` in which the clusters of ``labels`` separate.
+
+    Parameters
+    ----------
+    X : array_like, shape (N, D), D >= 2
+    labels : array_like of int, shape (N,)
+    method : {"auto", "lda", "pca", "none"}, default="auto"
+        ``"lda"``: the first two linear discriminant axes of ``labels`` (scikit-learn's
+        ``LinearDiscriminantAnalysis``), the plane that best separates the clusters
+        relative to their spread; it needs at least 3 clusters. ``"pca"``: the first two
+        principal components. ``"none"``: the first two columns. ``"auto"``: the columns
+        themselves for D = 2, else LDA with 3 or more clusters and PCA otherwise.
+
+    Returns
+    -------
+    points : numpy.ndarray, shape (N, 2)
+        ``(X - centre) @ W``.
+    W : numpy.ndarray, shape (D, 2)
+        The linear map (columns: the two axes).
+    names : list of str
+        Axis names, e.g. ``["LD1", "LD2"]`` or ``["PC1 (41% of variance)", ...]``.
+    """
+    x = check_data(X, "X")
+    z = _label_vector(labels, "labels", x.shape[0])
+    d = x.shape[1]
+    if d < 2:
+        raise ValueError(f"cluster_projection needs at least 2 columns, got D = {d}.")
+    if method not in ("auto", "lda", "pca", "none"):
+        raise ValueError(
+            f"Argument 'method' must be 'auto', 'lda', 'pca' or 'none', got {method!r}."
+        )
+    k = np.unique(z).size
+    if method == "auto":
+        method = "none" if d == 2 else ("lda" if k >= 3 else "pca")
+    if method == "lda" and k < 3:
+        raise ValueError(f"method='lda' needs at least 3 clusters for two axes, got {k}.")
+    centre = x.mean(axis=0)
+    if method == "none":
+        w = np.eye(d)[:, :2]
+        names = ["column 1", "column 2"]
+    elif method == "pca":
+        _, sv, vt = np.linalg.svd(x - centre, full_matrices=False)
+        w = vt[:2].T
+        share = sv**2 / np.sum(sv**2)
+        names = [f"PC{i + 1} ({share[i]:.0%} of variance)" for i in range(2)]
+    else:
+        from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+        lda = LinearDiscriminantAnalysis(n_components=2, solver="eigen", shrinkage=1e-3)
+        lda.fit(x, z)
+        w = np.asarray(lda.scalings_)[:, :2]
+        w = w / np.linalg.norm(w, axis=0)
+        names = ["LD1", "LD2"]
+    return (x - centre) @ w, w, names
+
+
+def _cluster_colours(n: int) -> list:
+    """``C0``-``C9`` for up to 10 clusters, else a 20-colour map (then repeated)."""
+    if n <= 10:
+        return [f"C{i}" for i in range(n)]
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab20"]
+    return [cmap(i % 20) for i in range(n)]
+
+
 def plot_clusters_2d(
     X,
     labels,
     *,
     prior: NIWPrior | None = None,
     n_std: float = 2.0,
+    projection: str = "auto",
+    max_points: int | None = 5000,
+    legend: bool = True,
     ax: Axes | None = None,
 ) -> Figure:
-    """Scatter 2-D data coloured by cluster, with one covariance ellipse per cluster (Fig. 6).
+    """Scatter data coloured by cluster, with one covariance ellipse per cluster (Fig. 6).
 
-    Clusters are coloured by decreasing size (``C0`` the largest).
+    Clusters are coloured by decreasing size (``C0`` the largest); the legend names
+    each colour's label and size. Data of more than two columns are drawn in a 2-D
+    projection (:func:`cluster_projection`), with each cluster's mean and
+    covariance projected by the same linear map.
 
     Parameters
     ----------
-    X : array_like, shape (N, 2)
+    X : array_like, shape (N, D), D >= 2
     labels : array_like of int, shape (N,)
         A clustering, for example a point estimate (any object with a
         ``labels`` attribute is unwrapped).
     prior : NIWPrior, optional
-        With a prior, each ellipse is centred at the cluster's NIW posterior
-        mean ``mu_n`` and drawn from the posterior mean covariance
+        Of dimension D. With a prior, each ellipse is centred at the cluster's NIW
+        posterior mean ``mu_n`` and drawn from the posterior mean covariance
         ``Psi_n / (nu_n - D - 1)`` (or the posterior mode ``Psi_n / (nu_n + D + 1)``
         when ``nu_n <= D + 1`` and the mean does not exist), so every cluster,
         singletons included, gets one. Without a prior, the ellipses use each
@@ -378,6 +468,15 @@ def plot_clusters_2d(
         of fewer than 3 points, whose sample covariance is singular, get none.
     n_std : float, default=2.0
         Mahalanobis radius of the ellipses (2 standard deviations by default).
+    projection : {"auto", "lda", "pca", "none"}, default="auto"
+        See :func:`cluster_projection`; ``"auto"`` keeps 2-D data as it is. The axis
+        labels name the axes.
+    max_points : int or None, default=5000
+        At most this many points are drawn (a random subset, every cluster keeping at
+        least 20 or all of its points), so that the ellipses stay visible on large
+        data; the ellipses always use every point. ``None`` draws all.
+    legend : bool, default=True
+        A legend of the clusters (the 12 largest, and a count of the others).
     ax : matplotlib.axes.Axes, optional
 
     Returns
@@ -386,29 +485,85 @@ def plot_clusters_2d(
     """
     from matplotlib.patches import Ellipse
 
-    x = _plane_data(X, "plot_clusters_2d")
+    x = check_data(X, "X")
+    if x.shape[1] < 2:
+        raise ValueError(f"plot_clusters_2d needs 2-D or wider data, got D = {x.shape[1]}.")
     z = _label_vector(labels, "labels", x.shape[0])
+    if projection == "auto" and x.shape[1] == 2:
+        projection = "none"
+    _, w, names = cluster_projection(x, z, projection)
+    offset = 0.0 if projection == "none" else x.mean(axis=0)  # "none": the columns as they are
+    points = (x - offset) @ w
     if prior is not None:
-        prior = check_prior(prior, x, 2)
+        prior = check_prior(prior, x, x.shape[1])
     ax = _new_axes(ax)
     values, counts = np.unique(z, return_counts=True)
-    for rank, k in enumerate(values[np.argsort(-counts, kind="stable")]):
-        members = x[z == k]
-        colour = f"C{rank % 10}"
-        ax.scatter(members[:, 0], members[:, 1], s=10, color=colour, alpha=0.7, label=f"{k}")
+    order = np.argsort(-counts, kind="stable")
+    colours = _cluster_colours(values.size)
+    shown = np.ones(x.shape[0], dtype=bool)
+    if max_points is not None and x.shape[0] > max_points:
+        rng = np.random.default_rng(0)
+        shown = np.zeros(x.shape[0], dtype=bool)
+        shown[rng.choice(x.shape[0], size=int(max_points), replace=False)] = True
+    size = 10 if shown.sum() <= 2000 else 4
+    d = x.shape[1]
+    for rank, i in enumerate(order):
+        k = values[i]
+        in_k = z == k
+        visible = np.flatnonzero(in_k & shown)
+        if visible.size < min(20, counts[i]):
+            visible = np.flatnonzero(in_k)[: min(20, counts[i])]
+        colour = colours[rank]
+        ax.scatter(
+            points[visible, 0],
+            points[visible, 1],
+            s=size,
+            color=colour,
+            alpha=0.6,
+            label=f"{k} ({counts[i]})",
+        )
+        members = x[in_k]
         if prior is not None:
-            centre, _, nu_n, psi_n = niw_posterior(
+            mean, _, nu_n, psi_n = niw_posterior(
                 members, prior.mu0, prior.kappa0, prior.nu0, prior.psi0
             )
-            cov = psi_n / (nu_n - 3.0) if nu_n > 3.0 else psi_n / (nu_n + 3.0)
+            cov = psi_n / (nu_n - d - 1.0) if nu_n > d + 1.0 else psi_n / (nu_n + d + 1.0)
         elif members.shape[0] >= 3:
-            centre, cov = members.mean(axis=0), np.cov(members, rowvar=False)
+            mean, cov = members.mean(axis=0), np.cov(members, rowvar=False)
         else:
             continue
-        width, height, angle = _ellipse_params(cov, n_std)
-        ax.add_patch(Ellipse(centre, width, height, angle=angle, fill=False, color=colour, lw=1.5))
-    ax.set_xlabel("x1")
-    ax.set_ylabel("x2")
+        width, height, angle = _ellipse_params(w.T @ np.atleast_2d(cov) @ w, n_std)
+        ellipse = Ellipse(
+            (mean - offset) @ w, width, height, angle=angle, fill=False, color=colour, lw=1.8
+        )
+        ax.add_patch(ellipse)
+    if projection == "none":
+        names = ["x1", "x2"]
+    ax.set_xlabel(names[0])
+    ax.set_ylabel(names[1])
+    if legend:
+        handles, texts = ax.get_legend_handles_labels()
+        title = "cluster (size)"
+        if len(handles) > 12:
+            title += f"; {len(handles) - 12} smaller not listed"
+        ax.legend(
+            handles[:12],
+            texts[:12],
+            title=title,
+            fontsize="small",
+            markerscale=2,
+            loc="best",
+            framealpha=0.8,
+        )
+    if not shown.all():
+        ax.text(
+            0.01,
+            0.01,
+            f"{int(shown.sum()):,} of {x.shape[0]:,} points drawn",
+            transform=ax.transAxes,
+            fontsize="small",
+            va="bottom",
+        )
     return ax.figure
 
 
@@ -598,8 +753,8 @@ def plot_similarity(
     fig.colorbar(image, ax=ax, label="posterior co-clustering probability")
     ax.set(
         title=f"Posterior similarity, {sizes.shape[0]} clusters",
-        xlabel="point (sorted)",
-        ylabel="point (sorted)",
+        xlabel="row, grouped by cluster",
+        ylabel="row, grouped by cluster",
     )
     return fig
 

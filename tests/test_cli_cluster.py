@@ -114,7 +114,9 @@ def test_csv_with_named_columns_and_overwrite(tmp_path, capsys):
     assert "more split-merge proposals (--split-merge 1)" in stdout
     summary = (out / "summary.md").read_text()
     top = summary.split("## Data")[0]
-    assert top.startswith("# pCRP clustering\n\n> **Warning:** the chains have not converged.")
+    assert top.startswith(
+        "# pCRP clustering of `data.csv`\n\n> **Warning:** the chains have not converged."
+    )
     for problem in report.problems:
         assert problem in top and problem in stdout
     assert "bulk ESS" in top and "| FAIL |" in summary
@@ -132,7 +134,7 @@ def test_csv_with_named_columns_and_overwrite(tmp_path, capsys):
         "R-hat",
         "--seed 2",
         "--columns x,y",
-        "Sizes, largest first: 30, 30",
+        "**2 cluster(s)** in the point estimate: 30 and 30 rows",
     ):
         assert text in summary
     assert "Cross-validation" not in summary
@@ -145,7 +147,7 @@ def test_auto_power_on_npy_with_three_standardised_columns(tmp_path, capsys):
     np.save(tmp_path / "data.npy", x)
     out = tmp_path / "sub" / "auto"  # the parent is created
     args = _args(
-        tmp_path / "data.npy", "--columns", "0,1,2", "--standardize", "--power", "auto",
+        tmp_path / "data.npy", "--columns", "0,1,2", "--standardize", "--power", "cv",
         "--cv-grid", "1.0,1.2", "--cv-draws", 30, "--cv-tune", 30, "--cv-chains", 1,
         "--draws", 40, "--tune", 40, "--chains", 1, "--seed", 2, "--out", out,
         # Plain Gibbs started in one cluster (init "random" draws K0 = 1 with
@@ -256,7 +258,7 @@ def test_cv_without_a_jump_is_reported_and_fits_use_the_step_defaults(
     monkeypatch.setattr(cluster_command, "cross_validate_power", no_jump)
     out = tmp_path / "nojump"
     args = _args(
-        tmp_path / "data.npy", "--power", "auto", "--cv-grid", "1.0,1.1,1.2", "--draws", 20,
+        tmp_path / "data.npy", "--power", "cv", "--cv-grid", "1.0,1.1,1.2", "--draws", 20,
         "--tune", 10, "--chains", 1, "--seed", 5, "--out", out,
     )  # fmt: skip
     assert run_cluster(args) == 0
@@ -311,7 +313,7 @@ ERROR_CASES = {
     "ragged row": (["x,y", "1.0,2.0", "3.0"], [], "line 3 of"),
     "constant column": (["x,y", "1,5", "2,5", "3,5"], [], "'y'"),
     "duplicate column": (["x,y", "1,5", "2,6"], ["--columns", "x,0"], "more than once"),
-    "auto with three rows": (["x,y", "1,5", "2,6", "3,8"], [], "at least 4 rows"),
+    "cv with three rows": (["x,y", "1,5", "2,6", "3,8"], ["--power", "cv"], "at least 4 rows"),
 }
 
 
@@ -419,7 +421,7 @@ def test_failure_midway_leaves_no_complete_looking_output(tmp_path, monkeypatch,
     ("argv", "message"),
     [
         (["--power", "-1"], "--power"),
-        (["--power", "often"], "'auto' or a number"),
+        (["--power", "often"], "'auto', 'cv' or a number"),
         (["--alpha", "0"], "--alpha"),
         (["--draws", "0"], "--draws"),
         (["--cv-grid", "1.0"], "at least two distinct powers"),
@@ -538,7 +540,7 @@ def test_auto_power_with_a_column_constant_in_the_training_half(tmp_path, capsys
     else:
         pytest.fail("no seed among 40 puts both flagged rows in the held-out half")
     args = _args(
-        path, "--power", "auto", "--cv-grid", "1.0,1.3", "--cv-draws", 20, "--cv-tune", 20,
+        path, "--power", "cv", "--cv-grid", "1.0,1.3", "--cv-draws", 20, "--cv-tune", 20,
         "--draws", 30, "--tune", 30, "--chains", 1, "--seed", int(seed),
         "--out", tmp_path / "out",
     )  # fmt: skip

@@ -183,3 +183,94 @@ def test_bad_arguments():
         pcrp.model_selection.cross_validate_power(x, x[:, :1], [1.0, 1.2])
     with pytest.raises(ValueError, match="must not set"):
         pcrp.model_selection.cross_validate_power(x, x, [1.0, 1.2], fit_kwargs={"power": 2.0})
+
+
+# ----------------------------------------------------------------- the rule of power="auto"
+
+
+def test_merged_pairs_ignores_specks_and_names_joined_clusters():
+    reference = np.r_[np.zeros(40, int), np.ones(40, int), np.full(30, 2), np.full(2, 3)]
+    # clusters 0 and 1 joined, cluster 2 kept, the speck 3 absorbed by 2
+    labels = np.r_[np.zeros(80, int), np.ones(32, int)]
+    assert pcrp.model_selection.merged_pairs(reference, labels) == [(0, 1)]
+    # only the speck absorbed: no merge
+    only_speck = np.r_[np.zeros(40, int), np.ones(40, int), np.full(32, 2)]
+    assert pcrp.model_selection.merged_pairs(reference, only_speck) == []
+    # with no speck threshold, absorbing cluster 3 into 2 counts as a merge
+    assert pcrp.model_selection.merged_pairs(reference, only_speck, speck=0.0) == [(2, 3)]
+    with pytest.raises(ValueError, match="'speck' must be a fraction"):
+        pcrp.model_selection.merged_pairs(reference, labels, speck=1.5)
+    with pytest.raises(ValueError, match="same length"):
+        pcrp.model_selection.merged_pairs(reference, labels[:-1])
+
+
+def test_agreeing_power_stops_at_the_first_merge_of_real_clusters():
+    three = np.r_[np.zeros(50, int), np.ones(50, int), np.full(50, 2), np.full(3, 3)]
+    no_speck = np.r_[np.zeros(50, int), np.ones(50, int), np.full(53, 2)]
+    merged = np.r_[np.zeros(100, int), np.ones(53, int)]
+    rule = pcrp.model_selection.agreeing_power
+    assert rule([1.0, 1.1, 1.3], [three, no_speck, merged]) == 1.1
+    assert rule([1.0, 1.1, 1.3], [three, no_speck, no_speck]) == 1.3
+    # a merge stops the walk even if a later point estimate agrees again
+    assert rule([1.0, 1.1, 1.3], [three, merged, no_speck]) == 1.0
+    with pytest.raises(ValueError, match="one partition per power"):
+        rule([1.0, 1.1], [three])
+    with pytest.raises(ValueError, match="strictly increasing"):
+        rule([1.1, 1.0], [three, three])
+
+
+def test_power_sensitivity_reports_a_join_with_its_posterior_mass():
+    a = np.r_[np.zeros(50, int), np.ones(50, int), np.full(50, 2)]
+    joined = np.r_[np.zeros(100, int), np.full(50, 2)]
+    # draws at r = 1: clusters 0 and 1 apart in 3 of 4 draws
+    draws_1 = np.stack([a, a, a, joined])
+    sens = pcrp.model_selection.power_sensitivity(
+        [1.0, 1.1, 1.3], [a, a, joined], 1.1, draws=[draws_1, draws_1, draws_1[:1]]
+    )
+    assert sens.material
+    assert sens.n_clusters.tolist() == [3, 3, 2]
+    assert sens.ari[:2].tolist() == [1.0, 1.0] and sens.ari[2] < 0.7
+    assert sens.vi[1] == 0.0 and sens.vi[2] > 0.5
+    assert len(sens.changes) == 1
+    assert "At r = 1.3 the point estimate joins clusters 0 and 1" in sens.changes[0]
+    assert "at r = 1.1 they are apart in 75% of the draws" in sens.changes[0]
+    assert sens.warning().startswith("The answer depends on r.")
+    attrs = sens.attrs()
+    assert attrs["pcrp_sensitivity_n_clusters"] == [3, 3, 2]
+    assert attrs["pcrp_sensitivity_material"] == 1
+    assert "r" in sens.summary() and "VI to reported (bits)" in sens.summary()
+    # chosen at the top: a smaller r splits one of the answer's clusters, 75% of r = 1's draws
+    top = pcrp.model_selection.power_sensitivity(
+        [1.0, 1.3], [a, joined], 1.3, draws=[draws_1, None]
+    )
+    assert "splits one of the answer's clusters in two (50 and 50 points)" in top.changes[0]
+    assert "apart in 75% of the draws" in top.changes[0]
+    same = pcrp.model_selection.power_sensitivity([1.0, 1.1], [a, a], 1.0)
+    assert not same.material and same.warning() is None
+    with pytest.raises(ValueError, match=r"'chosen_power' = 1\.2 is not in 'powers'"):
+        pcrp.model_selection.power_sensitivity([1.0, 1.1], [a, a], 1.2)
+
+
+def test_fit_power_auto_is_the_fit_at_the_chosen_power(recwarn):
+    rng = np.random.default_rng(SEED)
+    shift = np.array([7.0, 0.0])
+    x = np.r_[rng.normal(0, 1, (60, 2)), rng.normal(0, 1, (60, 2)) + shift]
+    settings = dict(draws=40, tune=40, chains=2, random_seed=3)
+    idata = pcrp.fit(x, power="auto", **settings)
+    chosen = idata.attrs["pcrp_chosen_power"]
+    assert chosen == pcrp.model_selection.DEFAULT_POWER == 1.1
+    assert idata.attrs["pcrp_power_rule"].startswith("default: the package's default r")
+    assert idata.attrs["pcrp_sensitivity_powers"] == [1.0, 1.1, 1.3]
+    assert idata.attrs["pcrp_sensitivity_n_clusters"][-1] == 2
+    assert float(idata.constant_data["power"]) == chosen
+    direct = pcrp.fit(x, power=chosen, **settings)
+    np.testing.assert_array_equal(idata.posterior["z"].values, direct.posterior["z"].values)
+    with pytest.raises(ValueError, match="'power' must be a number > 0 or 'auto'"):
+        pcrp.fit(x, power="cv")
+    with pytest.raises(ValueError, match="leave out return_inferencedata=False"):
+        pcrp.fit(x, power="auto", return_inferencedata=False)
+    choose = pcrp.model_selection.choose_power
+    with pytest.raises(ValueError, match=r"must hold the default r = 1\.1"):
+        choose(x, powers=(1.0, 1.3))
+    with pytest.raises(ValueError, match="'rule' must be 'default' or 'agree'"):
+        choose(x, rule="loo")

@@ -162,8 +162,91 @@ def test_plot_clusters_2d_one_ellipse_per_cluster():
     fig = pcrp.plots.plot_clusters_2d(wide, np.zeros(4000, int))
     (ellipse,) = fig.axes[0].patches
     assert sorted([ellipse.width, ellipse.height]) == pytest.approx([4.0, 8.0], rel=0.05)
-    with pytest.raises(ValueError, match="2-D"):
-        pcrp.plots.plot_clusters_2d(rng.normal(size=(5, 3)), np.zeros(5, int))
+    with pytest.raises(ValueError, match="2-D or wider"):
+        pcrp.plots.plot_clusters_2d(rng.normal(size=(5, 1)), np.zeros(5, int))
+
+
+def _blobs_in_5d(rng, n=40):
+    """Three clusters apart in columns 2 and 3 only; column 4 is wide noise."""
+    centres = 3.0 * np.array([[0, 0, 0, 0, 0], [0, 0, 1, 1, 0], [0, 0, 1, -1, 0]])
+    noise = rng.normal(0, 1, (3 * n, 5))
+    noise[:, 4] *= 6.0  # the column of largest variance carries no cluster
+    labels = np.repeat([0, 1, 2], n)
+    return noise + centres[labels], labels
+
+
+def test_cluster_projection_lda_separates_what_the_columns_and_pca_blur():
+    rng = np.random.default_rng(SEED + 11)
+    x, labels = _blobs_in_5d(rng)
+
+    def separation(points):
+        means = np.array([points[labels == k].mean(axis=0) for k in range(3)])
+        spread = np.mean([points[labels == k].std(axis=0).mean() for k in range(3)])
+        return (
+            np.min([np.linalg.norm(means[i] - means[j]) for i, j in ((0, 1), (0, 2), (1, 2))])
+            / spread
+        )
+
+    lda, w, names = pcrp.plots.cluster_projection(x, labels)
+    assert names == ["LD1", "LD2"] and w.shape == (5, 2)
+    np.testing.assert_allclose(lda, (x - x.mean(axis=0)) @ w)
+    columns, _, _ = pcrp.plots.cluster_projection(x, labels, "none")
+    pca, _, pca_names = pcrp.plots.cluster_projection(x, labels, "pca")
+    assert pca_names[0].startswith("PC1 (") and "of variance" in pca_names[0]
+    assert separation(lda) > 2 * separation(columns)
+    assert separation(lda) > separation(pca)
+    # two clusters: LDA has one axis only, "auto" falls back to PCA
+    _, _, two = pcrp.plots.cluster_projection(x, (labels > 0).astype(int))
+    assert two[0].startswith("PC1")
+    with pytest.raises(ValueError, match="needs at least 3 clusters"):
+        pcrp.plots.cluster_projection(x, (labels > 0).astype(int), "lda")
+    with pytest.raises(ValueError, match="'method' must be"):
+        pcrp.plots.cluster_projection(x, labels, "tsne")
+
+
+def test_plot_clusters_2d_projects_wide_data_with_a_legend_of_labels_and_sizes():
+    rng = np.random.default_rng(SEED + 12)
+    x, labels = _blobs_in_5d(rng)
+    labels = np.r_[labels[:-5], np.full(5, 7)]  # a small fourth cluster, label 7
+    fig = pcrp.plots.plot_clusters_2d(x, labels, prior=pcrp.NIWPrior.from_data(x))
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "LD1" and ax.get_ylabel() == "LD2"
+    assert sum(isinstance(p, Ellipse) for p in ax.patches) == 4
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert texts == ["0 (40)", "1 (40)", "2 (35)", "7 (5)"]
+    assert ax.get_legend().get_title().get_text() == "cluster (size)"
+    # each legend colour is the colour of its cluster's points
+    for collection, handle in zip(ax.collections, ax.get_legend().legend_handles, strict=True):
+        np.testing.assert_allclose(collection.get_facecolor()[0], handle.get_facecolor()[0])
+
+
+def test_plot_clusters_2d_thins_large_data_but_keeps_small_clusters_and_ellipses():
+    rng = np.random.default_rng(SEED + 13)
+    x = np.r_[rng.normal(0, 1, (9000, 2)), rng.normal(8, 1, (12, 2))]
+    labels = np.r_[np.zeros(9000, int), np.ones(12, int)]
+    fig = pcrp.plots.plot_clusters_2d(x, labels, max_points=1000)
+    ax = fig.axes[0]
+    drawn = [c.get_offsets().shape[0] for c in ax.collections]
+    assert 800 < drawn[0] < 1200 and drawn[1] == 12
+    assert sum(isinstance(p, Ellipse) for p in ax.patches) == 2
+    assert any("of 9,012 points drawn" in t.get_text() for t in ax.texts)
+    full = pcrp.plots.plot_clusters_2d(x, labels, max_points=None)
+    assert full.axes[0].collections[0].get_offsets().shape[0] == 9000
+
+
+def test_plot_k_posterior_bars_carry_their_probabilities():
+    k = np.array([[2, 3, 3, 3, 4, 3]])
+    fig = pcrp.plots.plot_k_posterior({"a": k}, kind="bar")
+    ax = fig.axes[0]
+    bars = [p for p in ax.patches if isinstance(p, Rectangle)]
+    assert len(bars) == 3 and not ax.lines
+    np.testing.assert_allclose([b.get_height() for b in bars], [1 / 6, 4 / 6, 1 / 6])
+    np.testing.assert_allclose([b.get_x() + b.get_width() / 2 for b in bars], [2, 3, 4])
+    assert [t.get_text() for t in ax.texts] == ["0.167", "0.667", "0.167"]
+    two = pcrp.plots.plot_k_posterior({"a": k, "b": np.array([[3, 3]])}, kind="bar")
+    assert len([p for p in two.axes[0].patches if isinstance(p, Rectangle)]) == 4
+    with pytest.raises(ValueError, match="'kind' must be 'line' or 'bar'"):
+        pcrp.plots.plot_k_posterior({"a": k}, kind="pie")
 
 
 def test_plot_chain_groups_one_panel_per_group_with_the_disputed_points_ringed():

@@ -103,32 +103,22 @@ from pymc_pcrp.diagnostics import (
 )
 from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.fitting import fit
-from pymc_pcrp.model_selection import CVResult, cross_validate_power, split_train_test
+from pymc_pcrp.model_selection import (
+    AUTO_POWERS,
+    DEFAULT_POWER,
+    CVResult,
+    PowerChoice,
+    PowerSensitivityWarning,
+    choose_power,
+    cross_validate_power,
+    split_train_test,
+)
 from pymc_pcrp.posterior import PointEstimate, point_estimate
 from pymc_pcrp.sampler.options import auto_sweeps_per_draw
 
 __all__ = ["add_cluster_parser", "run_cluster"]
 
 _PROG = "pymc_pcrp cluster"
-
-
-def _marginal_prior(prior: NIWPrior, keep: int) -> NIWPrior | None:
-    """Return the NIW prior of the first ``keep`` coordinates (its exact marginal), if valid."""
-    drop = prior.dim - keep
-    try:
-        return NIWPrior(
-            mu0=prior.mu0[:keep],
-            kappa0=prior.kappa0,
-            nu0=prior.nu0 - drop,
-            psi0=prior.psi0[:keep, :keep],
-            scale_grid=prior.scale_grid,  # Psi_0 = s P: the marginal keeps s
-            scale_log_weights=prior.scale_log_weights,
-            # an inverse-Wishart's leading block has nu0 - drop degrees of freedom
-            nu0_grid=None if prior.nu0_grid is None else prior.nu0_grid - drop,
-            nu0_log_weights=prior.nu0_log_weights,
-        )
-    except ValueError:
-        return None
 
 
 def _write_figures(
@@ -144,6 +134,7 @@ def _write_figures(
     comparison: ChainComparison | None = None,
 ) -> list[str]:
     from pymc_pcrp.plots import (
+        cluster_projection,
         plot_chain_groups,
         plot_clusters_2d,
         plot_cv_curve,
@@ -153,51 +144,69 @@ def _write_figures(
         plot_similarity,
     )
 
+    def k_trace(ax):
+        plot_k_trace(idata, ax=ax)
+        ax.set_title("Number of clusters K in each draw, one line per chain")
+
+    def k_posterior(ax):
+        plot_k_posterior({f"r = {power:g}": idata}, ax=ax, kind="bar")
+        ax.set_title(f"Posterior of the number of clusters K (r = {power:g})")
+        ax.get_legend().remove()
+
     written = ["k_trace.png", "k_posterior.png"]
-    save_figure(tmp / "k_trace.png", lambda ax: plot_k_trace(idata, ax=ax), (7.0, 3.5))
-    save_figure(
-        tmp / "k_posterior.png",
-        lambda ax: plot_k_posterior({f"pCRP (r = {power:g})": idata}, ax=ax),
-    )
+    save_figure(tmp / "k_trace.png", k_trace, (7.0, 3.5))
+    save_figure(tmp / "k_posterior.png", k_posterior)
     if x.shape[1] == 1:
 
         def density(ax):
             plot_predictive_density(idata, power=power, alpha=alpha, prior=prior, ax=ax)
             ax.set_xlabel(names[0])
+            ax.set_title(f"Posterior predictive density (r = {power:g})")
 
         save_figure(tmp / "density_1d.png", density)
         written.append("density_1d.png")
     else:
-        plane_prior = prior if x.shape[1] == 2 else _marginal_prior(prior, 2)
+        plane, _, axis_names = cluster_projection(x, estimate.labels)
+        if x.shape[1] == 2:
+            plane, axis_names = x, names[:2]
+        how = "" if x.shape[1] == 2 else f", on {axis_names[0][:3]} and {axis_names[1][:3]}"
 
         def clusters(ax):
-            plot_clusters_2d(x[:, :2], estimate, prior=plane_prior, ax=ax)
+            plot_clusters_2d(x, estimate, prior=prior, ax=ax)
             ax.set(
-                xlabel=names[0],
-                ylabel=names[1],
-                title=f"Point estimate: {estimate.n_clusters} cluster(s)",
+                xlabel=axis_names[0],
+                ylabel=axis_names[1],
+                title=f"Point estimate: {estimate.n_clusters} cluster(s){how}",
             )
 
-        save_figure(tmp / "clusters_2d.png", clusters, (6.0, 5.0))
+        save_figure(tmp / "clusters_2d.png", clusters, (6.5, 5.5))
         written.append("clusters_2d.png")
         if comparison is not None and not comparison.agree:
 
             def chain_groups(axes):
-                plot_chain_groups(x[:, :2], comparison, axes=axes)
+                plot_chain_groups(plane, comparison, axes=axes)
                 for ax in axes:
-                    ax.set(xlabel=names[0], ylabel=names[1])
+                    ax.set(xlabel=axis_names[0], ylabel=axis_names[1])
 
             n_groups = len(comparison.groups)
             size = (5.0 * n_groups, 4.5)
             save_figure(tmp / "chain_groups.png", chain_groups, size, panels=n_groups)
             written.append("chain_groups.png")
     if x.shape[0] <= MAX_SIMILARITY_ROWS:
-        save_figure(
-            tmp / "similarity.png", lambda ax: plot_similarity(idata, estimate, ax=ax), (6.0, 5.0)
-        )
+
+        def similarity(ax):
+            plot_similarity(idata, estimate, ax=ax)
+            ax.set_title("Posterior probability that two rows share a cluster")
+
+        save_figure(tmp / "similarity.png", similarity, (6.0, 5.0))
         written.append("similarity.png")
     if cv is not None:
-        save_figure(tmp / "cv_curve.png", lambda ax: plot_cv_curve(cv, ax=ax, show_k=True))
+
+        def cv_curve(ax):
+            plot_cv_curve(cv, ax=ax, show_k=True)
+            ax.set_title("Cross-validation: held-out loss against r")
+
+        save_figure(tmp / "cv_curve.png", cv_curve)
         written.append("cv_curve.png")
     return written
 
@@ -289,11 +298,11 @@ def _check_inputs(
     check_magnitude(x, data.names, args.data, args.standardize)
     n = x.shape[0]
     n_train = 0
-    if args.power == "auto":
+    if args.power == "cv":
         n_train = min(max(round(args.cv_fraction * n), 2), n - 1)
         if n < 4:
             raise InputError(
-                f"--power auto needs at least 4 rows (2 to train, 1 to hold out), got {n}; "
+                f"--power cv needs at least 4 rows (2 to train, 1 to hold out), got {n}; "
                 "give --power R"
             )
         if args.cv_grid[-1] > max_power(n):
@@ -330,7 +339,9 @@ def _choose_power(
     data: a prior built from the training half alone would fail on a column that
     happens to be constant in that half (a rare binary flag, say).
     """
-    if args.power != "auto":
+    if args.power == "auto":
+        return float("nan"), None  # chosen by _sample_auto
+    if args.power != "cv":
         return float(args.power), None
     train, test = split_train_test(x, n_train, seed=_seed_int(split_seq))
     cv_sizes = (train.shape[0], test.shape[0])
@@ -397,6 +408,45 @@ def _sample(
     )
 
 
+def _sample_auto(
+    args: argparse.Namespace,
+    x: np.ndarray,
+    prior: NIWPrior,
+    fit_seq: np.random.SeedSequence,
+    estimate_seed: int,
+) -> PowerChoice:
+    """Fit every r of ``AUTO_POWERS`` and keep the one ``choose_power`` picks; print its table."""
+    progress = args.progress
+    if progress is None:
+        progress = bool(getattr(sys.stdout, "isatty", lambda: False)())
+    grid = ", ".join(f"{r:g}" for r in AUTO_POWERS)
+    print(
+        f"Sampling the pCRP posterior of {x.shape[0]} rows at r = {grid} (alpha = "
+        f"{args.alpha:g}): the default r = {DEFAULT_POWER:g} and its check ...",
+        flush=True,
+    )
+    with warnings.catch_warnings():
+        # the command reports the sensitivity itself, at the top of its output
+        warnings.simplefilter("ignore", PowerSensitivityWarning)
+        choice = choose_power(
+            x,
+            powers=AUTO_POWERS,
+            **_fit_settings(args, prior, cv=False),
+            cores=args.cores,
+            init=args.init,
+            random_seed=_seed_int(fit_seq),
+            point_estimate_seed=estimate_seed,
+            progressbar=progress,
+            compute_convergence_checks=False,
+            **_step_options(args),
+        )
+    print(f"Reported: r = {choice.chosen_power:g}. The point estimate at each r:", flush=True)
+    print(choice.sensitivity.summary(), flush=True)
+    if choice.sensitivity.material:
+        print(f"WARNING: {choice.sensitivity.warning()}", flush=True)
+    return choice
+
+
 def _fit_settings(args: argparse.Namespace, prior: NIWPrior, *, cv: bool) -> dict:
     """``alpha``, ``prior``, ``draws``, ``tune``, ``chains`` and ``sweeps_per_draw`` of a fit.
 
@@ -455,11 +505,11 @@ def _report_chain_comparison(
 
 def _record_settings(idata, run: ClusterRun) -> None:
     """Write the run's settings into the attributes of the posterior group."""
-    args, data, scaling, power, seed, cv_info = run
+    args, data, scaling, power, seed, cv_info = run[:6]
     idata.posterior.attrs.update(
         pcrp_power=power,
         pcrp_alpha=args.alpha,
-        pcrp_power_choice=power_choice(None if cv_info is None else cv_info[0]),
+        pcrp_power_choice=power_choice(None if cv_info is None else cv_info[0], run.sensitivity),
         pcrp_data_file=str(args.data),
         pcrp_columns=", ".join(data.names),
         pcrp_standardized=int(args.standardize),
@@ -553,12 +603,24 @@ def _run_and_publish(args, plan, data, model_data, n_train, seed, start, seqs) -
     with watch_interrupts() as interrupts:
         try:
             power, cv_info = _choose_power(args, x, n_train, split_seq, cv_seq, prior)
-            # a DataFrame, so that the InferenceData keeps the file's column names
-            idata = _sample(args, pd.DataFrame(x, columns=data.names), power, prior, fit_seq)
+            choice = None
+            if args.power == "auto":
+                # a DataFrame, so that the InferenceData keeps the file's column names
+                frame = pd.DataFrame(x, columns=data.names)
+                choice = _sample_auto(args, frame, prior, fit_seq, _seed_int(estimate_seq))
+                idata, power = choice.idata, choice.chosen_power
+            else:
+                frame = pd.DataFrame(x, columns=data.names)
+                idata = _sample(args, frame, power, prior, fit_seq)
             report = _report_convergence(idata)
             comparison = _report_chain_comparison(idata, report, _seed_int(compare_seq))
-            estimate = point_estimate(idata, loss="vi", random_seed=_seed_int(estimate_seq))
-            run = ClusterRun(args, data, scaling, power, seed, cv_info)
+            if choice is not None:
+                estimate = choice.estimates[power]
+            else:
+                estimate = point_estimate(idata, loss="vi", random_seed=_seed_int(estimate_seq))
+            run = ClusterRun(
+                args, data, scaling, power, seed, cv_info, choice and choice.sensitivity
+            )
             _record_settings(idata, run)
             try:
                 write_labels(tmp / "labels.csv", estimate.labels)

@@ -28,11 +28,11 @@ def _is_positive(value: float) -> bool:
 
 
 def _power_option(text: str) -> str | float:
-    if text.strip().lower() == "auto":
-        return "auto"
+    if text.strip().lower() in ("auto", "cv"):
+        return text.strip().lower()
     return _checked_float(
         text,
-        "expected 'auto' or a number > 0",
+        "expected 'auto', 'cv' or a number > 0",
         _is_positive,
         "the power must be a finite number > 0",
     )
@@ -138,7 +138,8 @@ outputs (written into DIR):
                     information (clusters numbered 0, 1, ... by first appearance)
   idata.nc          the posterior (arviz.from_netcdf); r, alpha and the NIW prior in its
                     constant_data group, other settings in its posterior attributes
-  summary.md        data, settings, chosen r and CV table (auto), posterior of K, R-hat and
+  summary.md        data, settings, chosen r with the answers at r = 1, 1.1, 1.3 (auto) or the
+                    CV table (cv), posterior of K, R-hat and
                     ESS of n_clusters and log_joint, point-estimate cluster sizes, and the
                     command line; a warning at the top if the chains have not converged
                     (R-hat > 1.01 or bulk ESS < 100 per chain) or the CV loss never jumped;
@@ -151,13 +152,17 @@ outputs (written into DIR):
                     disputed points ringed (D >= 2, only when the chains form groups)
   density_1d.png    posterior predictive density (D = 1, instead of clusters_2d.png)
   similarity.png    posterior co-clustering matrix (skipped above {MAX_SIMILARITY_ROWS} rows)
-  cv_curve.png      held-out loss against r (--power auto only)
+  cv_curve.png      held-out loss against r (--power cv only)
 
-power auto: the rows are split at random into a training part (--cv-fraction) and a
-  held-out part; r is chosen on the grid by the jump of the held-out loss
-  (pymc_pcrp.model_selection.cross_validate_power); then ALL rows are clustered
-  with the chosen r. If the loss never jumps, the top of the grid is used and the
-  output says so: extend --cv-grid.
+power auto (default): all rows are clustered at r = 1, 1.1 and 1.3; the answer is the
+  fit at r = 1.1 (the default, chosen on real data in docs/choice_of_r.md), and
+  summary.md tables the three point estimates and says at the top when they differ
+  materially (pymc_pcrp.model_selection.choose_power).
+power cv: the paper's rule. The rows are split at random into a training part
+  (--cv-fraction) and a held-out part; r is chosen on the grid by the jump of the
+  held-out loss (pymc_pcrp.model_selection.cross_validate_power); then ALL rows are
+  clustered with the chosen r. If the loss never jumps, the top of the grid is used
+  and the output says so: extend --cv-grid.
 
 convergence: R-hat and bulk ESS of the number of clusters and of the log joint are
   printed; if R-hat > 1.01 or a bulk ESS < 100 per chain (R-hat needs 2+ chains), the
@@ -235,9 +240,9 @@ def _add_model_and_data_options(parser: argparse.ArgumentParser) -> None:
         "--power",
         type=_power_option,
         default="auto",
-        metavar="auto|R",
-        help="pCRP power r > 0 (1 = CRP), or 'auto' to choose it by cross-validation "
-        "(default: auto)",
+        metavar="auto|cv|R",
+        help="pCRP power r > 0 (1 = CRP); 'auto' for r = 1.1 checked against 1 and 1.3 "
+        "(see below), 'cv' for the paper's cross-validation (default: auto)",
     )
     model.add_argument(
         "--alpha", type=_positive_float, default=1.0, help="concentration > 0 (default: 1)"
@@ -348,7 +353,7 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_cv_options(parser: argparse.ArgumentParser) -> None:
-    cv = parser.add_argument_group("cross-validation (--power auto)")
+    cv = parser.add_argument_group("cross-validation (--power cv)")
     cv.add_argument(
         "--cv-grid",
         type=_grid_option,

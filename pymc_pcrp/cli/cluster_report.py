@@ -16,7 +16,7 @@ from pymc_pcrp._kernels.moves import SMALL_SIZE
 from pymc_pcrp._runtime.logging import quiet_loggers
 from pymc_pcrp.cli.io import ClusterData
 from pymc_pcrp.diagnostics import ChainComparison, ConvergenceReport
-from pymc_pcrp.model_selection import CVResult
+from pymc_pcrp.model_selection import AUTO_POWERS, SPECK, CVResult, PowerSensitivity
 from pymc_pcrp.posterior import PointEstimate
 from pymc_pcrp.sampler.options import (
     auto_pair_moves,
@@ -65,7 +65,7 @@ def _full_command(args: argparse.Namespace, seed: int, power_text: str) -> str:
     if args.template_jumps is not None:
         parts += ["--template-jumps", f"{args.template_jumps:g}"]
     parts += ["--seed", str(seed)]
-    if power_text == "auto":
+    if power_text == "cv":
         grid = ",".join(f"{r:g}" for r in args.cv_grid)
         parts += ["--cv-grid", grid, "--cv-fraction", repr(args.cv_fraction)]
         parts += ["--cv-draws", str(args.cv_draws), "--cv-tune", str(args.cv_tune)]
@@ -76,7 +76,7 @@ def _full_command(args: argparse.Namespace, seed: int, power_text: str) -> str:
 
 def _data_section(args, data: ClusterData, scaling) -> list[str]:
     n, d = data.x.shape
-    lines = ["## Data", ""]
+    lines = ["", "### Data", ""]
     lines.append(f"- file: `{args.data}` ({'with' if data.has_header else 'no'} header row)")
     lines.append(f"- N = {n} rows, D = {d} column(s): {', '.join(f'`{c}`' for c in data.names)}")
     if scaling is None:
@@ -92,8 +92,11 @@ def _data_section(args, data: ClusterData, scaling) -> list[str]:
     return lines
 
 
-def power_choice(cv: CVResult | None) -> str:
-    """How ``r`` was set: given, chosen by cross-validation, or the top of a grid without a jump."""
+def power_choice(cv: CVResult | None, sensitivity: PowerSensitivity | None = None) -> str:
+    """How ``r`` was set: given, by the default rule, by cross-validation, or the top of a grid."""
+    if sensitivity is not None:
+        grid = ", ".join(f"{r:g}" for r in sensitivity.powers)
+        return f"--power auto: {sensitivity.rule}; fitted at r = {grid}"
     if cv is None:
         return "given"
     if cv.jumped:
@@ -131,9 +134,10 @@ def _model_section(
     cv: CVResult | None,
     rate: str,
     idata: az.InferenceData | None = None,
+    sensitivity: PowerSensitivity | None = None,
 ) -> list[str]:
-    lines = ["", "## Model and sampler", ""]
-    how = power_choice(cv)
+    lines = ["", "### Model and sampler", ""]
+    how = power_choice(cv, sensitivity)
     lines.append(f"- power r = {power:g} ({how}); alpha = {args.alpha:g}")
     lines.append("- NIW prior: `NIWPrior.from_data` of the clustered data (defaults)")
     on = args.split_merge is None or args.split_merge > 0
@@ -158,7 +162,7 @@ def _model_section(
 
 
 def _cv_section(args, n: int, cv: CVResult, cv_sizes, cv_warnings: list[str]) -> list[str]:
-    lines = ["", "## Cross-validation of r", ""]
+    lines = ["", "### Cross-validation of r", ""]
     lines.append(
         f"Random split: {cv_sizes[0]} training rows, {cv_sizes[1]} held-out rows. Each r was "
         f"fitted on the training rows ({args.cv_chains} chain(s) x {args.cv_draws} draws "
@@ -166,7 +170,8 @@ def _cv_section(args, n: int, cv: CVResult, cv_sizes, cv_warnings: list[str]) ->
         f"the last before the loss first rises by more than {cv.jump_tol:.0%}. All {n} rows "
         "were then clustered with it."
     )
-    lines += ["", f"**{cv.conclusion()}**"]
+    if cv.jumped:  # otherwise the warning at the top says it, once
+        lines += ["", cv.conclusion()]
     lines.append("")
     rows = []
     for i, r in enumerate(cv.powers):
@@ -174,15 +179,14 @@ def _cv_section(args, n: int, cv: CVResult, cv_sizes, cv_warnings: list[str]) ->
         rows.append(
             [f"{r:g}", f"{cv.loss[i]:.4g}", f"{cv.loss_se[i]:.2g}", f"{cv.mean_k[i]:.2f}", mark]
         )
-    lines += _markdown_table(["r", "held-out loss", "MC s.e.", "mean K (training)", ""], rows)
-    lines += [f"\n> Warning: {message}" for message in cv_warnings]
-    return lines
+    header = ["r", "held-out loss", "MC s.e.", "mean K (training)", "chosen / jump"]
+    return lines + _markdown_table(header, rows)
 
 
 def _k_section(idata: az.InferenceData) -> list[str]:
     k = np.asarray(idata.posterior["n_clusters"].values)
     values = np.arange(int(k.min()), int(k.max()) + 1)
-    lines = ["", "## Posterior of the number of clusters K", ""]
+    lines = ["", "### Posterior of the number of clusters K, by chain", ""]
     header = ["K", "all chains"]
     per_chain = k.shape[0] > 1
     if per_chain:
@@ -207,18 +211,34 @@ def convergence_advice(report: ConvergenceReport) -> str:
     )
 
 
-def _warnings_section(report: ConvergenceReport, cv_info) -> list[str]:
-    """Warnings shown at the top of summary.md: no convergence, no jump of the CV loss."""
+def sensitivity_advice(sensitivity: PowerSensitivity) -> str:
+    """Return the sensitivity warning with its remedy, in the terms of the command's options."""
+    return (
+        f"{sensitivity.warning()} Remedy: look at the table 'Sensitivity to r' and the "
+        "figures before relying on those clusters; domain knowledge decides between the "
+        "answers (--power R gives any of them)."
+    )
+
+
+def _warnings_section(report: ConvergenceReport, cv_info, sensitivity) -> list[str]:
+    """Warnings at the top of summary.md, each once: convergence, sensitivity to r, CV."""
     lines = []
     if not report.converged:
         lines += [f"> **Warning:** {convergence_advice(report)}", ""]
-    if cv_info is not None and not cv_info[0].jumped:
-        lines += [f"> **Warning:** {cv_info[0].conclusion()} (--cv-grid)", ""]
+    if sensitivity is not None and sensitivity.material:
+        lines += [f"> **Warning:** {sensitivity_advice(sensitivity)}", ""]
+    if cv_info is not None:
+        cv, _, messages = cv_info
+        if not cv.jumped:
+            lines += [f"> **Warning:** {cv.conclusion()} (--cv-grid)", ""]
+        for message in messages:
+            if "never rose" not in message:  # the no-jump warning is the one above
+                lines += [f"> **Warning:** {message}", ""]
     return lines
 
 
 def _convergence_section(idata: az.InferenceData, report: ConvergenceReport) -> list[str]:
-    lines = ["", "## Convergence", ""]
+    lines = ["", "### Convergence", ""]
     # One chain or a constant K: R-hat and MCSE are undefined.
     with quiet_loggers("arviz"):
         post = az.summary(idata, var_names=["n_clusters"], kind="all")
@@ -253,7 +273,7 @@ def _convergence_section(idata: az.InferenceData, report: ConvergenceReport) -> 
 
 def _chains_section(comparison: ChainComparison) -> list[str]:
     """Each chain's own point estimate, the points two chains place differently, the verdict."""
-    lines = ["", "## How the chains differ", ""]
+    lines = ["", "### How the chains differ", ""]
     lines.append(
         "Each chain's draws summarised by their own point estimate (VI loss, "
         f"{comparison.n_draws} draws per chain), and by the estimates of its two halves:"
@@ -281,18 +301,115 @@ def _chains_section(comparison: ChainComparison) -> list[str]:
     return [*lines, "", comparison.verdict(shown=50)]
 
 
-def _point_estimate_section(estimate: PointEstimate) -> list[str]:
+def _sizes_text(sizes) -> str:
+    sizes = [int(v) for v in sizes]
+    if len(sizes) == 1:
+        return f"one cluster of {sizes[0]} rows"
+    return ", ".join(str(v) for v in sizes[:-1]) + f" and {sizes[-1]} rows"
+
+
+def _answer_section(idata: az.InferenceData, estimate: PointEstimate, power: float, how: str):
+    """Return the answer: K, sizes, P(K) and r, in a few lines."""
     sizes = np.sort(estimate.sizes)[::-1]
+    k = np.asarray(idata.posterior["n_clusters"].values).ravel()
+    values, counts = np.unique(k, return_counts=True)
+    order = np.argsort(counts)[::-1]
+    shown = [i for i in order if counts[i] / k.size >= 0.01][:5]
+    pk = ", ".join(f"P(K = {values[i]}) = {counts[i] / k.size:.2f}" for i in shown)
+    rest = 1.0 - sum(counts[i] for i in shown) / k.size
+    if rest > 0.0005:
+        pk += f", other values {rest:.3f}"
     return [
+        "## The answer",
         "",
-        "## Point estimate",
+        f"**{estimate.n_clusters} cluster(s)** in the point estimate: {_sizes_text(sizes)} "
+        "(`labels.csv` gives each row's cluster; clusters are numbered by first appearance).",
         "",
-        f"The clustering minimising the posterior expected variation of information has "
-        f"{estimate.n_clusters} cluster(s) (expected VI {estimate.expected_loss:.3f} bits, "
-        f"from {estimate.n_draws} draws). Sizes, largest first: "
-        + ", ".join(str(s) for s in sizes)
-        + ". Labels per row are in `labels.csv`.",
+        f"- Posterior of the number of clusters K: {pk} ({k.size} draws).",
+        f"- Power r = {power:g} ({how}).",
     ]
+
+
+def _trust_section(report: ConvergenceReport, sensitivity, estimate: PointEstimate, power):
+    """How far to trust the answer: convergence, sensitivity to r, spread of the posterior."""
+    lines = ["", "## How far to trust it", ""]
+    k, lj = report["n_clusters"], report["log_joint"]
+
+    def numbers(q) -> str:
+        if q.constant:
+            return "the same in every draw"
+        return f"R-hat {_fmt(q.r_hat, 3)}, bulk ESS {_fmt(q.ess_bulk, 0)}"
+
+    verdict = "passed" if report.converged else "FAILED (see the warning above)"
+    lines.append(
+        f"- **Convergence** {verdict}: K {numbers(k)}; log joint {numbers(lj)} "
+        f"(checks: R-hat <= {report.rhat_max:g}, bulk ESS >= {report.ess_min:g})."
+    )
+    if sensitivity is None:
+        lines.append(
+            f"- **Sensitivity to r** not measured: r = {power:g} was given. `--power auto` "
+            f"fits r = {', '.join(f'{r:g}' for r in AUTO_POWERS)} and compares the answers."
+        )
+    else:
+        verdict = (
+            "the answer changes materially (see the warning above)"
+            if sensitivity.material
+            else "no material change: the answers merge at most specks (clusters under "
+            f"{SPECK:.0%} of the rows)"
+        )
+        lines += [f"- **Sensitivity to r**: {verdict}.", ""]
+        lines += _markdown_table(list(PowerSensitivity.HEADER), sensitivity.rows())
+        lines.append("")
+    lines.append(
+        "- **Spread of the posterior around the answer**: expected VI "
+        f"{estimate.expected_loss:.3f} bits over {estimate.n_draws} draws."
+    )
+    return lines
+
+
+def _figure_notes(d: int, k: int) -> dict[str, str]:
+    """Return what each figure of a run with ``d`` columns and ``k`` clusters shows."""
+    if d == 2:
+        plane = "on the two columns"
+    elif k >= 3:
+        plane = (
+            "on the two linear discriminant axes of the point estimate (LD1, LD2: the plane "
+            "in which its clusters are best separated relative to their spread)"
+        )
+    else:
+        plane = "on the first two principal components (fewer than 3 clusters)"
+    return {
+        "clusters_2d.png": f"every row {plane}, coloured by its cluster in `labels.csv` "
+        "(legend: label and size), with each cluster's 2-sd ellipse",
+        "k_posterior.png": "the posterior probability of each number of clusters K, as bars",
+        "k_trace.png": "K in every draw, one line per chain: chains that overlap without "
+        "drifting have mixed",
+        "similarity.png": "the posterior probability that two rows share a cluster, rows "
+        "grouped by the point estimate: bright blocks on the diagonal are clusters the "
+        "posterior is sure of, stripes between blocks are rows it hesitates over",
+        "density_1d.png": "the posterior predictive density over the data's histogram",
+        "chain_groups.png": "one panel per group of chains that cluster the rows differently "
+        f"({plane}), disputed rows ringed",
+        "cv_curve.png": "the held-out loss of the cross-validation against r",
+    }
+
+
+_TERMS = [
+    "**point estimate**: the one clustering closest, on average, to the posterior's "
+    "sampled clusterings in variation of information (VI).",
+    "**VI (variation of information), in bits**: a distance between two clusterings; 0 "
+    "when they are the same, 1 bit about the cost of splitting every cluster in two halves.",
+    "**expected VI**: the average VI between the point estimate and a posterior draw; "
+    "near 0 means the draws agree with it.",
+    "**ARI (adjusted Rand index)**: agreement between two clusterings, 1 when they are the "
+    "same, near 0 when they are unrelated.",
+    "**R-hat**: compares the chains; values above 1.01 mean they have not reached the same "
+    "distribution.",
+    "**bulk ESS**: the number of independent draws the correlated draws are worth.",
+    "**power r**: the pCRP's penalty on small clusters; r = 1 is the Dirichlet process, a "
+    "larger r gives fewer, larger clusters.",
+    "**speck**: a cluster of less than 5% of the rows.",
+]
 
 
 class ClusterRun(NamedTuple):
@@ -304,6 +421,7 @@ class ClusterRun(NamedTuple):
     power: float
     seed: int
     cv_info: tuple[CVResult, tuple[int, int], list[str]] | None  # when r was chosen by CV
+    sensitivity: PowerSensitivity | None = None  # when r was chosen by the default rule
 
 
 def summary(
@@ -312,25 +430,33 @@ def summary(
     results: tuple[ConvergenceReport, PointEstimate, list[str], ChainComparison | None],
     seconds: float,
 ) -> str:
-    """Return the text of ``summary.md``.
+    """Return the text of ``summary.md``: one page of answer, then the details.
 
     ``results`` is the convergence report, the point estimate, the names of
     the figure files written and the comparison of the chains (``None`` when it
     was not made: converged or a single chain).
     """
-    args, data, scaling, power, seed, cv_info = run
+    args, data, scaling, power, seed, cv_info = run[:6]
     report, estimate, files, comparison = results
-    lines = ["# pCRP clustering", ""]
-    lines += _warnings_section(report, cv_info)
+    cv = None if cv_info is None else cv_info[0]
+    lines = [f"# pCRP clustering of `{Path(str(args.data)).name}`", ""]
+    lines += _warnings_section(report, cv_info, run.sensitivity)
+    lines += _answer_section(idata, estimate, power, power_choice(cv, run.sensitivity))
+    lines += _trust_section(report, run.sensitivity, estimate, power)
+    lines += ["", "## Figures", ""]
+    notes = _figure_notes(data.x.shape[1], estimate.n_clusters)
+    lines += [f"- `{name}`: {notes[name]}." for name in files if name in notes]
+    lines += ["", "## Terms", ""] + [f"- {term}" for term in _TERMS]
+    power_text = {"auto": "auto", "cv": "cv"}.get(str(args.power), repr(power))
+    lines += ["", "## Command", ""]
+    lines += ["As invoked:", "", "```", _invoked_command(), "```", ""]
+    lines += ["With every setting spelled out (reproduces this run):", ""]
+    lines += ["```", _full_command(args, seed, power_text), "```", ""]
+    lines.append(f"Run time: {seconds:.1f} s.")
+    lines += ["", "## Details"]
     lines += _data_section(args, data, scaling)
     lines += _model_section(
-        args,
-        data.x.shape,
-        power,
-        seed,
-        None if cv_info is None else cv_info[0],
-        _split_merge_text(args, idata),
-        idata,
+        args, data.x.shape, power, seed, cv, _split_merge_text(args, idata), idata, run.sensitivity
     )
     if cv_info is not None:
         lines += _cv_section(args, data.x.shape[0], *cv_info)
@@ -338,13 +464,6 @@ def summary(
     lines += _convergence_section(idata, report)
     if comparison is not None:
         lines += _chains_section(comparison)
-    lines += _point_estimate_section(estimate)
-    lines += ["", "## Files", ""]
+    lines += ["", "### Files", ""]
     lines += [f"- `{name}`" for name in ["labels.csv", "idata.nc", "summary.md", *files]]
-    power_text = "auto" if cv_info is not None else repr(power)
-    lines += ["", "## Command", ""]
-    lines += ["As invoked:", "", "```", _invoked_command(), "```", ""]
-    lines += ["With every setting spelled out (reproduces this run):", ""]
-    lines += ["```", _full_command(args, seed, power_text), "```", ""]
-    lines.append(f"Run time: {seconds:.1f} s.")
     return "\n".join(lines) + "\n"
