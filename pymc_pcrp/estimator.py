@@ -147,7 +147,7 @@ class PCRPMixture(ClusterMixin, DensityMixin, BaseEstimator):
 
         Returns
         -------
-        numpy.ndarray of shape (n_samples, n_clusters_ + 1)
+        numpy.ndarray of shape (n_samples, ``n_clusters_ + 1``)
             Column ``k < n_clusters_`` is cluster ``k`` of ``labels_``; the last
             column is a new cluster. Rows sum to 1 (:func:`pymc_pcrp.predict`).
         """

@@ -311,7 +311,7 @@ def _check_inputs(
                 f"weight n^r overflows double precision above r = {max_power(n):.4g}; usual "
                 "powers are between 1 and 2"
             )
-    else:
+    elif args.power != "auto":  # auto fits r = 1, 1.1 and 1.3, all far below the bound
         try:
             check_power(args.power, n)
         except ValueError as err:
