@@ -89,7 +89,7 @@ def test_a_huge_power_is_refused_with_the_bound_for_these_rows(tmp_path, capsys)
     err = _refused(tmp_path, capsys, path, "--power", 1e308)
     assert "--power = 1e+308 is too large for 60 rows" in err
     assert f"above r = {max_power(60):.4g}" in err
-    err = _refused(tmp_path, capsys, path, "--cv-grid", "1,1000")
+    err = _refused(tmp_path, capsys, path, "--power", "cv", "--cv-grid", "1,1000")
     assert "--cv-grid reaches r = 1000, too large for 60 rows" in err
     with pytest.raises(ValueError, match=r"Argument 'power' = 1e\+308 is too large for 60"):
         pcrp.fit(_two_blobs(60), power=1e308, draws=5, tune=5, chains=1)

@@ -108,8 +108,9 @@ def test_cases_inside_the_limit_sample_with_a_finite_log_joint(x, psi0):
     ("bad", "message"),
     [
         (
-            np.nan,
-            r"Argument 'observed' contains 1 NaN or infinite value\(s\), first in row\(s\) \[3\]",
+            np.nan,  # pm.Data masks it: a missing value
+            r"Argument 'observed' is a masked array with 1 masked \(missing\) value\(s\), "
+            r"first in row\(s\) \[3\]",
         ),
         (1e200, r"Argument 'observed' has column\(s\) \[1\] with values above"),
         (1e9, TOO_SMALL),
