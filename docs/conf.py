@@ -130,6 +130,12 @@ API_MODULES = [
     "pymc_pcrp.posterior.prediction",
     "pymc_pcrp.posterior.similarity",
     "pymc_pcrp.prior",
+    "pymc_pcrp.stats",
+    "pymc_pcrp.stats.chain_comparison",
+    "pymc_pcrp.stats.convergence",
+    "pymc_pcrp.stats.cross_validation",
+    "pymc_pcrp.stats.metrics",
+    "pymc_pcrp.stats.power_choice",
     "pymc_pcrp.step_methods",
 ]
 _NOT_OBJECTS = {"__version__"}

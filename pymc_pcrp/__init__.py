@@ -11,10 +11,11 @@ The top level holds the model and the verbs of a typical session::
 The toolkits live in named submodules, all imported with the package:
 :mod:`pymc_pcrp.posterior` (similarity, point estimate, prediction, replicated
 data), :mod:`pymc_pcrp.prior` (the prior on the number of clusters),
-:mod:`pymc_pcrp.model_selection` (choosing ``r``), :mod:`pymc_pcrp.diagnostics`
-(convergence of the chains), :mod:`pymc_pcrp.metrics`
-(scores against known labels), :mod:`pymc_pcrp.plots`, :mod:`pymc_pcrp.datasets`
-and :mod:`pymc_pcrp.distributed` (chains on several machines).
+:mod:`pymc_pcrp.stats` (convergence of the chains, scores against known labels,
+choosing ``r``), :mod:`pymc_pcrp.plots`, :mod:`pymc_pcrp.datasets` and
+:mod:`pymc_pcrp.distributed` (chains on several machines). The modules
+``pymc_pcrp.diagnostics``, ``pymc_pcrp.metrics`` and ``pymc_pcrp.model_selection``
+keep the names they held in version 0.2.0.
 
 Importing the package registers :class:`PCRPGibbs` (labels) and :class:`PCRPHyper`
 (a random ``alpha`` or power) with ``pm.sample``, makes
@@ -45,8 +46,8 @@ from pymc_pcrp import (
     posterior,
     prior,
     pymc_integration,
+    stats,
 )
-from pymc_pcrp.diagnostics import ConvergenceWarning, SamplingInterrupted, check_convergence
 from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
 from pymc_pcrp.estimator import PCRPMixture
 from pymc_pcrp.fitting import build_model, fit
@@ -57,6 +58,7 @@ from pymc_pcrp.posterior import (
     sample_posterior_predictive,
 )
 from pymc_pcrp.pymc_integration import record_model
+from pymc_pcrp.stats.convergence import ConvergenceWarning, SamplingInterrupted, check_convergence
 from pymc_pcrp.step_methods import PCRPGibbs, PCRPHyper
 
 try:
@@ -94,4 +96,5 @@ __all__ = [
     "pymc_integration",
     "record_model",
     "sample_posterior_predictive",
+    "stats",
 ]

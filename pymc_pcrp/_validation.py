@@ -12,6 +12,7 @@ __all__ = [
     "check_data",
     "check_positive_scalar",
     "check_power",
+    "check_power_grid",
     "check_prior_scale",
     "check_spd",
     "depends_on_random_variable",
@@ -358,3 +359,16 @@ def rebuild_message(data_name: str, rows: int, labels_name: str, n: int) -> str:
         "follow pm.set_data. To assign new points to the clusters of a fitted model, use "
         "pymc_pcrp.predict."
     )
+
+
+def check_power_grid(powers) -> np.ndarray:
+    """Return the grid of powers sorted; refuse fewer than two distinct positive values."""
+    grid = np.asarray(powers, dtype=np.float64)
+    if grid.ndim != 1 or grid.size < 2:
+        raise ValueError(f"Argument 'powers' must hold at least two values, got {powers!r}.")
+    grid = np.sort(grid)
+    if np.any(np.diff(grid) == 0):
+        raise ValueError("Argument 'powers' holds repeated values.")
+    for value in grid:
+        check_positive_scalar(value, "powers")
+    return grid

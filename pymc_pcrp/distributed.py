@@ -1,7 +1,7 @@
 """Run chains as independent jobs, on local processes or on a Dask cluster.
 
 MCMC chains do not talk to each other, and neither do the grid points of
-:func:`~pymc_pcrp.model_selection.cross_validate_power`. Both can therefore run as separate
+:func:`~pymc_pcrp.stats.cross_validation.cross_validate_power`. Both can therefore run as separate
 :mod:`joblib` jobs, and joblib hands jobs to whatever backend is active: its
 own worker processes (``loky``, the default), or the workers of a Dask cluster
 after ``joblib.parallel_config(backend="dask")`` with a
@@ -11,8 +11,8 @@ after ``joblib.parallel_config(backend="dask")`` with a
   chains are seeded exactly as ``pm.sample`` seeds them, so its result is the
   same as ``pymc_pcrp.fit(X, chains=chains, random_seed=random_seed)``, on any
   backend and for any number of workers.
-* :func:`~pymc_pcrp.model_selection.cross_validate_power` with ``n_jobs=None`` already runs its
-  grid points through ``joblib.Parallel``; inside
+* :func:`~pymc_pcrp.stats.cross_validation.cross_validate_power` with ``n_jobs=None``
+  already runs its grid points through ``joblib.Parallel``; inside
   ``joblib.parallel_config(backend="dask")`` they run on the cluster.
 
 Examples

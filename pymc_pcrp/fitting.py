@@ -11,7 +11,7 @@ coordinate and its columns the ``feature`` coordinate of the model and of the
 InferenceData (a ``Series`` is 1-D data, with its name as the one feature).
 :func:`fit` also stores ``power``, ``alpha`` and the NIW prior in the
 ``constant_data`` group, and checks convergence with
-:func:`pymc_pcrp.diagnostics.check_convergence`.
+:func:`pymc_pcrp.stats.convergence.check_convergence`.
 """
 
 from __future__ import annotations
@@ -24,16 +24,16 @@ from pymc.util import RandomState
 
 from pymc_pcrp._runtime.interrupts import watch_interrupts
 from pymc_pcrp._validation import check_data, check_positive_scalar, check_power
-from pymc_pcrp.diagnostics import (
+from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
+from pymc_pcrp.posterior.pointwise import log_likelihood
+from pymc_pcrp.pymc_integration import record_model
+from pymc_pcrp.stats.convergence import (
     SamplingInterrupted,
     check_complete,
     check_convergence,
     stop_after_interrupted_chain,
     warn_if_not_converged,
 )
-from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
-from pymc_pcrp.posterior.pointwise import log_likelihood
-from pymc_pcrp.pymc_integration import record_model
 from pymc_pcrp.step_methods._scouting import scout_templates
 
 __all__ = ["build_model", "fit"]
@@ -209,7 +209,7 @@ def fit(
         See :func:`build_model` (``covariance="diag"``: diagonal cluster covariances).
         ``power="auto"`` fits r = 1, 1.1 and 1.3 and returns the fit at r = 1.1, the
         default chosen in docs/choice_of_r.md
-        (:func:`pymc_pcrp.model_selection.choose_power`); the point estimates at all
+        (:func:`pymc_pcrp.stats.power_choice.choose_power`); the point estimates at all
         three, and their agreement, are in ``idata.attrs``, and a
         ``PowerSensitivityWarning`` says when they differ materially.
     draws, tune, chains, cores
@@ -265,12 +265,12 @@ def fit(
         complete. The partial InferenceData is the exception's ``idata``
         (``None`` when the interrupt came during tuning, before any kept draw). With
         ``cores=1`` one Ctrl-C stops every chain, not only the running one
-        (:func:`~pymc_pcrp.diagnostics.stop_after_interrupted_chain`).
+        (:func:`~pymc_pcrp.stats.convergence.stop_after_interrupted_chain`).
 
     Warns
     -----
     ConvergenceWarning
-        One per failed check of :func:`pymc_pcrp.diagnostics.check_convergence`:
+        One per failed check of :func:`pymc_pcrp.stats.convergence.check_convergence`:
         an R-hat of the number of clusters or of the log joint above 1.01, or a
         bulk ESS below 100 per chain (with one chain only the ESS is checked).
         The message names the quantity, its value and the remedy (more draws,
@@ -285,7 +285,7 @@ def fit(
     if isinstance(power, str):
         if power != "auto":
             raise ValueError(f"Argument 'power' must be a number > 0 or 'auto', got {power!r}.")
-        from pymc_pcrp.model_selection import choose_power
+        from pymc_pcrp.stats.power_choice import choose_power
 
         settings = dict(draws=draws, tune=tune, chains=chains, cores=cores, init=init)
         settings.update(sweeps_per_draw=sweeps_per_draw, progressbar=progressbar)

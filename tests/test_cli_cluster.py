@@ -12,8 +12,8 @@ import pymc_pcrp as pcrp
 from pymc_pcrp.cli import cluster as cluster_command
 from pymc_pcrp.cli.cluster import add_cluster_parser, run_cluster
 from pymc_pcrp.cli.publish import MARKER_NAME
-from pymc_pcrp.model_selection import CVResult
 from pymc_pcrp.sampler.options import auto_sweeps_per_draw
+from pymc_pcrp.stats.cross_validation import CVResult
 
 SEED = sum(ord(c) for c in "test_cluster_command")
 
@@ -529,7 +529,7 @@ def test_auto_power_with_a_column_constant_in_the_training_half(tmp_path, capsys
     path.write_text("x,y,flag\n" + "\n".join(rows) + "\n")
     seeds = rng.integers(0, 2**31, size=40)
     # Find a seed whose training half has the flag constant, so the case really happens.
-    from pymc_pcrp.model_selection import split_train_test
+    from pymc_pcrp.stats.cross_validation import split_train_test
 
     data = np.column_stack([x, flag])
     for seed in seeds:

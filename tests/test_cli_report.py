@@ -9,7 +9,7 @@ import numpy as np
 
 from pymc_pcrp.cli import cluster as cluster_command
 from pymc_pcrp.cli.cluster import add_cluster_parser, run_cluster
-from pymc_pcrp.model_selection import PowerSensitivity
+from pymc_pcrp.stats.power_choice import PowerSensitivity
 
 SEED = sum(ord(c) for c in "test_cli_report")
 

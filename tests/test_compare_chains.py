@@ -6,7 +6,7 @@ import pytest
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp.diagnostics import _placed_differently, compare_chains
+from pymc_pcrp.stats.chain_comparison import _placed_differently, compare_chains
 
 SEED = sum(ord(c) for c in "test_compare_chains")
 N = 60

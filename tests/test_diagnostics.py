@@ -10,7 +10,7 @@ import pytest
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp.diagnostics import check_convergence, stop_after_interrupted_chain
+from pymc_pcrp.stats.convergence import check_convergence, stop_after_interrupted_chain
 
 SEED = sum(ord(c) for c in "test_diagnostics")
 

@@ -9,9 +9,9 @@ import xarray as xr
 
 from sklearn.metrics import normalized_mutual_info_score
 
-import pymc_pcrp.metrics as metrics_module
+import pymc_pcrp.stats.metrics as metrics_module
 
-from pymc_pcrp.metrics import (
+from pymc_pcrp.stats.metrics import (
     ClusteringSummary,
     clustering_summary,
     draw_metrics,

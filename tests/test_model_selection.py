@@ -152,13 +152,13 @@ def test_warns_when_the_curve_never_jumps():
 
 def test_training_fits_use_the_step_defaults(monkeypatch):
     seen = []
-    real_fit = pcrp.model_selection.fit
+    real_fit = pcrp.fitting.fit
 
     def spy(*args, **kwargs):
         seen.append(kwargs)
         return real_fit(*args, **kwargs)
 
-    monkeypatch.setattr(pcrp.model_selection, "fit", spy)
+    monkeypatch.setattr(pcrp.fitting, "fit", spy)
     x = np.random.default_rng(SEED + 1).normal(size=(30, 2))
     with pytest.warns(UserWarning, match="never rose"):
         pcrp.model_selection.cross_validate_power(

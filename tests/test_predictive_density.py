@@ -9,6 +9,8 @@ from reference import niw_posterior as reference_posterior
 
 import pymc_pcrp as pcrp
 
+from pymc_pcrp.stats.cross_validation import _assign_to_clusters as assign_to_clusters
+
 SEED = sum(ord(c) for c in "test_density")
 
 
@@ -198,11 +200,11 @@ def test_assign_to_clusters_maximises_the_prediction_rule():
     new = rng.uniform(-2, 5, (200, 2))
     _, comps = _t_components(x, labels, new, prior, 2.0, 1.0)  # rows: label 2, label 7, new
     expected = np.where(comps[0] > comps[1], 2, 7)
-    got = pcrp.model_selection._assign_to_clusters(x, labels, new, power=2.0, prior=prior)
+    got = assign_to_clusters(x, labels, new, power=2.0, prior=prior)
     np.testing.assert_array_equal(got, expected)
     assert set(got) == {2, 7}
     # a larger power moves points from the small cluster to the large one
-    more = pcrp.model_selection._assign_to_clusters(x, labels, new, power=4.0, prior=prior)
+    more = assign_to_clusters(x, labels, new, power=4.0, prior=prior)
     assert np.sum(more == 2) < np.sum(got == 2)
     assert np.all(more[got == 7] == 7)
 
@@ -213,13 +215,12 @@ def test_assign_to_clusters_can_open_a_new_cluster():
     prior = pcrp.NIWPrior(mu0=[0.5], kappa0=0.01, nu0=3.0, psi0=[[0.1]])
     new = np.array([0.02, 1.05, 40.0])
     np.testing.assert_array_equal(
-        pcrp.model_selection._assign_to_clusters(
-            x, labels, new, power=1.0, prior=prior, allow_new=True
-        ),
+        assign_to_clusters(x, labels, new, power=1.0, prior=prior, allow_new=True),
         [0, 1, -1],
     )
     np.testing.assert_array_equal(
-        pcrp.model_selection._assign_to_clusters(x, labels, new, power=1.0, prior=prior), [0, 1, 1]
+        assign_to_clusters(x, labels, new, power=1.0, prior=prior),
+        [0, 1, 1],
     )
 
 
@@ -239,6 +240,6 @@ def test_bad_arguments():
             idata, np.zeros((5, 2)), power=0.0, alpha=1.0, prior=_from_data(x)
         )
     with pytest.raises(ValueError, match="labels"):
-        pcrp.model_selection._assign_to_clusters(x, np.zeros(7, int), x, power=1.0)
+        assign_to_clusters(x, np.zeros(7, int), x, power=1.0)
     with pytest.raises(ValueError, match="features"):
-        pcrp.model_selection._assign_to_clusters(x, np.zeros(8, int), x[:, :1], power=1.0)
+        assign_to_clusters(x, np.zeros(8, int), x[:, :1], power=1.0)

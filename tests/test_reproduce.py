@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pymc_pcrp import NIWPrior, PCRPGibbs
-from pymc_pcrp import model_selection as _model_selection
+from pymc_pcrp import fitting as _fitting
 from pymc_pcrp.cli import reproduce
 from pymc_pcrp.cli.reproduce import moves as _moves
 from pymc_pcrp.cli.reproduce import protocol as _protocol
@@ -42,7 +42,7 @@ def quick(tmp_path_factory):
     calls = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_run, "fit", _spy(calls, "main", _run.fit))
-        patch.setattr(_model_selection, "fit", _spy(calls, "cv", _model_selection.fit))
+        patch.setattr(_fitting, "fit", _spy(calls, "cv", _fitting.fit))
         cv = _spy(calls, "cross_validate_power", _run.cross_validate_power)
         patch.setattr(_run, "cross_validate_power", cv)
         result = reproduce.run_reproduction(out, quick=True, stream=stream)

@@ -100,7 +100,7 @@ def confident_merge(chosen: int, labels: dict, draws: dict, speck: float) -> flo
     estimate whose majorities fall in one cluster of the chosen point estimate; returns the
     largest probability, under that smaller r's draws, that the two are apart (0 if none).
     """
-    from pymc_pcrp.model_selection import merged_pairs
+    from pymc_pcrp.stats.power_choice import merged_pairs
 
     worst = 0.0
     for i in range(chosen):
@@ -169,7 +169,7 @@ def fit_grid(data, grid, args, seed):
 
 def cross_validate(data, grid, args, seed) -> dict:
     """The held-out loss over the grid, averaged over folds, and its seconds."""
-    from pymc_pcrp.model_selection import cross_validate_power
+    from pymc_pcrp.stats.cross_validation import cross_validate_power
 
     rng = np.random.default_rng(seed)
     parts = np.array_split(rng.permutation(data.X.shape[0]), args.folds)
@@ -206,7 +206,8 @@ def apply_rules(grid, fits, draws, cv, speck) -> dict:
     """Index into ``grid`` and seconds of every rule."""
     import arviz as az
 
-    from pymc_pcrp.model_selection import agreeing_power, find_jump
+    from pymc_pcrp.stats.cross_validation import find_jump
+    from pymc_pcrp.stats.power_choice import agreeing_power
 
     grid = list(grid)
     fit_seconds = [f["seconds"] for f in fits]

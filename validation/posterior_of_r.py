@@ -58,7 +58,7 @@ from pymc_pcrp.cli.reproduce.paper_values import K_TRUE, PAPER_SETTINGS
 from pymc_pcrp.cli.reproduce.protocol import FULL_PROTOCOL
 from pymc_pcrp.datasets import SIM1_PARAMS, SIM2_PARAMS, sim1, sim2
 from pymc_pcrp.distributions.normaliser import log_normaliser
-from pymc_pcrp.model_selection import cross_validate_power
+from pymc_pcrp.stats.cross_validation import cross_validate_power
 
 BASE_SEED = 2018
 """The reproduce command's default base seed: same data and CV samples as its run."""

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["quiet_loggers"]
+__all__ = ["progress_line", "quiet_loggers"]
 
 
 @contextmanager
@@ -34,3 +35,16 @@ def quiet_loggers(*names: str, runtime_warnings: bool = True) -> Iterator[None]:
     finally:
         for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
+
+
+def progress_line(message: str, stream=None) -> None:
+    """Print one progress line to ``stream`` (standard error) when progress is wanted.
+
+    Progress is wanted on a terminal, or when the user asked for it
+    (:func:`pymc_pcrp.step_methods._compile_notice.progress_wanted`).
+    """
+    from pymc_pcrp.step_methods._compile_notice import progress_wanted
+
+    stream = sys.stderr if stream is None else stream
+    if progress_wanted(stream):
+        print(message, file=stream, flush=True)

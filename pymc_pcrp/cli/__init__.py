@@ -22,7 +22,7 @@ from pymc_pcrp._runtime.interrupts import (
 )
 from pymc_pcrp.cli.cluster import add_cluster_parser, run_cluster
 from pymc_pcrp.cli.demo import run_demo
-from pymc_pcrp.diagnostics import SamplingInterrupted
+from pymc_pcrp.stats.convergence import SamplingInterrupted
 
 __all__ = ["main", "run_demo"]
 

@@ -7,8 +7,8 @@ writes the results into one output directory.
 
 **Choosing r** (``--power auto``). The rows are split at random into a training
 part (``--cv-fraction`` of them) and a held-out part with
-:func:`~pymc_pcrp.model_selection.split_train_test`;
-:func:`~pymc_pcrp.model_selection.cross_validate_power` fits the training part at
+:func:`~pymc_pcrp.stats.cross_validation.split_train_test`;
+:func:`~pymc_pcrp.stats.cross_validation.cross_validate_power` fits the training part at
 every ``r`` of ``--cv-grid`` and picks the ``r`` just
 before the held-out loss jumps. The split only serves the choice of ``r``: the
 final posterior is then sampled on *all* rows with the chosen ``r``, as in the
@@ -30,7 +30,7 @@ data-row index, header excluded, and its point-estimate cluster),
 posterior group), ``summary.md`` and PNG figures.
 
 **Convergence.** R-hat and bulk ESS of the number of clusters and of the log
-joint (:func:`pymc_pcrp.diagnostics.check_convergence`) are printed on stdout
+joint (:func:`pymc_pcrp.stats.convergence.check_convergence`) are printed on stdout
 and tabled in ``summary.md``. When an R-hat exceeds 1.01 or a bulk ESS is
 below 100 per chain, stdout and the top of ``summary.md`` say so, with the
 remedy: more draws, more chains, another ``r``, more split-merge proposals
@@ -94,27 +94,20 @@ from pymc_pcrp.cli.io import (
     standardize,
     write_labels,
 )
-from pymc_pcrp.diagnostics import (
-    ChainComparison,
-    ConvergenceReport,
-    SamplingInterrupted,
-    check_convergence,
-    compare_chains,
-)
 from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.fitting import fit
-from pymc_pcrp.model_selection import (
+from pymc_pcrp.posterior import PointEstimate, point_estimate
+from pymc_pcrp.sampler.options import auto_sweeps_per_draw
+from pymc_pcrp.stats.chain_comparison import ChainComparison, compare_chains
+from pymc_pcrp.stats.convergence import ConvergenceReport, SamplingInterrupted, check_convergence
+from pymc_pcrp.stats.cross_validation import CVResult, cross_validate_power, split_train_test
+from pymc_pcrp.stats.power_choice import (
     AUTO_POWERS,
     DEFAULT_POWER,
-    CVResult,
     PowerChoice,
     PowerSensitivityWarning,
     choose_power,
-    cross_validate_power,
-    split_train_test,
 )
-from pymc_pcrp.posterior import PointEstimate, point_estimate
-from pymc_pcrp.sampler.options import auto_sweeps_per_draw
 
 __all__ = ["add_cluster_parser", "run_cluster"]
 

@@ -144,7 +144,7 @@ outputs (written into DIR):
                     command line; a warning at the top if the chains have not converged
                     (R-hat > 1.01 or bulk ESS < 100 per chain) or the CV loss never jumped;
                     then also how the chains' clusterings differ (groups of chains and
-                    the points they dispute, pymc_pcrp.diagnostics.compare_chains)
+                    the points they dispute, pymc_pcrp.stats.compare_chains)
   k_trace.png       number of clusters per draw and chain
   k_posterior.png   posterior probability of each number of clusters
   clusters_2d.png   point estimate on the two columns (D = 2) or the first two (D > 2)
@@ -157,10 +157,10 @@ outputs (written into DIR):
 power auto (default): all rows are clustered at r = 1, 1.1 and 1.3; the answer is the
   fit at r = 1.1 (the default, chosen on real data in docs/choice_of_r.md), and
   summary.md tables the three point estimates and says at the top when they differ
-  materially (pymc_pcrp.model_selection.choose_power).
+  materially (pymc_pcrp.stats.choose_power).
 power cv: the paper's rule. The rows are split at random into a training part
   (--cv-fraction) and a held-out part; r is chosen on the grid by the jump of the
-  held-out loss (pymc_pcrp.model_selection.cross_validate_power); then ALL rows are
+  held-out loss (pymc_pcrp.stats.cross_validate_power); then ALL rows are
   clustered with the chosen r. If the loss never jumps, the top of the grid is used
   and the output says so: extend --cv-grid.
 

@@ -15,13 +15,15 @@ import numpy as np
 from pymc_pcrp._kernels.moves import SMALL_SIZE
 from pymc_pcrp._runtime.logging import quiet_loggers
 from pymc_pcrp.cli.io import ClusterData
-from pymc_pcrp.diagnostics import ChainComparison, ConvergenceReport
-from pymc_pcrp.model_selection import AUTO_POWERS, SPECK, CVResult, PowerSensitivity
 from pymc_pcrp.posterior import PointEstimate
 from pymc_pcrp.sampler.options import (
     auto_pair_moves,
     auto_speck_moves,
 )
+from pymc_pcrp.stats.chain_comparison import ChainComparison
+from pymc_pcrp.stats.convergence import ConvergenceReport
+from pymc_pcrp.stats.cross_validation import CVResult
+from pymc_pcrp.stats.power_choice import AUTO_POWERS, SPECK, PowerSensitivity
 
 
 def _fmt(value: float, digits: int = 2) -> str:

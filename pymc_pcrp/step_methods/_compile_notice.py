@@ -8,8 +8,8 @@ estimate of how long it takes (:data:`COMPILE_SECONDS`), and then, on a terminal
 writes a progress line to stderr every 15 seconds or so: how many kernels are
 compiled, the one being compiled, the seconds so far.
 
-Progress lines (here and while :func:`pymc_pcrp.model_selection.choose_power` or
-:func:`~pymc_pcrp.model_selection.cross_validate_power` fit their grids) go to stderr
+Progress lines (here and while :func:`pymc_pcrp.stats.power_choice.choose_power` or
+:func:`~pymc_pcrp.stats.cross_validation.cross_validate_power` fit their grids) go to stderr
 when it is a terminal. The environment variable ``PYMC_PCRP_PROGRESS`` overrides
 that: ``1`` shows them everywhere (in a log file, say), ``0`` never.
 """

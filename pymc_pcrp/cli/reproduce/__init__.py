@@ -4,7 +4,7 @@
 calls. For each data set of the paper it
 
 1. chooses the pCRP power ``r`` by cross-validation on separate data
-   (:func:`pymc_pcrp.model_selection.cross_validate_power`), as the paper does;
+   (:func:`pymc_pcrp.stats.cross_validation.cross_validate_power`), as the paper does;
 2. clusters the data at each of the paper's sample sizes with the three methods
    of the paper: **CRP-Oracle** (``r = 1``, ``alpha = K_true / log N``), **CRP**
    (``r = 1``, ``alpha = 1``) and **pCRP** (``alpha = 1``, the cross-validated

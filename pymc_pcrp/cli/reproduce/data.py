@@ -15,7 +15,7 @@ from pymc_pcrp.cli.reproduce.protocol import (
     Protocol,
 )
 from pymc_pcrp.datasets import load_digits_1to4, load_old_faithful
-from pymc_pcrp.model_selection import split_train_test
+from pymc_pcrp.stats.cross_validation import split_train_test
 
 # --------------------------------------------------------------------------- data
 

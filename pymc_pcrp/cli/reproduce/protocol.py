@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pymc_pcrp.metrics import ClusteringSummary
-from pymc_pcrp.model_selection import CVResult
+from pymc_pcrp.stats.cross_validation import CVResult
+from pymc_pcrp.stats.metrics import ClusteringSummary
 
 # --------------------------------------------------------------------------- protocol
 
@@ -172,7 +172,7 @@ class CVRun:
     n_train, n_test : int
     result : CVResult
     seed : int
-        ``random_seed`` of :func:`~pymc_pcrp.model_selection.cross_validate_power`.
+        ``random_seed`` of :func:`~pymc_pcrp.stats.cross_validation.cross_validate_power`.
     seconds : float
     """
 

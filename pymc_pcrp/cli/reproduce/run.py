@@ -48,10 +48,10 @@ from pymc_pcrp.datasets import SIM1_PARAMS, SIM2_PARAMS
 from pymc_pcrp.datasets import sim1 as _sim1
 from pymc_pcrp.datasets import sim2 as _sim2
 from pymc_pcrp.fitting import fit
-from pymc_pcrp.metrics import clustering_summary
-from pymc_pcrp.model_selection import cross_validate_power
 from pymc_pcrp.posterior import point_estimate
 from pymc_pcrp.prior import crp_oracle_alpha
+from pymc_pcrp.stats.cross_validation import cross_validate_power
+from pymc_pcrp.stats.metrics import clustering_summary
 
 if TYPE_CHECKING:
     import arviz as az
