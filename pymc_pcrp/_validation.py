@@ -9,6 +9,8 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
 
 __all__ = [
+    "LARGEST_MAGNITUDE",
+    "SMALLEST_MAGNITUDE",
     "check_data",
     "check_positive_scalar",
     "check_power",
@@ -219,16 +221,19 @@ def check_power(value, n: int, name: str = "power") -> float:
     return power
 
 
-#: Column magnitudes outside [_TINY, _HUGE] make sums of squares overflow or underflow.
-_HUGE, _TINY = 1e100, 1e-100
+#: Column magnitudes outside these bounds make sums of squares overflow or underflow.
+LARGEST_MAGNITUDE, SMALLEST_MAGNITUDE = 1e100, 1e-100
 
 
 def _check_magnitude(arr: np.ndarray, name: str) -> None:
     """Refuse columns too large or too small for sums of squares in double precision."""
     size = np.abs(arr).max(axis=0)
-    huge = np.flatnonzero(size > _HUGE)
-    tiny = np.flatnonzero((size > 0) & (size < _TINY))
-    for columns, what in ((huge, f"above {_HUGE:g}"), (tiny, f"below {_TINY:g}")):
+    huge = np.flatnonzero(size > LARGEST_MAGNITUDE)
+    tiny = np.flatnonzero((size > 0) & (size < SMALLEST_MAGNITUDE))
+    for columns, what in (
+        (huge, f"above {LARGEST_MAGNITUDE:g}"),
+        (tiny, f"below {SMALLEST_MAGNITUDE:g}"),
+    ):
         if columns.size:
             raise ValueError(
                 f"Argument '{name}' has column(s) {columns[:5].tolist()} with values {what} in "

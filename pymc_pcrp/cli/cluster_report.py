@@ -12,14 +12,10 @@ from typing import NamedTuple
 import arviz as az
 import numpy as np
 
-from pymc_pcrp._kernels.moves import SMALL_SIZE
 from pymc_pcrp._runtime.logging import quiet_loggers
 from pymc_pcrp.cli.io import ClusterData
 from pymc_pcrp.posterior import PointEstimate
-from pymc_pcrp.sampler.options import (
-    auto_pair_moves,
-    auto_speck_moves,
-)
+from pymc_pcrp.sampler.options import SPECK_SIZE, auto_pair_moves, auto_speck_moves
 from pymc_pcrp.stats.chain_comparison import ChainComparison
 from pymc_pcrp.stats.convergence import ConvergenceReport
 from pymc_pcrp.stats.cross_validation import CVResult
@@ -146,7 +142,7 @@ def _model_section(
     specks = auto_speck_moves(float(on)) if args.speck_moves is None else args.speck_moves
     pairs = auto_pair_moves(float(on), *shape) if args.pair_moves is None else args.pair_moves
     moves = f"{rate} split-merge proposal(s) per sweep" + (
-        f" and {specks:g} among the clusters of at most {SMALL_SIZE} points" if specks else ""
+        f" and {specks:g} among the clusters of at most {SPECK_SIZE} points" if specks else ""
     )
     if pairs:
         moves += f", {pairs:g} pair move(s) per sweep"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pymc_pcrp._validation import _HUGE, _TINY, frame_to_array
+from pymc_pcrp._validation import LARGEST_MAGNITUDE, SMALLEST_MAGNITUDE, frame_to_array
 
 _DPI = 120
 
@@ -425,10 +425,10 @@ def check_magnitude(x: np.ndarray, names: list[str], path: str, standardized: bo
     """Refuse columns whose magnitude sums of squares cannot hold in double precision."""
     size = np.abs(x).max(axis=0)
     for j in range(x.shape[1]):
-        if size[j] > _HUGE or 0 < size[j] < _TINY:
+        if size[j] > LARGEST_MAGNITUDE or 0 < size[j] < SMALLEST_MAGNITUDE:
             row = int(np.argmax(np.abs(x[:, j])))
-            what = "above" if size[j] > _HUGE else "below"
-            bound = _HUGE if size[j] > _HUGE else _TINY
+            what = "above" if size[j] > LARGEST_MAGNITUDE else "below"
+            bound = LARGEST_MAGNITUDE if size[j] > LARGEST_MAGNITUDE else SMALLEST_MAGNITUDE
             fix = (
                 "rescale the column"
                 if standardized

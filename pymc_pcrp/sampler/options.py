@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pymc_pcrp._kernels.moves import SMALL_SIZE
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp.sampler.restarts import RANDOM_INITS, auto_restarts
@@ -29,6 +30,7 @@ __all__ = [
     "PAIR_MOVES_MAX_N",
     "PAIR_MOVES_MIN_D",
     "SPECK_MOVES",
+    "SPECK_SIZE",
     "SPLIT_MERGE_SCANS",
     "TEMPLATE_JUMPS",
     "TEMPLATE_WORK",
@@ -72,9 +74,11 @@ SPLIT_MERGE_WORK = 720
 TUNING_WORK = 600
 SPLIT_MERGE_SCANS = -1
 # speck_moves=None with split-merge moves on: SPECK_MOVES proposals per sweep whose pair of
-# points is drawn among the clusters of at most moves.SMALL_SIZE points (docs/mixing.md,
-# "Moves among the specks"). Each visits at most 2 * SMALL_SIZE points.
+# points is drawn among the clusters of at most SPECK_SIZE points (docs/mixing.md,
+# "Moves among the specks"). Each visits at most 2 * SPECK_SIZE points.
 SPECK_MOVES = 4.0
+#: The largest cluster a speck move draws its pair of points from.
+SPECK_SIZE = SMALL_SIZE
 # pair_moves=None with split-merge moves on: PAIR_MOVES moves per sweep that carry two nearby
 # points of one cluster to another cluster together (docs/mixing.md, "Pair moves"), for the
 # full-covariance family in at least PAIR_MOVES_MIN_D dimensions (a lone point costs the
