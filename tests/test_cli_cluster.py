@@ -385,7 +385,7 @@ def test_output_directory_in_the_way(tmp_path, capsys):
     assert _leftovers(tmp_path) == []
 
 
-@pytest.mark.parametrize("where", ["fit", "_write_figures"])
+@pytest.mark.parametrize("where", ["fit", "write_figures"])
 def test_failure_midway_leaves_no_complete_looking_output(tmp_path, monkeypatch, where):
     x, _ = _two_clusters(n_per=5)
     data = _write_csv(tmp_path / "data.csv", x)
@@ -393,8 +393,8 @@ def test_failure_midway_leaves_no_complete_looking_output(tmp_path, monkeypatch,
     def boom(*args, **kwargs):
         raise RuntimeError("boom")
 
-    if where == "_write_figures":  # sample for real but fail after labels and idata are written
-        monkeypatch.setattr(cluster_command, "_write_figures", boom)
+    if where == "write_figures":  # sample for real but fail after labels and idata are written
+        monkeypatch.setattr(cluster_command, "write_figures", boom)
     else:
         monkeypatch.setattr(cluster_command, "fit", boom)
     out = tmp_path / "out"
@@ -565,7 +565,7 @@ def test_chains_in_different_groups_get_a_figure_of_their_clusterings(tmp_path):
     for comparison, name in ((split, "two"), (agree, "one"), (None, "none")):
         out = tmp_path / name
         out.mkdir()
-        files = cluster_command._write_figures(
+        files = cluster_command.write_figures(
             out, idata, x, ["u", "v"], estimate, prior, 1.1, 1.0, None, comparison
         )
         assert ("chain_groups.png" in files) == (comparison is split)
@@ -587,14 +587,14 @@ def test_a_folder_created_at_out_during_the_run_is_kept(tmp_path, monkeypatch, c
     x, _ = _two_clusters(n_per=5)
     data = _write_csv(tmp_path / "data.csv", x)
     out = tmp_path / "res"
-    original = cluster_command._write_figures
+    original = cluster_command.write_figures
 
     def user_creates_out_meanwhile(*args, **kwargs):
         out.mkdir()
         (out / "notes.txt").write_text("my thesis")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(cluster_command, "_write_figures", user_creates_out_meanwhile)
+    monkeypatch.setattr(cluster_command, "write_figures", user_creates_out_meanwhile)
     assert run_cluster(_small_run(data, out)) == 1
     err = capsys.readouterr().err
     assert "changed while this run was working" in err

@@ -351,7 +351,7 @@ def test_watch_leaves_an_ignored_sigint_alone():
 
 def _cluster_with_figures_that(monkeypatch, tmp_path, then: str) -> tuple[int, Path]:
     """Run ``cluster`` while writing figures swallows a Ctrl-C, then ``then`` happens."""
-    original = cluster_command._write_figures
+    original = cluster_command.write_figures
 
     def write_figures(*args, **kwargs):
         swallowed = False
@@ -365,7 +365,7 @@ def _cluster_with_figures_that(monkeypatch, tmp_path, then: str) -> tuple[int, P
             raise ValueError("Invalid bounding box")
         return original(*args, **kwargs)  # "swallowed": carries on as if nothing happened
 
-    monkeypatch.setattr(cluster_command, "_write_figures", write_figures)
+    monkeypatch.setattr(cluster_command, "write_figures", write_figures)
     return _cluster_over_an_earlier_result(tmp_path)
 
 
@@ -491,14 +491,14 @@ def test_a_ctrl_c_swallowed_outside_every_watch_still_publishes_nothing(
 ):
     from pymc_pcrp import _startup
 
-    original = cluster_command._write_figures
+    original = cluster_command.write_figures
 
     def write_figures(*args, **kwargs):
         # what the command's own handler records before a library swallows the interrupt
         _startup._SEEN[0] = True
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(cluster_command, "_write_figures", write_figures)
+    monkeypatch.setattr(cluster_command, "write_figures", write_figures)
     try:
         status, out = _cluster_over_an_earlier_result(tmp_path)
     finally:

@@ -37,7 +37,7 @@ from pymc_pcrp._kernels.diag_state import (
     resync_diag_state,
 )
 from pymc_pcrp._kernels.diag_sweep import diag_sweeps_with
-from pymc_pcrp._kernels.hyper import _draw_index, _log_sum_exp
+from pymc_pcrp._kernels.draws import draw_log_index, log_sum_exp
 from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import add_state_prior_terms, cluster_means, drifted, n_blocks
 from pymc_pcrp._kernels.moves import (
@@ -112,7 +112,7 @@ def _grid_log_marginals(
             inner += math.log(prod)
             acc -= (a0 + 0.5 * sizes[c]) * inner
         out[g] = acc
-    return _log_sum_exp(out)
+    return log_sum_exp(out)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -267,7 +267,7 @@ def advance_diag(
     status = grid.current[1]
     if status == FRESH_CHAIN:
         top = diag_scale_conditional(state, params.kappa0, params.a0, grid, logp)
-        local = set_diag_scale(_draw_index(rng, logp, top), grid, state, params, xc, tables)
+        local = set_diag_scale(draw_log_index(rng, logp, top), grid, state, params, xc, tables)
     elif status == REBUILT:
         local = set_diag_scale(grid.current[0], grid, state, params, xc, tables)
     else:
@@ -281,7 +281,7 @@ def advance_diag(
         )
         if g_count > 1:
             top = diag_scale_conditional(state, params.kappa0, params.a0, grid, logp)
-            g = _draw_index(rng, logp, top)
+            g = draw_log_index(rng, logp, top)
             if g != grid.current[0]:
                 local = set_diag_scale(g, grid, state, local, xc, tables)
     finish_draw(state, labels_out)

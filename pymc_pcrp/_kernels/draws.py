@@ -1,12 +1,15 @@
-"""Exact uniform draws the kernels share: an index below a bound, and Fisher-Yates shuffles.
+"""Draws the kernels share: an index below a bound, Fisher-Yates shuffles, an index by log weights.
 
 ``rng.integers`` and ``rng.permutation`` do the same jobs in numba, but were a
 visible share of a sweep and of a split-merge proposal (a call per element, and a
 new array per permutation). Here each index comes from one ``rng.random()``: its
 top 32 bits (a double's 53 random bits scaled by ``2**32`` are exact) are
 mapped below the bound by Lemire's multiply-and-reject method, which is exactly
-uniform.
+uniform. :func:`draw_log_index` draws an index by unnormalised log weights (the
+scale and ``nu0`` grids, the tempering ladder).
 """
+
+import math
 
 import numba
 import numpy as np
@@ -14,6 +17,8 @@ import numpy as np
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 
 __all__ = [
+    "draw_log_index",
+    "log_sum_exp",
     "next_sweep_order",
     "shuffle_in_place",
     "shuffle_pair_prefix",
@@ -76,3 +81,29 @@ def next_sweep_order(rng: np.random.Generator, perm: np.ndarray, visit: np.ndarr
     """Shuffle ``perm`` for the next sweep, unless the order is the tests' fixed ``visit``."""
     if visit is None:
         shuffle_in_place(rng, perm)
+
+
+@numba.njit(**NJIT_KWARGS)
+def log_sum_exp(v: np.ndarray) -> float:
+    """Return ``log(sum(exp(v)))``, computed from the largest entry."""
+    top = v[0]
+    for j in range(1, v.shape[0]):
+        if v[j] > top:
+            top = v[j]
+    acc = 0.0
+    for j in range(v.shape[0]):
+        acc += math.exp(v[j] - top)
+    return top + math.log(acc)
+
+
+@numba.njit(**NJIT_KWARGS)
+def draw_log_index(rng: np.random.Generator, logp: np.ndarray, top: float) -> int:
+    """Index ``g`` drawn with probability ``exp(logp[g] - top)`` (``top`` = log-sum-exp)."""
+    u = rng.random()
+    acc = 0.0
+    last = logp.shape[0] - 1
+    for g in range(last):
+        acc += math.exp(logp[g] - top)
+        if u < acc:
+            return g
+    return last

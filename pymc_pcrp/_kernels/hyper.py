@@ -50,6 +50,8 @@ import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.chain import finish_draw, run_moves, with_log_alpha
+from pymc_pcrp._kernels.draws import draw_log_index, log_sum_exp
+from pymc_pcrp._kernels.eigen import symmetric_eigenvalues, whiten
 from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import (
     add_state_prior_terms,
@@ -72,10 +74,10 @@ __all__ = [
     "log_marginal_grid",
     "make_scale_grid",
     "nu0_constants",
+    "params_at",
     "partition_log_joint_scaled",
     "scale_conditional",
     "set_nu0",
-    "symmetric_eigenvalues",
 ]
 
 _LOG_PI = math.log(math.pi)
@@ -162,50 +164,6 @@ def make_scale_grid(
         np.full((slots, d, d), np.nan),
         np.empty((slots, d)),
     )
-
-
-@numba.njit(**NJIT_KWARGS)
-def whiten(linv: np.ndarray, b: np.ndarray, t: np.ndarray, out: np.ndarray) -> None:
-    """Write ``L0^{-1} B L0^{-T}`` (symmetric) into ``out``; ``t`` is scratch, ``L0^{-1}`` lower."""
-    d = linv.shape[0]
-    for i in range(d):
-        for j in range(d):
-            acc = 0.0
-            for a in range(i + 1):
-                acc += linv[i, a] * b[a, j]
-            t[i, j] = acc
-    for i in range(d):
-        for j in range(i + 1):
-            acc = 0.0
-            for a in range(j + 1):
-                acc += t[i, a] * linv[j, a]
-            out[i, j] = acc
-            out[j, i] = acc
-
-
-@numba.njit(**NJIT_KWARGS)
-def symmetric_eigenvalues(m: np.ndarray, out: np.ndarray) -> None:
-    """Write the eigenvalues of the symmetric matrix ``m`` into ``out``, ascending.
-
-    ``D = 1`` and ``D = 2`` in closed form (the larger root of the 2 x 2
-    characteristic polynomial, then the smaller as determinant over it, which
-    keeps its relative accuracy when the two differ by orders of magnitude);
-    LAPACK (``np.linalg.eigvalsh``) otherwise, whose call costs more than the
-    arithmetic at these sizes. The scale update asks for them once per cluster
-    and sweep.
-    """
-    d = m.shape[0]
-    if d == 1:
-        out[0] = m[0, 0]
-    elif d == 2:
-        a, b, c = m[0, 0], m[0, 1], m[1, 1]
-        half = 0.5 * (a - c)
-        root = math.sqrt(half * half + b * b)
-        top = 0.5 * (a + c) + root
-        out[1] = top
-        out[0] = (a * c - b * b) / top if top > 0.0 else 0.5 * (a + c) - root
-    else:
-        out[:] = np.linalg.eigvalsh(m)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -327,18 +285,6 @@ def log_marginal_grid(
 
 
 @numba.njit(**NJIT_KWARGS)
-def _log_sum_exp(v: np.ndarray) -> float:
-    top = v[0]
-    for j in range(1, v.shape[0]):
-        if v[j] > top:
-            top = v[j]
-    acc = 0.0
-    for j in range(v.shape[0]):
-        acc += math.exp(v[j] - top)
-    return top + math.log(acc)
-
-
-@numba.njit(**NJIT_KWARGS)
 def scale_conditional(
     state: SweepState, kappa0: float, nu0: float, grid: ScaleGrid, out: np.ndarray
 ) -> float:
@@ -354,24 +300,11 @@ def scale_conditional(
     log_marginal_grid(sizes, eig, k, kappa0, nu0, grid.logdet_base, grid.log_s, out)
     for g in range(out.shape[0]):
         out[g] += grid.log_w[g]
-    return _log_sum_exp(out)
+    return log_sum_exp(out)
 
 
 @numba.njit(**NJIT_KWARGS)
-def _draw_index(rng: np.random.Generator, logp: np.ndarray, top: float) -> int:
-    """Index ``g`` drawn with probability ``exp(logp[g] - top)`` (``top`` = log-sum-exp)."""
-    u = rng.random()
-    acc = 0.0
-    last = logp.shape[0] - 1
-    for g in range(last):
-        acc += math.exp(logp[g] - top)
-        if u < acc:
-            return g
-    return last
-
-
-@numba.njit(**NJIT_KWARGS)
-def _params_at(params: NIWParams, grid: ScaleGrid) -> NIWParams:
+def params_at(params: NIWParams, grid: ScaleGrid) -> NIWParams:
     """``params`` with ``Psi_0 = s P`` and ``nu0`` at the chain's current grid values."""
     d = grid.base_chol.shape[0]
     logdet0 = grid.logdet_base + d * grid.log_s[grid.current[0]]
@@ -425,7 +358,7 @@ def set_scale(
             for a in range(min(i, j) + 1):
                 acc += grid.base_chol[i, a] * grid.base_chol[j, a]
             grid.psi0[i, j] = s * acc
-    local = _params_at(params, grid)
+    local = params_at(params, grid)
     buf = np.empty((d, d))
     for p in range(state.k[0]):
         refresh_slot(state, state.order[p], local, buf)
@@ -443,7 +376,7 @@ def set_nu0(
     per-size constants, the per-size table and the new-cluster weights do.
     """
     grid.current[2] = h
-    local = _params_at(params, grid)
+    local = params_at(params, grid)
     pred_const, by_size = tables[1], tables[2]
     n = pred_const.shape[0] - 1
     pred_const[:] = predictive_constants(n, grid.base_chol.shape[0], local.kappa0, local.nu0)
@@ -511,11 +444,11 @@ def draw_nu0(
                 - 0.5 * b[g]
             )
     row = joint[grid.current[0], :].copy()
-    h = _draw_index(rng, row, _log_sum_exp(row))
-    total = _log_sum_exp(joint.ravel())
+    h = draw_log_index(rng, row, log_sum_exp(row))
+    total = log_sum_exp(joint.ravel())
     if h != grid.current[2]:
         return total, set_nu0(h, grid, params, tables)
-    return total, _params_at(params, grid)
+    return total, params_at(params, grid)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -634,11 +567,11 @@ def advance_scaled(
         set_nu0(grid.current[2], grid, params, tables)  # tables for the chain's nu0
     if status == FRESH_CHAIN:
         top = scale_conditional(state, params.kappa0, grid.nu0s[grid.current[2]], grid, logp)
-        local = set_scale(_draw_index(rng, logp, top), grid, state, params, tables)
+        local = set_scale(draw_log_index(rng, logp, top), grid, state, params, tables)
     elif status == REBUILT:
         local = set_scale(grid.current[0], grid, state, params, tables)
     else:
-        local = _params_at(params, grid)
+        local = params_at(params, grid)
     grid.current[1] = IN_SYNC
     total = np.zeros(4, dtype=np.int64)
     running = 0.0
@@ -650,7 +583,7 @@ def advance_scaled(
             total[j] += counts[j]
         top = scale_conditional(state, params.kappa0, local.nu0, grid, logp)
         running = add_state_prior_terms(top, state, params.log_alpha, params.power)
-        g = _draw_index(rng, logp, top)
+        g = draw_log_index(rng, logp, top)
         if g != grid.current[0]:
             local = set_scale(g, grid, state, params, tables)
     if learn_nu0:

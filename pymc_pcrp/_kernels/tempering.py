@@ -39,17 +39,15 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.draws import shuffle_in_place
+from pymc_pcrp._kernels.draws import draw_log_index, log_sum_exp, shuffle_in_place
 from pymc_pcrp._kernels.hyper import (
     FRESH_CHAIN,
     IN_SYNC,
     REBUILT,
     ScaleGrid,
-    _draw_index,
-    _log_sum_exp,
-    _params_at,
     cluster_eigenvalues,
     log_marginal_grid,
+    params_at,
     set_scale,
 )
 from pymc_pcrp._kernels.log_joint import resync_state
@@ -163,7 +161,7 @@ def tempered_scale_index(
     log_marginal_grid(sizes, eig, k, params.kappa0, params.nu0, grid.logdet_base, grid.log_s, logp)
     for g in range(logp.shape[0]):
         logp[g] = grid.log_w[g] + beta * logp[g]
-    return _draw_index(rng, logp, _log_sum_exp(logp))
+    return draw_log_index(rng, logp, log_sum_exp(logp))
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -208,7 +206,7 @@ def advance_hot_scaled(
     elif status == REBUILT:
         local = set_scale(grid.current[0], grid, state, params, tables)
     else:
-        local = _params_at(params, grid)
+        local = params_at(params, grid)
     grid.current[1] = IN_SYNC
     for _ in range(n_sweeps):
         tempered_sweeps(rng, xc, state, local, tables[0], tables[1], beta, np.int64(1))
@@ -222,4 +220,4 @@ def advance_hot_scaled(
 @numba.njit(**NJIT_KWARGS)
 def cold_log_likelihood_scaled(state: SweepState, params: NIWParams, grid: ScaleGrid) -> float:
     """``L`` of the cold replica at its current ``s`` (after :func:`advance_scaled`)."""
-    return log_likelihood(state, _params_at(params, grid))
+    return log_likelihood(state, params_at(params, grid))

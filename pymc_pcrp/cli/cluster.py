@@ -78,7 +78,8 @@ from pymc_pcrp import _startup
 from pymc_pcrp._runtime.interrupts import caused_by_interrupt, watch_interrupts
 from pymc_pcrp._validation import check_power, max_power
 from pymc_pcrp.cli import publish as publishing
-from pymc_pcrp.cli.cluster_options import MAX_SIMILARITY_ROWS, add_cluster_parser
+from pymc_pcrp.cli.cluster_figures import write_figures
+from pymc_pcrp.cli.cluster_options import add_cluster_parser
 from pymc_pcrp.cli.cluster_report import (
     ClusterRun,
     convergence_advice,
@@ -90,13 +91,12 @@ from pymc_pcrp.cli.io import (
     InputError,
     check_magnitude,
     load_data,
-    save_figure,
     standardize,
     write_labels,
 )
 from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.fitting import fit
-from pymc_pcrp.posterior import PointEstimate, point_estimate
+from pymc_pcrp.posterior import point_estimate
 from pymc_pcrp.sampler.options import auto_sweeps_per_draw
 from pymc_pcrp.stats.chain_comparison import ChainComparison, compare_chains
 from pymc_pcrp.stats.convergence import ConvergenceReport, SamplingInterrupted, check_convergence
@@ -112,96 +112,6 @@ from pymc_pcrp.stats.power_choice import (
 __all__ = ["add_cluster_parser", "run_cluster"]
 
 _PROG = "pymc_pcrp cluster"
-
-
-def _write_figures(
-    tmp: Path,
-    idata: az.InferenceData,
-    x: np.ndarray,
-    names: list[str],
-    estimate: PointEstimate,
-    prior: NIWPrior,
-    power: float,
-    alpha: float,
-    cv: CVResult | None,
-    comparison: ChainComparison | None = None,
-) -> list[str]:
-    from pymc_pcrp.plots import (
-        cluster_projection,
-        plot_chain_groups,
-        plot_clusters_2d,
-        plot_cv_curve,
-        plot_k_posterior,
-        plot_k_trace,
-        plot_predictive_density,
-        plot_similarity,
-    )
-
-    def k_trace(ax):
-        plot_k_trace(idata, ax=ax)
-        ax.set_title("Number of clusters K in each draw, one line per chain")
-
-    def k_posterior(ax):
-        plot_k_posterior({f"r = {power:g}": idata}, ax=ax, kind="bar")
-        ax.set_title(f"Posterior of the number of clusters K (r = {power:g})")
-        ax.get_legend().remove()
-
-    written = ["k_trace.png", "k_posterior.png"]
-    save_figure(tmp / "k_trace.png", k_trace, (7.0, 3.5))
-    save_figure(tmp / "k_posterior.png", k_posterior)
-    if x.shape[1] == 1:
-
-        def density(ax):
-            plot_predictive_density(idata, power=power, alpha=alpha, prior=prior, ax=ax)
-            ax.set_xlabel(names[0])
-            ax.set_title(f"Posterior predictive density (r = {power:g})")
-
-        save_figure(tmp / "density_1d.png", density)
-        written.append("density_1d.png")
-    else:
-        plane, _, axis_names = cluster_projection(x, estimate.labels)
-        if x.shape[1] == 2:
-            plane, axis_names = x, names[:2]
-        how = "" if x.shape[1] == 2 else f", on {axis_names[0][:3]} and {axis_names[1][:3]}"
-
-        def clusters(ax):
-            plot_clusters_2d(x, estimate, prior=prior, ax=ax)
-            ax.set(
-                xlabel=axis_names[0],
-                ylabel=axis_names[1],
-                title=f"Point estimate: {estimate.n_clusters} cluster(s){how}",
-            )
-
-        save_figure(tmp / "clusters_2d.png", clusters, (6.5, 5.5))
-        written.append("clusters_2d.png")
-        if comparison is not None and not comparison.agree:
-
-            def chain_groups(axes):
-                plot_chain_groups(plane, comparison, axes=axes)
-                for ax in axes:
-                    ax.set(xlabel=axis_names[0], ylabel=axis_names[1])
-
-            n_groups = len(comparison.groups)
-            size = (5.0 * n_groups, 4.5)
-            save_figure(tmp / "chain_groups.png", chain_groups, size, panels=n_groups)
-            written.append("chain_groups.png")
-    if x.shape[0] <= MAX_SIMILARITY_ROWS:
-
-        def similarity(ax):
-            plot_similarity(idata, estimate, ax=ax)
-            ax.set_title("Posterior probability that two rows share a cluster")
-
-        save_figure(tmp / "similarity.png", similarity, (6.0, 5.0))
-        written.append("similarity.png")
-    if cv is not None:
-
-        def cv_curve(ax):
-            plot_cv_curve(cv, ax=ax, show_k=True)
-            ax.set_title("Cross-validation: held-out loss against r")
-
-        save_figure(tmp / "cv_curve.png", cv_curve)
-        written.append("cv_curve.png")
-    return written
 
 
 def _error(message: str) -> int:
@@ -619,7 +529,7 @@ def _run_and_publish(args, plan, data, model_data, n_train, seed, start, seqs) -
                 write_labels(tmp / "labels.csv", estimate.labels)
                 az.to_netcdf(idata, str(tmp / "idata.nc"))
                 cv = None if cv_info is None else cv_info[0]
-                files = _write_figures(
+                files = write_figures(
                     tmp, idata, x, data.names, estimate, prior, power, args.alpha, cv, comparison
                 )
                 results = (report, estimate, files, comparison)

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from pymc_pcrp._kernels.chain import labels_match
-from pymc_pcrp._kernels.hyper import FRESH_CHAIN, REBUILT, _params_at, partition_log_joint_scaled
+from pymc_pcrp._kernels.hyper import FRESH_CHAIN, REBUILT, params_at, partition_log_joint_scaled
 from pymc_pcrp._kernels.log_joint import partition_log_joint
 from pymc_pcrp._kernels.pair_moves import no_pairs, pair_picks
 from pymc_pcrp._kernels.partitions import canonical_labels
@@ -247,7 +247,7 @@ class Chain:
         built = jumps.built
         if self.tune or jumps.rate == 0 or (built and not jumps.active):
             return None
-        params = inputs.params if inputs.scale is None else _params_at(inputs.params, inputs.scale)
+        params = inputs.params if inputs.scale is None else params_at(inputs.params, inputs.scale)
         if not built:  # the first kept draw: the tournament's starts, and given ones
             jumps.build(
                 inputs.xc,

@@ -18,6 +18,7 @@ from reference import niw_log_marginal
 from scipy.special import logsumexp
 
 from pymc_pcrp._kernels.chain import advance
+from pymc_pcrp._kernels.eigen import symmetric_eigenvalues
 from pymc_pcrp._kernels.hyper import (
     REBUILT,
     advance_scaled,
@@ -25,7 +26,6 @@ from pymc_pcrp._kernels.hyper import (
     make_scale_grid,
     scale_conditional,
     set_scale,
-    symmetric_eigenvalues,
 )
 from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp._kernels.partitions import canonical_labels
