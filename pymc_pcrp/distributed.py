@@ -32,9 +32,6 @@ On the local machine, with two worker processes::
 
 from __future__ import annotations
 
-import inspect
-import os
-
 import arviz as az
 import numpy as np
 
@@ -42,7 +39,7 @@ from joblib import Parallel, delayed
 from pymc.stats.convergence import log_warnings
 
 from pymc_pcrp._validation import check_data
-from pymc_pcrp.fitting import add_shared_templates, build_model, fit, step_options
+from pymc_pcrp.fitting import build_model, fit
 from pymc_pcrp.step_methods._convergence import run_convergence_checks
 
 __all__ = ["chain_seeds", "fit_parallel"]
@@ -165,15 +162,6 @@ def fit_parallel(
     seeds = chain_seeds(random_seed, chains)
     # Build the model here too: bad arguments fail at once, not in every job.
     model = build_model(x, **{k: fit_kwargs[k] for k in _MODEL_ARGS if k in fit_kwargs})
-    # the shared scouting starts of fit, made once here and given to every chain's job
-    fit_kwargs = dict(fit_kwargs)
-    step_kwargs = step_options(
-        fit_kwargs, fit_kwargs.pop("sweeps_per_draw", None), fit_kwargs.pop("init", None)
-    )
-    tune = fit_kwargs.get("tune", inspect.signature(fit).parameters["tune"].default)
-    fit_kwargs["pcrp_gibbs"] = add_shared_templates(
-        model, step_kwargs, tune, random_seed, cores=os.cpu_count() or 1
-    )
     parts = Parallel(n_jobs=n_jobs)(delayed(_fit_chain)(x, seed, fit_kwargs) for seed in seeds)
     idata = parts[0] if len(parts) == 1 else _join_chains(parts)
     if compute_convergence_checks and not fit_kwargs.get("quiet", False):

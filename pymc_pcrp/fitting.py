@@ -34,11 +34,8 @@ from pymc_pcrp.stats.convergence import (
     stop_after_interrupted_chain,
     warn_if_not_converged,
 )
-from pymc_pcrp.step_methods._scouting import scout_templates
 
 __all__ = ["build_model", "fit"]
-
-_SCOUT_KEY = 0x7E3D  # spawn key of the scouting starts' seed (see _scout_seed)
 
 
 def _coordinate(labels) -> np.ndarray:
@@ -70,27 +67,6 @@ def _data_and_coords(X) -> tuple[np.ndarray, dict]:
     return x, coords
 
 
-def _scout_seed(random_seed) -> np.random.SeedSequence | None:
-    """Return the seed of the shared scouting starts: a child of ``random_seed`` no chain uses.
-
-    The same for every type of seed that names the same run (an int, a list of
-    ints, a ``SeedSequence``, or a ``Generator`` built on one, which is not
-    advanced), so that :func:`~pymc_pcrp.distributed.fit_parallel` scouts as
-    :func:`fit` does. ``None`` (fresh entropy) for no seed.
-    """
-    if random_seed is None:
-        return None
-    if isinstance(random_seed, np.random.Generator):
-        random_seed = random_seed.bit_generator.seed_seq
-    if isinstance(random_seed, np.random.SeedSequence):
-        return np.random.SeedSequence(
-            random_seed.entropy, spawn_key=(*random_seed.spawn_key, _SCOUT_KEY)
-        )
-    entropy = [int(v) for v in np.atleast_1d(random_seed)]
-    entropy = entropy if len(entropy) > 1 else entropy[0]
-    return np.random.SeedSequence(entropy, spawn_key=(_SCOUT_KEY,))
-
-
 def step_options(sample_kwargs: dict, sweeps_per_draw, init) -> dict:
     """Return the ``PCRPGibbs`` options of a :func:`fit` call (``pcrp_gibbs`` popped from it)."""
     step_kwargs = dict(sample_kwargs.pop("pcrp_gibbs", {}))
@@ -98,28 +74,6 @@ def step_options(sample_kwargs: dict, sweeps_per_draw, init) -> dict:
         step_kwargs.setdefault("sweeps_per_draw", sweeps_per_draw)
     if init is not None:
         step_kwargs.setdefault("init", init)
-    return step_kwargs
-
-
-def add_shared_templates(model, step_kwargs: dict, tune: int, random_seed, cores: int = 1) -> dict:
-    """Give every chain the starts of shared scouting tournaments as templates.
-
-    Each chain's own tournament of restarts meets only some of the families of
-    states a posterior may have; the template jumps (``PCRPGibbs(template_jumps=...)``)
-    can reach only families among their templates. So :func:`fit` runs two
-    independent scouting tournaments, each of
-    :data:`~pymc_pcrp.sampler.templates.SCOUT_STARTS` times a chain's starts,
-    before sampling (:func:`~pymc_pcrp.step_methods._scouting.scout_templates`;
-    side by side with ``cores > 1``, the same starts either way) and passes their
-    starts within 20 nats of the best to every chain (``templates=``). Nothing is
-    scouted without tuning, when templates are given, or when the chains make no
-    template jumps. Returns the options, with ``templates`` set (possibly to ``[]``).
-    """
-    if tune > 0 and step_kwargs.get("templates") is None:
-        step_kwargs = {
-            **step_kwargs,
-            "templates": scout_templates(model, step_kwargs, _scout_seed(random_seed), cores),
-        }
     return step_kwargs
 
 
@@ -223,11 +177,9 @@ def fit(
         Initial partition of each chain (see :class:`~pymc_pcrp.PCRPGibbs`);
         the step's default when omitted.
     random_seed : int or numpy.random.Generator, optional
-        Makes the whole run, all chains included, reproducible. Before sampling,
-        ``fit`` runs two scouting tournaments of restarts whose starts every chain
-        may jump to (``PCRPGibbs(template_jumps=...)``, docs/mixing.md, "Template
-        jumps"); they are seeded by children of a child of this seed that no
-        chain uses.
+        Makes the whole run, all chains included, reproducible. (The scouting
+        tournaments every chain runs at its first tuning draw are seeded by the
+        data, so that all chains share them: see :mod:`pymc_pcrp.sampler.scouting`.)
     progressbar : bool, default=False
     **sample_kwargs
         Any other ``pm.sample`` argument (for example ``var_names``), and
@@ -312,8 +264,6 @@ def fit(
         )
     # Ctrl-C is held back while numba loads or compiles a kernel (see watch_interrupts)
     with watch_interrupts() as interrupts:
-        # starts made once for all chains: every chain may jump to the families they find
-        step_kwargs = add_shared_templates(model, step_kwargs, tune, random_seed, cores)
         try:
             with model:
                 idata = pm.sample(

@@ -47,6 +47,7 @@ from pymc_pcrp.sampler.options import (
     visited_fraction,
 )
 from pymc_pcrp.sampler.restarts import FRESH, RestartTournament, segment_draws
+from pymc_pcrp.sampler.scouting import scout
 from pymc_pcrp.sampler.tempering import Replicas
 from pymc_pcrp.sampler.templates import TemplateJumps, check_templates
 
@@ -114,7 +115,9 @@ class Chain:
         # hot replicas of parallel tempering (None: off), see tempering.py
         self.replicas = None if plan.temper is None else Replicas(plan.temper, plan.sweeps_per_draw)
         # partitions remembered from the tournament, proposed after each kept draw
-        self.jumps = TemplateJumps(plan.template_jumps, check_templates(plan.templates, self.n))
+        self.given = check_templates(plan.templates, self.n)
+        self.jumps = TemplateJumps(plan.template_jumps, self.given)
+        self.scouted = False  # the scouting tournaments ran (sampler/scouting.py)
         self.kept: KeptState | None = None  # the state after the last draw
         self.compiled: CompiledAdvance | None = None  # see call_advance
         self.scale_inputs: SweepInputs | None = None  # inputs the current s was applied to
@@ -140,6 +143,7 @@ class Chain:
         self.kept = None
         self.tournament.reset()
         self.jumps.reset()
+        self.scouted = False
 
     def stop_tuning(self) -> None:
         """End the restarts (the chain goes on from the best start)."""
@@ -162,6 +166,20 @@ class Chain:
             self.tournament.record(labels, log_density)
 
     # -- one draw ---------------------------------------------------------------
+
+    def scout(self, inputs: SweepInputs, owned_log_alpha: float | None = None) -> None:
+        """Run the scouting tournaments (at the first tuning draw); their starts join the templates.
+
+        See :mod:`pymc_pcrp.sampler.scouting`: the same for every chain of a model,
+        and without a draw from this chain's generator.
+        """
+        self.scouted = True
+
+        def make_chain(plan: MovePlan, rng: np.random.Generator) -> Chain:
+            return Chain(plan, self.family, self.n, self.d, rng, self.label_dtype, self.name)
+
+        found = scout(self.plan, make_chain, inputs, self.family.name, owned_log_alpha)
+        self.jumps.given = [*self.given, *found]
 
     def initial_labels(self, current: np.ndarray, params) -> np.ndarray:
         """Draw a new chain's start labels from the chain's generator (``plan.init``)."""
@@ -297,6 +315,8 @@ class Chain:
         otherwise).
         """
         xc, params, scale = inputs.xc, inputs.params, inputs.scale
+        if self.tune and not self.scouted:
+            self.scout(inputs, owned_log_alpha)
         fresh = self.fresh
         if fresh and owned_log_alpha is not None:
             params = params._replace(log_alpha=owned_log_alpha)

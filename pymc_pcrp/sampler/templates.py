@@ -42,9 +42,9 @@ __all__ = [
 # Candidates more than this many nats (tournament score, or log joint) below the best are
 # not kept.
 TEMPLATE_WINDOW = 20.0
-# fit's shared scouting: SCOUT_TOURNAMENTS independent tournaments (side by side when fit
-# has cores), each of SCOUT_STARTS times the starts of one chain's own, on data of at most
-# SCOUT_MAX_WORK = N D (where template jumps are made 25 times a draw).
+# A chain's scouting (sampler/scouting.py): SCOUT_TOURNAMENTS tournaments, each of
+# SCOUT_STARTS times the starts of the chain's own, on data of at most SCOUT_MAX_WORK = N D
+# (where template jumps are made 25 times a draw).
 SCOUT_TOURNAMENTS = 2
 SCOUT_STARTS = 3
 SCOUT_MAX_WORK = 20_000
@@ -131,9 +131,9 @@ class TemplateJumps:
         Proposals per kept draw on average (the integer part always, one more with
         probability the fractional part); 0 turns the move off.
     given : list of numpy.ndarray
-        Partitions passed to the step (``templates=``, e.g. by :func:`~pymc_pcrp.fit`,
-        which pools starts made for all chains); they join the chain's own
-        tournament starts as candidates.
+        Partitions passed to the step (``templates=``) or scouted by the chain
+        (:mod:`pymc_pcrp.sampler.scouting`); they join the chain's own tournament
+        starts as candidates.
     """
 
     # How the kernel computes the proposal probability (tests set a wrong one on purpose).

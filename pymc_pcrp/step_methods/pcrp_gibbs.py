@@ -122,9 +122,12 @@ class PCRPGibbs(BlockedStep):
     restarts : int or None, default=None
         Random starts each chain tries during tuning (1: none).
     template_jumps : float or None, default=None
-        Proposals per kept draw of partitions drawn from templates met during tuning.
+        Proposals per kept draw of partitions drawn from templates met during tuning
+        (the chain's restarts and its scouting tournaments, which are seeded by the
+        data so that every chain scouts the same: :mod:`pymc_pcrp.sampler.scouting`).
     templates : sequence of array_like or None, default=None
-        Further template partitions (label arrays of length N).
+        Further template partitions (label arrays of length N); given ones replace
+        the scouting.
     alpha_w : float, default=1.0
         Initial width of the slice move of an owned ``alpha`` (adapted while tuning).
     model : pm.Model, optional

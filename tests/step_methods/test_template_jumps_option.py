@@ -11,7 +11,6 @@ import pytest
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp.fitting import add_shared_templates
 from pymc_pcrp.sampler import templates as _templates
 from pymc_pcrp.sampler.options import TEMPLATE_JUMPS, TEMPLATE_WORK, auto_template_jumps
 
@@ -125,23 +124,3 @@ def test_one_template_is_not_enough():
     x = _data()
     idata = _sample(x, templates=_templates_of()[:1], restarts=1, template_jumps=3)
     assert int(idata.sample_stats["jump_proposed"].sum()) == 0
-
-
-def test_fit_shares_its_scouting_tournaments_between_its_chains():
-    x = _data()
-    model = pcrp.build_model(x, power=1.1)
-    first = add_shared_templates(model, {}, tune=50, random_seed=3)["templates"]
-    again = add_shared_templates(model, {}, tune=50, random_seed=3)["templates"]
-    # side by side in forked processes where possible: the same starts as one after the other
-    forked = add_shared_templates(model, {}, tune=50, random_seed=3, cores=2)["templates"]
-    assert len(first) > 1 and all(t.shape == (30,) for t in first)
-    assert len(again) == len(forked) == len(first)
-    for a, b, c in zip(first, again, forked, strict=True):
-        np.testing.assert_array_equal(a, b)
-        np.testing.assert_array_equal(a, c)
-    # nothing to scout without tuning, with given templates, or without template jumps
-    assert "templates" not in add_shared_templates(model, {}, tune=0, random_seed=3)
-    given = add_shared_templates(model, {"templates": first[:1]}, tune=50, random_seed=3)
-    assert len(given["templates"]) == 1
-    none = add_shared_templates(model, {"split_merge": 0}, tune=50, random_seed=3)
-    assert none["templates"] == []
