@@ -68,6 +68,27 @@ class ChainDraw(NamedTuple):
     niw_nu0: float
     split_merge_rate: float
 
+    def stats(self, log_joint: float) -> dict:
+        """Return the draw's sample stats, as :class:`~pymc_pcrp.PCRPGibbs` reports them."""
+        split, pairs, swaps, jumps = self.split_merge, self.pairs, self.swaps, self.jumps
+        return {
+            "log_joint": log_joint,
+            "n_clusters": self.n_clusters,
+            "split_proposed": int(split[0]),
+            "split_accepted": int(split[1]),
+            "merge_proposed": int(split[2]),
+            "merge_accepted": int(split[3]),
+            "niw_scale": self.niw_scale,
+            "niw_nu0": self.niw_nu0,
+            "swap_proposed": swaps[0],
+            "swap_accepted": swaps[1],
+            "pair_proposed": pairs[0],
+            "pair_accepted": pairs[1],
+            "split_merge_rate": self.split_merge_rate,
+            "jump_proposed": jumps[0],
+            "jump_accepted": jumps[1],
+        }
+
 
 class Chain:
     """The state and moves of one chain (see the module).

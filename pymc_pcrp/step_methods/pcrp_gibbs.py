@@ -329,26 +329,8 @@ class PCRPGibbs(BlockedStep):
             inputs.refresh_owned_alpha(arrays)
         elif inputs.normaliser_in_logp:  # alpha or power can change: log Z_N is no constant
             log_density -= inputs.log_normaliser(arrays.params)
-        split, pairs, swaps, jumps = drawn.split_merge, drawn.pairs, drawn.swaps, drawn.jumps
-        stats = {
-            "log_joint": log_density,
-            "n_clusters": drawn.n_clusters,
-            "split_proposed": int(split[0]),
-            "split_accepted": int(split[1]),
-            "merge_proposed": int(split[2]),
-            "merge_accepted": int(split[3]),
-            "niw_scale": drawn.niw_scale,
-            "niw_nu0": drawn.niw_nu0,
-            "swap_proposed": swaps[0],
-            "swap_accepted": swaps[1],
-            "pair_proposed": pairs[0],
-            "pair_accepted": pairs[1],
-            "split_merge_rate": drawn.split_merge_rate,
-            "jump_proposed": jumps[0],
-            "jump_accepted": jumps[1],
-        }
         chain.record(drawn.labels, log_density)
-        return new_point, [stats]
+        return new_point, [drawn.stats(log_density)]
 
 
 _OPTION_NAMES = frozenset(

@@ -159,7 +159,8 @@ def test_the_step_restarts_during_tuning_and_goes_on_from_the_best(monkeypatch):
             progressbar=False,
             compute_convergence_checks=False,
             discard_tuned_samples=False,
-            pcrp_gibbs={"restarts": 4, "sweeps_per_draw": 15},
+            # no template jumps, so no scouting tournaments, whose chains the spy would see
+            pcrp_gibbs={"restarts": 4, "sweeps_per_draw": 15, "template_jumps": 0},
         )
     assert fresh_draws == [True, False] * 4 + [False] * 9
     warm = idata.warmup_posterior["z"].values[0]
