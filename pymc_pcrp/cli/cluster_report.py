@@ -313,7 +313,7 @@ def _answer_section(idata: az.InferenceData, estimate: PointEstimate, power: flo
     values, counts = np.unique(k, return_counts=True)
     order = np.argsort(counts)[::-1]
     shown = [i for i in order if counts[i] / k.size >= 0.01][:5]
-    pk = ", ".join(f"P(K = {values[i]}) = {counts[i] / k.size:.2f}" for i in shown)
+    pk = ", ".join(f"P(K = {values[i]}) = {counts[i] / k.size:.3f}" for i in shown)
     rest = 1.0 - sum(counts[i] for i in shown) / k.size
     if rest > 0.0005:
         pk += f", other values {rest:.3f}"
