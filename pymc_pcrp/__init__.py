@@ -57,7 +57,7 @@ from pymc_pcrp.posterior import (
     sample_posterior_predictive,
 )
 from pymc_pcrp.pymc_integration import record_model
-from pymc_pcrp.step_methods import PCRPGibbs, PCRPHyper
+from pymc_pcrp.step_methods import MaxClustersWarning, PCRPGibbs, PCRPHyper, PCRPSlotGibbs
 
 try:
     __version__ = version("pymc-pcrp")
@@ -69,11 +69,13 @@ if not pymc_integration.opted_out():
 
 __all__ = [
     "ConvergenceWarning",
+    "MaxClustersWarning",
     "NIWMixture",
     "NIWPrior",
     "PCRPGibbs",
     "PCRPHyper",
     "PCRPMixture",
+    "PCRPSlotGibbs",
     "PowerCRP",
     "SamplingInterrupted",
     "__version__",
