@@ -56,7 +56,9 @@ class SlotLikelihood:
     ------
     ValueError
         If a ``pm.Potential`` depends on the labels, or a term's elementwise log
-        density does not have one entry per point along its first axis.
+        density does not have one entry per point along its first axis. A
+        model with no term that depends on the labels gives a matrix of zeros
+        (the labels then follow their prior).
     """
 
     def __init__(self, model, labels_rv, n_points: int, n_slots: int, compile_kwargs=None):
@@ -86,14 +88,10 @@ class SlotLikelihood:
                 )
             names.append(rv.name)
             terms.append(term)
-        if not terms:
-            raise ValueError(
-                f"No term of the model depends on '{self.labels_name}': there is no likelihood "
-                "to cluster by, so the labels would follow their prior alone. Index cluster "
-                f"parameters by the labels in the likelihood, e.g. pm.Poisson('y', "
-                f"lam[{self.labels_name}], observed=y)."
-            )
         self.term_names = names
+        if not terms:  # no likelihood: the labels follow their prior
+            self._matrices = self._per_point_fn = None
+            return
         slots = pt.arange(self.n_slots, dtype=value.dtype)[:, None]
         grid = pt.broadcast_to(slots, (self.n_slots, self.n_points))
         per_point = [self._per_point(t) for t in terms]
@@ -122,6 +120,8 @@ class SlotLikelihood:
 
     def matrices(self, point: dict) -> list[np.ndarray]:
         """Each term's ``(K, N)`` matrix at ``point`` (the labels are not read)."""
+        if self._matrices is None:
+            return [np.zeros((self.n_slots, self.n_points))]
         out = self._matrices(*(point[k] for k in self._others))
         for name, mat in zip(self.term_names, out, strict=True):
             if mat.shape != (self.n_slots, self.n_points):
@@ -151,6 +151,8 @@ class SlotLikelihood:
         ValueError
             Naming the first variable for which they differ.
         """
+        if self._matrices is None:
+            return
         name = self.labels_value.name
         base = dict(point)
         for key, val in point.items():
