@@ -54,6 +54,7 @@ from pymc_pcrp.posterior import (
     point_estimate,
     posterior_similarity,
     predict,
+    relabel_slots,
     sample_posterior_predictive,
 )
 from pymc_pcrp.pymc_integration import record_model
@@ -95,5 +96,6 @@ __all__ = [
     "prior",
     "pymc_integration",
     "record_model",
+    "relabel_slots",
     "sample_posterior_predictive",
 ]

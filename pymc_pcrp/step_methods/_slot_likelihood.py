@@ -19,13 +19,57 @@ import pytensor.tensor as pt
 
 from pytensor.graph.replace import vectorize_graph
 from pytensor.graph.traversal import ancestors
+from pytensor.tensor.random.op import RandomVariable
+from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1
 
-__all__ = ["SlotLikelihood"]
+__all__ = ["SlotLikelihood", "slot_parameters"]
 
 
 def _depends_on(var, target) -> bool:
     """Whether ``target`` is an ancestor of ``var``."""
     return any(a is target for a in ancestors([var]))
+
+
+def slot_parameters(model, labels_rv) -> list:
+    """Return the free random variables that the slot labels index (``lam`` in ``lam[z]``).
+
+    A variable counts when it is reached, without passing through another
+    random variable, from a tensor indexed by an index built from the labels.
+    Their values are per slot, so their R-hat and summaries mean something only
+    after relabelling (:func:`pymc_pcrp.relabel_slots`).
+
+    Parameters
+    ----------
+    model : pymc.Model
+        The model.
+    labels_rv : TensorVariable
+        A ``PowerCRP(..., max_clusters=K)`` random variable of the model.
+
+    Returns
+    -------
+    list
+        The free random variables, in the model's order.
+    """
+    free = [rv for rv in model.free_RVs if rv is not labels_rv]
+    hit: set[int] = set()
+    for var in ancestors(model.basic_RVs + model.deterministics + model.potentials):
+        owner = var.owner
+        if owner is None or not isinstance(owner.op, AdvancedSubtensor | AdvancedSubtensor1):
+            continue
+        source, *indices = owner.inputs
+        if not any(_depends_on(i, labels_rv) for i in indices):
+            continue
+        stack, seen = [source], set()
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if any(node is rv for rv in free):
+                hit.add(id(node))
+            elif node.owner is not None and not isinstance(node.owner.op, RandomVariable):
+                stack.extend(node.owner.inputs)
+    return [rv for rv in free if id(rv) in hit]
 
 
 def _refusal(name: str, labels: str, why: str) -> ValueError:
