@@ -79,7 +79,11 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     for seed in args.seeds:
         scores = run(args.n, seed, args.chains)
-        print(f"seed={seed} " + " ".join(f"{k}={v:.4g}" for k, v in scores.items()), flush=True)
+        text = " ".join(
+            f"{k}={v:.3f}" if k.startswith(("rhat", "ari")) else f"{k}={v:.4g}"
+            for k, v in scores.items()
+        )
+        print(f"seed={seed} {text}", flush=True)
 
 
 if __name__ == "__main__":
