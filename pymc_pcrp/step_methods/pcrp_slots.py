@@ -42,6 +42,7 @@ class PCRPSlotGibbsState(StepMethodState):
 
     sweeps_per_draw: int = field(metadata={"frozen": True})
     warned_full: bool
+    tune: bool
 
 
 class PCRPSlotGibbs(BlockedStep):
@@ -91,8 +92,9 @@ class PCRPSlotGibbs(BlockedStep):
     other variables as this step received them (in ``pm.sample`` the step runs
     first, so these are the previous draw's parameters). Both ``n_clusters``
     and ``log_joint`` are label-invariant, so R-hat and ESS apply to them. A
-    :class:`MaxClustersWarning` is given once per chain when every slot is
-    occupied: ``max_clusters`` may then be too small for the data.
+    :class:`MaxClustersWarning` is given once per chain when a kept draw (after
+    tuning) occupies every slot: ``max_clusters`` may then be too small for the
+    data.
     """
 
     name = "pcrp_slot_gibbs"
@@ -133,6 +135,7 @@ class PCRPSlotGibbs(BlockedStep):
         self.vars = value_vars
         self.sweeps_per_draw = int(sweeps_per_draw)
         self.warned_full = False
+        self.tune = True  # PyMC calls stop_tuning when the kept draws begin
         self.rng = get_random_generator(rng)
         (value,) = labels
         rv = model.values_to_rvs[value]
@@ -153,6 +156,10 @@ class PCRPSlotGibbs(BlockedStep):
         if isinstance(getattr(var.owner, "op", None), PowerCRPSlotsRV):
             return Competence.IDEAL
         return Competence.INCOMPATIBLE
+
+    def stop_tuning(self) -> None:
+        """Tuning is over: from now on a chain that fills every slot is warned about."""
+        self.tune = False
 
     def _labels(self, point) -> np.ndarray:
         """Return the labels of ``point`` as ``int64``; refuse any outside ``0..K-1``."""
@@ -184,7 +191,7 @@ class PCRPSlotGibbs(BlockedStep):
             n_moved, occupied = slot_gibbs_sweep(self.rng, labels, loglik, log_alpha, power, order)
             moved += n_moved
         new_point = {**point, self._name: labels.astype(self._dtype)}
-        if occupied == self.n_slots and not self.warned_full:
+        if occupied == self.n_slots and not self.warned_full and not self.tune:
             self.warned_full = True
             warnings.warn(
                 f"A chain of '{self._labels_name}' occupies all max_clusters={self.n_slots} "

@@ -127,3 +127,17 @@ def test_a_potential_of_the_labels_is_refused():
         pm.Potential("pen", -(z**2).sum())
         with pytest.raises(ValueError, match=r"'pen' is a pm\.Potential"):
             pcrp.PCRPSlotGibbs([z])
+
+
+def test_sampling_state_round_trip_resets_the_chain():
+    model = _poisson_model(np.array([0, 1, 9, 10, 11]))
+    with model:
+        step = pcrp.PCRPSlotGibbs([model["z"]], rng=SEED)
+    state = step.sampling_state
+    point = model.initial_point()
+    first, _ = step.step(point)
+    step.stop_tuning()
+    step.sampling_state = state
+    assert step.tune is True
+    again, _ = step.step(point)
+    assert np.array_equal(first["z"], again["z"])
