@@ -141,3 +141,24 @@ def test_sampling_state_round_trip_resets_the_chain():
     assert step.tune is True
     again, _ = step.step(point)
     assert np.array_equal(first["z"], again["z"])
+
+
+def test_several_columns_per_point_are_summed_into_one_row():
+    y = np.array([[0.1, 0.2], [0.3, 0.1], [2.0, 2.1], [2.2, 1.9]])
+    with pm.Model() as model:
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.0, n=4, max_clusters=3)
+        mu = pm.Normal("mu", 0.0, 3.0, shape=(3, 2))
+        pm.Normal("y", mu=mu[z], sigma=1.0, observed=y)
+        step = pcrp.PCRPSlotGibbs([z])
+    point = model.initial_point()
+    point["mu"] = np.array([[0.0, 0.0], [2.0, 2.0], [5.0, -1.0]])
+    want = np.array(
+        [[scipy.stats.norm.logpdf(y[i], point["mu"][s]).sum() for i in range(4)] for s in range(3)]
+    )
+    assert step.likelihood.matrix(point) == pytest.approx(want, rel=1e-12)
+
+
+def test_sweeps_per_draw_must_be_a_positive_integer():
+    model = _poisson_model(np.array([0, 1, 9, 10, 11]))
+    with model, pytest.raises(ValueError, match="'sweeps_per_draw' must be an integer >= 1"):
+        pcrp.PCRPSlotGibbs([model["z"]], sweeps_per_draw=0)
