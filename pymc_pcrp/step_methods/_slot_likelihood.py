@@ -22,6 +22,8 @@ from pytensor.graph.traversal import ancestors
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1
 
+from pymc_pcrp.distributions.normaliser import is_fixed
+
 __all__ = ["SlotLikelihood", "slot_parameters"]
 
 
@@ -70,6 +72,36 @@ def slot_parameters(model, labels_rv) -> list:
             elif node.owner is not None and not isinstance(node.owner.op, RandomVariable):
                 stack.extend(node.owner.inputs)
     return [rv for rv in free if id(rv) in hit]
+
+
+def _unit_index(term, value):
+    """Return ``unit`` if the labels enter ``term`` only as ``value[unit]`` (fixed), else None.
+
+    That is the pattern of several rows per clustered point (``lam[z[unit]]``,
+    ``unit[j]`` the point that owns row ``j``): the rows of point ``i`` are then
+    summed into its entry.
+    """
+    users = {
+        id(var.owner): var.owner
+        for var in ancestors([term])
+        if var.owner is not None and any(inp is value for inp in var.owner.inputs)
+    }
+    if not users:
+        return None
+    for node in users.values():
+        if not (
+            isinstance(node.op, AdvancedSubtensor | AdvancedSubtensor1)
+            and len(node.inputs) == 2
+            and node.inputs[0] is value
+            and node.inputs[1].ndim == 1
+            and node.inputs[1].dtype.startswith(("int", "uint"))
+            and is_fixed(node.inputs[1])
+        ):
+            return None
+    (node, *rest) = users.values()
+    if any(other.inputs[1] is not node.inputs[1] for other in rest):
+        return None
+    return node.inputs[1]
 
 
 def _refusal(name: str, labels: str, why: str) -> ValueError:
@@ -125,20 +157,25 @@ class SlotLikelihood:
                 continue
             if term.ndim == 0:
                 raise _refusal(rv.name, self.labels_name, "is one number for all points")
+            unit = _unit_index(term, value)
             static = term.type.shape[0]
-            if static is not None and static != self.n_points:
+            if unit is None and static is not None and static != self.n_points:
                 raise _refusal(
-                    rv.name, self.labels_name, f"has {static} entries, not one per point"
+                    rv.name,
+                    self.labels_name,
+                    f"has {static} entries, not one per point (for several rows per point, "
+                    f"index the labels by a fixed array of row owners: lam[{self.labels_name}"
+                    "[unit]])",
                 )
             names.append(rv.name)
-            terms.append(term)
+            terms.append((term, unit))
         self.term_names = names
         if not terms:  # no likelihood: the labels follow their prior
             self._matrices = self._per_point_fn = None
             return
         slots = pt.arange(self.n_slots, dtype=value.dtype)[:, None]
         grid = pt.broadcast_to(slots, (self.n_slots, self.n_points))
-        per_point = [self._per_point(t) for t in terms]
+        per_point = [self._per_point(t, unit) for t, unit in terms]
         batched = vectorize_graph(per_point, replace={value: grid})
         self._others = [v.name for v in model.value_vars if v is not value]
         self._all = [v.name for v in model.value_vars]
@@ -157,10 +194,12 @@ class SlotLikelihood:
             **compile_kwargs,
         )
 
-    @staticmethod
-    def _per_point(term):
-        """Sum a term's elementwise log density over all axes but the first."""
-        return term if term.ndim == 1 else pt.sum(term, axis=tuple(range(1, term.ndim)))
+    def _per_point(self, term, unit):
+        """Sum a term's elementwise log density over all axes but the first (and rows by unit)."""
+        rows = term if term.ndim == 1 else pt.sum(term, axis=tuple(range(1, term.ndim)))
+        if unit is None:
+            return rows
+        return pt.zeros((self.n_points,), dtype=rows.dtype)[unit].inc(rows)
 
     def matrices(self, point: dict) -> list[np.ndarray]:
         """Each term's ``(K, N)`` matrix at ``point`` (the labels are not read)."""

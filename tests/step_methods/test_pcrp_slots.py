@@ -162,3 +162,31 @@ def test_sweeps_per_draw_must_be_a_positive_integer():
     model = _poisson_model(np.array([0, 1, 9, 10, 11]))
     with model, pytest.raises(ValueError, match="'sweeps_per_draw' must be an integer >= 1"):
         pcrp.PCRPSlotGibbs([model["z"]], sweeps_per_draw=0)
+
+
+def _grouped(index_labels_first):
+    unit = np.repeat(np.arange(4), 3)  # 4 clustered units, 3 rows each
+    y = np.array([0, 1, 0, 2, 1, 1, 9, 12, 10, 11, 8, 10])
+    with pm.Model() as model:
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.2, n=4, max_clusters=3)
+        lam = pm.Gamma("lam", 2.0, 0.5, shape=3)
+        rate = lam[z[unit]] if index_labels_first else lam[z][unit]
+        pm.Poisson("y", rate, observed=y)
+    return model, unit, y
+
+
+def test_several_rows_per_unit_are_summed_by_unit():
+    model, unit, y = _grouped(True)
+    with model:
+        step = pcrp.PCRPSlotGibbs([model["z"]])
+    point = model.initial_point()
+    point["lam_log__"] = np.log([1.0, 10.0, 3.0])
+    rows = scipy.stats.poisson.logpmf(y[None, :], np.array([1.0, 10.0, 3.0])[:, None])
+    want = np.stack([np.bincount(unit, weights=r) for r in rows])
+    assert step.likelihood.matrix(point) == pytest.approx(want, rel=1e-12)
+
+
+def test_rows_indexed_after_the_labels_are_refused_with_the_fix():
+    model, _, _ = _grouped(False)
+    with model, pytest.raises(ValueError, match=r"index the labels by .* lam\[z\[unit\]\]"):
+        pcrp.PCRPSlotGibbs([model["z"]])
