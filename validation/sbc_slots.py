@@ -82,12 +82,11 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     print_header("sbc_slots.py", sys.argv[1:] if argv is None else list(argv))
-    ranks = np.array(
-        [
-            replicate(args.seed + r, args.n, args.max_clusters, args.kept, args.thin)
-            for r in range(args.replicates)
-        ]
-    )
+    ranks = []
+    for r in range(args.replicates):
+        ranks.append(replicate(args.seed + r, args.n, args.max_clusters, args.kept, args.thin))
+        print(f"replicate {r}: ranks {ranks[-1].tolist()}", flush=True)
+    ranks = np.array(ranks)
     print(f"{args.replicates} replicates, N={args.n}, max_clusters={args.max_clusters}")
     print_rank_table(ranks, NAMES, args.kept)
     return 0
