@@ -44,7 +44,7 @@ from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.variable import TensorVariable
 
 from pymc_pcrp._kernels.partitions import check_prior_args, normalise_log, table_and_log_weights
-from pymc_pcrp._kernels.prior_draws import _sample_partitions_from_table
+from pymc_pcrp._kernels.prior_draws import sample_partitions_from_table
 from pymc_pcrp._validation import check_positive_scalar, depends_on_random_variable
 from pymc_pcrp.distributions.normaliser import is_constant, is_fixed
 
@@ -196,7 +196,7 @@ class PowerCRPSlotsRV(RandomVariable):
         shape = () if size is None else tuple(size)
         count = max(int(np.prod(shape, dtype=np.int64)), 1)
         table, log_pk = _truncated_table(*check_prior_args(n, alpha, power), max_clusters)
-        blocks = _sample_partitions_from_table(rng, table, log_pk, power, count)
+        blocks = sample_partitions_from_table(rng, table, log_pk, power, count)
         draws = np.empty_like(blocks)
         for s in range(count):
             k = int(blocks[s].max()) + 1 if n else 0
