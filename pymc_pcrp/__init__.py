@@ -55,11 +55,12 @@ from pymc_pcrp.posterior import (
     point_estimate,
     posterior_similarity,
     predict,
+    relabel_slots,
     sample_posterior_predictive,
 )
 from pymc_pcrp.pymc_integration import record_model
 from pymc_pcrp.stats.convergence import ConvergenceWarning, SamplingInterrupted, check_convergence
-from pymc_pcrp.step_methods import PCRPGibbs, PCRPHyper
+from pymc_pcrp.step_methods import MaxClustersWarning, PCRPGibbs, PCRPHyper, PCRPSlotGibbs
 
 try:
     __version__ = version("pymc-pcrp")
@@ -71,11 +72,13 @@ if not pymc_integration.opted_out():
 
 __all__ = [
     "ConvergenceWarning",
+    "MaxClustersWarning",
     "NIWMixture",
     "NIWPrior",
     "PCRPGibbs",
     "PCRPHyper",
     "PCRPMixture",
+    "PCRPSlotGibbs",
     "PowerCRP",
     "SamplingInterrupted",
     "__version__",
@@ -95,6 +98,7 @@ __all__ = [
     "prior",
     "pymc_integration",
     "record_model",
+    "relabel_slots",
     "sample_posterior_predictive",
     "stats",
 ]

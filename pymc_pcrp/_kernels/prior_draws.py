@@ -20,7 +20,7 @@ from pymc_pcrp._kernels.partitions import (
     table_and_log_weights,
 )
 
-__all__ = ["sample_partition", "sample_partitions"]
+__all__ = ["sample_partition", "sample_partitions", "sample_partitions_from_table"]
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -179,6 +179,37 @@ def sample_partitions(
         raise ValueError(f"size must be a non-negative integer, got {size!r}")
     table, log_w = table_and_log_weights(n, alpha, r)
     log_pk = normalise_log(log_w)
+    return _sample_partitions_from_table(rng, table, log_pk, float(r), int(size))
+
+
+def sample_partitions_from_table(
+    rng: np.random.Generator, table: np.ndarray, log_pk: np.ndarray, r: float, size: int
+) -> np.ndarray:
+    """Draw exact partitions given a Stirling table and a law of ``K`` on its columns.
+
+    :func:`sample_partitions` with the table and the law of ``K`` given: a law
+    on ``k <= k_max`` that is the pCRP prior restricted to at most ``k_max``
+    blocks gives exact draws of the truncated pCRP.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        Source of randomness; it is advanced by the draws.
+    table : numpy.ndarray
+        ``log S_r(m, k)`` of shape ``(n + 1, k_max + 1)``
+        (:func:`~pymc_pcrp._kernels.partitions.table_and_log_weights`).
+    log_pk : numpy.ndarray
+        Normalised ``log p(K = k)`` for ``k = 0..k_max``.
+    r : float
+        Power of the pCRP.
+    size : int
+        Number of draws.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``int64`` array of shape ``(size, n)`` of canonical label vectors.
+    """
     return _sample_partitions_from_table(rng, table, log_pk, float(r), int(size))
 
 

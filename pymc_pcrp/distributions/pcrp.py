@@ -26,6 +26,7 @@ from pymc_pcrp.distributions.normaliser import (
     is_fixed,
     log_normaliser,
 )
+from pymc_pcrp.distributions.slots import PowerCRPSlots
 
 __all__ = ["PowerCRP", "PowerCRPRV", "label_dtype", "n_clusters_name", "power_crp"]
 
@@ -312,6 +313,17 @@ class PowerCRP(Discrete):
         length of a ``pm.Data`` array, ``n=X.shape[0]``: ``pm.set_data`` can then
         give ``X`` another number of rows and the labels follow (``int32`` labels);
         docs/entry_points.md shows the pattern.
+    max_clusters : int, optional
+        At most this many clusters ``K >= 1``, with labels that are *slots*
+        ``0..K-1`` rather than canonical labels: cluster parameters of shape
+        ``(K, ...)`` are then ordinary PyMC variables indexed by the labels, for
+        any likelihood, and ``pm.sample`` updates the labels with
+        :class:`~pymc_pcrp.PCRPSlotGibbs`. The prior is the pCRP restricted to
+        at most ``K`` clusters, each partition's ``K! / (K - k)!`` assignments of
+        its ``k`` blocks to slots equally likely
+        (:mod:`pymc_pcrp.distributions.slots`); its log density includes the
+        exact normaliser. Needs a fixed ``alpha`` and ``power`` and an integer
+        ``n``. docs/any_likelihood.md shows the pattern.
 
     Examples
     --------
@@ -331,6 +343,13 @@ class PowerCRP(Discrete):
             pcrp.NIWMixture("x", z=z, prior=pcrp.NIWPrior.from_data(X), observed=X)
             idata = pm.sample()
 
+        # any likelihood: at most 20 clusters, cluster rates as ordinary variables
+        with pm.Model():
+            z = pcrp.PowerCRP("z", alpha=1.0, power=1.2, n=len(y), max_clusters=20)
+            lam = pm.Gamma("lam", 2.0, 0.5, shape=20)
+            pm.Poisson("y", lam[z], observed=y)
+            idata = pm.sample()
+
     References
     ----------
     .. [1] Lu, J., Li, M. and Dunson, D. (2018). "Reducing over-clustering via the
@@ -348,12 +367,15 @@ class PowerCRP(Discrete):
         """Register the variable and its ``n_clusters`` deterministic in the current model."""
         rv = super().__new__(cls, name, *args, **kwargs)
         _register_n_clusters(rv)
-        _mark_hyperparameters(rv)
+        if isinstance(rv.owner.op, PowerCRPRV):  # with max_clusters, alpha and power are fixed
+            _mark_hyperparameters(rv)
         return rv
 
     @classmethod
-    def dist(cls, alpha, power, n, **kwargs):
+    def dist(cls, alpha, power, n, max_clusters=None, **kwargs):
         """Create the distribution outside a model (see the class docstring)."""
+        if max_clusters is not None:
+            return PowerCRPSlots.dist(alpha, power, n, max_clusters, **kwargs)
         for arg, arg_name in ((alpha, "alpha"), (power, "power")):
             if not isinstance(arg, TensorVariable):
                 check_positive_scalar(arg, arg_name)

@@ -6,7 +6,9 @@
   (:func:`predict`) and their predictive density;
 * :mod:`~pymc_pcrp.posterior.ppc`: replicated data (posterior predictive draws);
 * :mod:`~pymc_pcrp.posterior.pointwise`: the pointwise log-likelihood
-  (:func:`log_likelihood`) behind ``az.loo``, ``az.waic`` and ``az.compare``.
+  (:func:`log_likelihood`) behind ``az.loo``, ``az.waic`` and ``az.compare``;
+* :mod:`~pymc_pcrp.posterior.relabel`: per-cluster summaries of the parameters
+  of slot labels (``PowerCRP(..., max_clusters=K)``, :func:`relabel_slots`).
 
 Every name below is importable from ``pymc_pcrp.posterior``; the most used ones
 (:func:`point_estimate`, :func:`posterior_similarity`, :func:`predict`,
@@ -22,6 +24,7 @@ from pymc_pcrp.posterior.prediction import (
     predict,
     predictive_density,
 )
+from pymc_pcrp.posterior.relabel import relabel_slots, slot_permutations
 from pymc_pcrp.posterior.similarity import (
     PointEstimate,
     expected_loss,
@@ -42,5 +45,7 @@ __all__ = [
     "posterior_similarity",
     "predict",
     "predictive_density",
+    "relabel_slots",
     "sample_posterior_predictive",
+    "slot_permutations",
 ]

@@ -7,7 +7,9 @@ moves points between clusters all the time. This module wraps
 :func:`pymc.sampling.mcmc.run_convergence_checks` so that, for each
 ``PowerCRP`` variable, the report uses its ``n_clusters`` deterministic
 instead of the labels, and adds the ``log_joint`` sample stat of
-:class:`~pymc_pcrp.PCRPGibbs`. Models without a ``PowerCRP`` variable are
+:class:`~pymc_pcrp.PCRPGibbs` (or :class:`~pymc_pcrp.PCRPSlotGibbs`). For
+slot labels (``max_clusters``) the cluster parameters they index are left out
+too: their slots switch between chains. Models without a ``PowerCRP`` variable are
 untouched.
 
 The wrapper is defensive, because it leans on how PyMC's function reads the
@@ -29,6 +31,8 @@ import numpy as np
 import pymc.sampling.mcmc as _mcmc
 
 from pymc_pcrp.distributions.pcrp import PowerCRPRV, n_clusters_name
+from pymc_pcrp.distributions.slots import PowerCRPSlotsRV
+from pymc_pcrp.step_methods._slot_likelihood import slot_parameters
 
 __all__ = ["run_convergence_checks"]
 
@@ -43,8 +47,9 @@ def run_convergence_checks(idata, model):
     that fails for any reason, a :class:`RuntimeWarning` says so and PyMC's
     own checks of the model are returned instead.
     """
+    label_ops = PowerCRPRV | PowerCRPSlotsRV
     blocks = [
-        rv for rv in model.free_RVs if rv.owner is not None and isinstance(rv.owner.op, PowerCRPRV)
+        rv for rv in model.free_RVs if rv.owner is not None and isinstance(rv.owner.op, label_ops)
     ]
     if not blocks:
         return _original(idata, model)
@@ -63,7 +68,12 @@ def run_convergence_checks(idata, model):
 def _label_invariant_checks(idata, model, blocks):
     """PyMC's checks on a stand-in model whose free variables exclude the labels."""
     deterministics = {var.name: var for var in model.deterministics}
-    checked = [rv for rv in model.free_RVs if rv not in blocks]
+    # the parameters indexed by slot labels (lam in lam[z]) switch slots: left out
+    per_slot = {
+        id(p) for rv in blocks if isinstance(rv.owner.op, PowerCRPSlotsRV)
+        for p in slot_parameters(model, rv)
+    }  # fmt: skip
+    checked = [rv for rv in model.free_RVs if rv not in blocks and id(rv) not in per_slot]
     for rv in blocks:
         det = deterministics.get(n_clusters_name(model, rv))
         if det is not None:
