@@ -11,30 +11,40 @@ one that drops the proposal probability. numba reads globals as compile-time
 constants, so the copy is a separate compiled function and the shipped one is
 untouched: what a variant changes is exactly the names it rebinds.
 
-The copies are compiled without numba's on-disk cache. numba keys a cached function
-by its source file, name and bytecode, not by its globals, so a cached copy would
-share (and could overwrite) the shipped kernel's entry. A copy costs a few seconds
-to compile; the factories below build each variant once per test session.
+A copy takes several seconds to compile, so it is cached on disk like the shipped
+kernels, under a name of its own. numba finds a cached function by its source file,
+name and bytecode, not by its globals, so a copy under the kernel's own name would
+share (and could overwrite) the shipped kernel's entry. :func:`recompiled` therefore
+names the copy after a digest of what it rebinds (described value by value), of this
+file's source (the replacements live here) and of the package's numba sources
+(:func:`pymc_pcrp._runtime.numba_cache.sources_key`): an edit to any of them gives a
+new name, so a stale copy is never loaded. The factories below also remember what
+they built for the test session.
 """
 
 import functools
+import hashlib
 import math
 import types
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numba
 import numpy as np
 
 from pymc_pcrp._kernels import allocation, diag_splitmerge, moves, splitmerge, templates
+from pymc_pcrp._kernels._config import CACHING
 from pymc_pcrp._kernels.diag_sweep import diag_sweeps
 from pymc_pcrp._kernels.log_joint import n_blocks
 from pymc_pcrp._kernels.pair_moves import grow_by_two, pair_moves
 from pymc_pcrp._kernels.partitions import _log_add
 from pymc_pcrp._kernels.scores import SKIP_NATS
 from pymc_pcrp._kernels.sweep import gibbs_sweeps
+from pymc_pcrp._runtime.numba_cache import sources_key
 
 __all__ = [
+    "diag_split_merge_without_proposal_probability",
     "module_with",
     "pair_moves_with_power",
     "recompiled",
@@ -44,17 +54,40 @@ __all__ = [
     "without_proposal_probability",
 ]
 
-# The shipped kernels' options (pymc_pcrp._kernels._config) without the cache.
+# The shipped kernels' options (pymc_pcrp._kernels._config). The small replacements
+# below are not cached themselves: a cached copy holds their compiled code.
 NJIT = {"cache": False, "nogil": True, "fastmath": False}
+
+# What a copy's cache name depends on besides its own rebinding (see the docstring).
+_SOURCES = hashlib.sha256(Path(__file__).read_bytes() + sources_key().encode()).hexdigest()
+
+
+def _describe(value: object) -> str:
+    """A text that tells rebound values apart: constants, compiled functions, stand-ins."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return repr(value)
+    if isinstance(value, types.ModuleType):
+        overrides = getattr(value, "variant_overrides", {})
+        inner = ", ".join(f"{k}={_describe(v)}" for k, v in sorted(overrides.items()))
+        return f"{value.__name__}{{{inner}}}"
+    source = getattr(value, "py_func", None)
+    if source is None:
+        raise TypeError(
+            f"recompiled: cannot rebind a global to {value!r}; pass a constant, a numba "
+            "function or a module_with stand-in"
+        )
+    cells = ", ".join(_describe(cell.cell_contents) for cell in source.__closure__ or ())
+    return f"{source.__module__}.{source.__qualname__}({cells})"
 
 
 def recompiled(kernel: Callable, **names: object) -> Callable:
     """Compile the Python code of the numba kernel ``kernel`` again, some globals rebound.
 
-    Each keyword names a global the kernel reads (a constant, a function, a module)
-    and gives the value the copy sees instead. A name the kernel's code does not
-    mention is refused, so that a renamed building block cannot leave a variant
-    silently identical to the shipped kernel.
+    Each keyword names a global the kernel reads (a constant, a numba function, a
+    module) and gives the value the copy sees instead. A name the kernel's code does
+    not mention is refused, so that a renamed building block cannot leave a variant
+    silently identical to the shipped kernel. The copy is cached on disk under a name
+    of its own (see the module docstring).
     """
     source = kernel.py_func
     unknown = sorted(set(names) - set(source.__code__.co_names))
@@ -68,8 +101,10 @@ def recompiled(kernel: Callable, **names: object) -> Callable:
     copy = types.FunctionType(
         source.__code__, scope, source.__name__, source.__defaults__, source.__closure__
     )
-    copy.__qualname__ = f"{source.__qualname__}[{', '.join(sorted(names))}]"
-    return numba.njit(**NJIT)(copy)
+    rebinding = ", ".join(f"{k}={_describe(v)}" for k, v in sorted(names.items()))
+    digest = hashlib.sha256(f"{_SOURCES}\0{rebinding}".encode()).hexdigest()[:16]
+    copy.__qualname__ = f"{source.__qualname__}_variant_{digest}"
+    return numba.njit(**{**NJIT, "cache": CACHING})(copy)
 
 
 def module_with(module: types.ModuleType, **names: object) -> types.ModuleType:
@@ -81,6 +116,7 @@ def module_with(module: types.ModuleType, **names: object) -> types.ModuleType:
     stand_in = types.ModuleType(f"{module.__name__}_variant")
     stand_in.__dict__.update({k: v for k, v in vars(module).items() if not k.startswith("__")})
     stand_in.__dict__.update(names)
+    stand_in.variant_overrides = dict(names)
     return stand_in
 
 
