@@ -137,9 +137,8 @@ def pair_moves(
 ) -> tuple[int, int, int, int]:
     """Run ``n_moves`` pair moves in place; return their counts.
 
-    ``picks`` is ``(cumulative weights, neighbours)`` of :func:`pair_picks`.
-    Returns ``(to a new cluster proposed, accepted,
-    to an existing cluster proposed, accepted)``.
+    ``picks`` is ``(cumulative weights, neighbours)`` of :func:`pair_picks`. Returns
+    ``(to a new cluster proposed, accepted, to an existing cluster proposed, accepted)``.
     """
     cum, neighbours = picks
     n, d = xc.shape
