@@ -1197,8 +1197,7 @@ def section_logjoint(cfg: Config, rep: Report, cache: dict) -> None:
 
     from pymc_pcrp._kernels.hyper import make_scale_grid, partition_log_joint_scaled
     from pymc_pcrp._kernels.log_joint import partition_log_joint
-    from pymc_pcrp._kernels.scores import SKIP_NATS
-    from pymc_pcrp._kernels.sweep import init_state, sweeps_with
+    from pymc_pcrp._kernels.sweep import gibbs_sweeps, init_state
     from pymc_pcrp.sampler.inputs import compiled_for
 
     for n, d in cfg.logjoint:
@@ -1209,8 +1208,8 @@ def section_logjoint(cfg: Config, rep: Report, cache: dict) -> None:
         calls = max(2, cfg.logjoint_calls if n <= 10_000 else cfg.logjoint_calls // 50)
         # gibbs_sweeps through its compiled function: a call through numba's dispatcher
         # would also time the typing of the chain in Python (about 0.1 ms)
-        args = (rng, (xc, state, params, tables), 1, (SKIP_NATS, None))
-        sweep = _cpu_per_call(calls, compiled_for(sweeps_with, args), *args)
+        args = (rng, (xc, state, params, tables), 1)
+        sweep = _cpu_per_call(calls, compiled_for(gibbs_sweeps, args), *args)
         fixed = _cpu_per_call(calls, partition_log_joint, xc, z, params)
         scaled = _cpu_per_call(calls, partition_log_joint_scaled, xc, z, params, grid)
         k = int(z.max()) + 1

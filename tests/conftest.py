@@ -35,8 +35,8 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
     # the split-merge move keeps the exact posterior from exact draws, 9 settings; a chain
     # of moves alone, and the cluster-first pair rule, against enumeration (18-26 s each);
     # test_wrong_acceptance_ratio_is_detected stays fast. Both cluster-first tests are here:
-    # the pair rule is a test hook the step does not use, and its own compilation of the
-    # move costs 15-20 s on a cold cache
+    # the pair rule is one the step does not use (built in tests/kernel_variants.py), and
+    # its own compilation of the move costs several seconds
     "test_splitmerge": frozenset(
         {
             "test_one_move_from_exact_draws_keeps_exact_posterior",

@@ -22,9 +22,8 @@ from pymc_pcrp._kernels.moves import (
 )
 from pymc_pcrp._kernels.pair_moves import pair_moves
 from pymc_pcrp._kernels.partitions import canonical_labels
-from pymc_pcrp._kernels.scores import SKIP_NATS
 from pymc_pcrp._kernels.splitmerge import _split_merge_moves
-from pymc_pcrp._kernels.sweep import NIWParams, SweepState, log_joint, sweeps_with
+from pymc_pcrp._kernels.sweep import NIWParams, SweepState, gibbs_sweeps, log_joint
 
 __all__ = ["advance", "finish_draw", "labels_match", "run_moves", "with_log_alpha"]
 
@@ -42,9 +41,8 @@ def run_moves(rng: np.random.Generator, chain: tuple, plan: tuple, counts: np.nd
     n_sweeps, n_split_merge, n_scans, n_specks, pairs = plan
     n_pairs, picks, pair_tally = pairs
     counts[:] = 0
-    # sweeps_with(..., (SKIP_NATS, None)) is gibbs_sweeps, which is Python (see there)
     if n_split_merge == 0 and n_specks == 0 and n_pairs == 0:
-        sweeps_with(rng, chain, n_sweeps, (SKIP_NATS, None))
+        gibbs_sweeps(rng, chain, n_sweeps)
         return
     # r log n + size constant of the predictive, for n = 0..N: the sweep's table
     # (copied to contiguous memory on the first proposal of the draw).
@@ -52,7 +50,7 @@ def run_moves(rng: np.random.Generator, chain: tuple, plan: tuple, counts: np.nd
     for _ in range(n_sweeps):
         # np.int64, not the literal 1: numba would compile a second copy of the sweep
         # for the literal type (tens of seconds on a cold cache).
-        sweeps_with(rng, chain, np.int64(1), (SKIP_NATS, None))
+        gibbs_sweeps(rng, chain, np.int64(1))
         # Pairs of points drawn uniformly, then pairs drawn among the small clusters.
         for rule in (UNIFORM_PAIRS, SMALL_PAIRS):
             n_moves = draw_n_moves(rng, n_split_merge if rule == UNIFORM_PAIRS else n_specks)
@@ -61,20 +59,17 @@ def run_moves(rng: np.random.Generator, chain: tuple, plan: tuple, counts: np.nd
             if seat_const.shape[0] == 0:
                 seat_const = np.ascontiguousarray(tables[2][:, 0])
             # np.int64(SMALL_SIZE), not the global (typed as a literal): the pair rule is
-            # then two int64, the type a call from Python has, and the tests' calls
+            # then two int64, the type a call from Python has, and calls from Python
             # reuse this compilation of the move instead of compiling their own.
+            pair_rule = (rule, np.int64(SMALL_SIZE))
             found = _split_merge_moves(
-                rng,
-                (xc, state, params),
-                (n_moves, n_scans),
-                seat_const,
-                (params.power, 1.0, (rule, np.int64(SMALL_SIZE)), 1.0),
+                rng, (xc, state, params), (n_moves, n_scans), seat_const, pair_rule
             )
             add_counts(counts, found)
         # Then two nearby points of one cluster carried together (pair_moves.py).
         n_moves = draw_n_moves(rng, n_pairs)
         if n_moves > 0:
-            found = pair_moves(rng, xc, state, params, n_moves, picks, params.power)
+            found = pair_moves(rng, xc, state, params, n_moves, picks)
             pair_tally[0] += found[0] + found[2]
             pair_tally[1] += found[1] + found[3]
 

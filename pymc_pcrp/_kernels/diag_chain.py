@@ -36,7 +36,7 @@ from pymc_pcrp._kernels.diag_state import (
     refresh_slot,
     resync_diag_state,
 )
-from pymc_pcrp._kernels.diag_sweep import diag_sweeps_with
+from pymc_pcrp._kernels.diag_sweep import diag_sweeps
 from pymc_pcrp._kernels.draws import draw_log_index, log_sum_exp
 from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import add_state_prior_terms, cluster_means, drifted, n_blocks
@@ -47,7 +47,6 @@ from pymc_pcrp._kernels.moves import (
     add_counts,
     draw_n_moves,
 )
-from pymc_pcrp._kernels.scores import SKIP_NATS
 
 __all__ = [
     "advance_diag",
@@ -198,7 +197,7 @@ def diag_moves(
     """
     xc, state, params, _ = chain
     n_split_merge, n_scans, n_specks = plan
-    diag_sweeps_with(rng, chain, np.int64(1), (SKIP_NATS, None))  # diag_sweeps, see there
+    diag_sweeps(rng, chain, np.int64(1))
     # Pairs of points drawn uniformly, then pairs drawn among the small clusters.
     for rule in (UNIFORM_PAIRS, SMALL_PAIRS):
         n_moves = draw_n_moves(rng, n_split_merge if rule == UNIFORM_PAIRS else n_specks)
@@ -206,16 +205,7 @@ def diag_moves(
             continue
         # np.int64(SMALL_SIZE): the type a call from Python has (see chain.run_moves)
         found = diag_split_merge_moves(
-            rng,
-            xc,
-            state,
-            params,
-            n_moves,
-            n_scans,
-            seat,
-            params.power,
-            1.0,
-            (rule, np.int64(SMALL_SIZE)),
+            rng, xc, state, params, n_moves, n_scans, seat, (rule, np.int64(SMALL_SIZE))
         )
         add_counts(counts, found)
 

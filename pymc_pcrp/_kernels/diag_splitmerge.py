@@ -176,8 +176,6 @@ def diag_split_merge_moves(
     n_moves: int,
     n_scans: int,
     seat: np.ndarray,
-    ratio_power: float,
-    proposal_weight: float,
     pairs: tuple,
 ) -> tuple[int, int, int, int]:
     """Run ``n_moves`` split-merge proposals in place; return the four counts.
@@ -185,9 +183,7 @@ def diag_split_merge_moves(
     ``seat`` is ``r log n + c(n)`` for ``n = 0..N`` (column 0 of the sweep's
     ``by_size`` table). ``n_scans = -1`` builds proposals by sequential
     allocation alone (SAMS, the default move set), ``t >= 0`` adds ``t``
-    intermediate and one final restricted scan. The move is exact only with
-    ``ratio_power == params.power`` and ``proposal_weight == 1``; other values
-    let the tests show that a wrong acceptance ratio is detected. ``pairs`` is
+    intermediate and one final restricted scan. ``pairs`` is
     ``(pair_rule, small)``, how each move draws its pair of points, as in
     :func:`~pymc_pcrp._kernels.splitmerge._split_merge_moves` (the ratio of the
     pair's probabilities enters the test).
@@ -218,18 +214,18 @@ def diag_split_merge_moves(
             moves.merge_into_group(state, si, sj, gcount, gsum, gsumsq)
             refresh_at(gcount, gsum, gsumsq, gbn, glogb, gmean, ghinv, 0, kappa0, params.b0)
             stats = (state.logb[si], state.logb[sj], glogb[0])
-            base = -moves.split_gain(params, ratio_power, sizes, stats, d)
+            base = -moves.split_gain(params, params.power, sizes, stats, d)
             base += moves.selection_log_ratio(pairs[0], k_now, sizes, False)
-        bound = (base, proposal_weight if merge else 0.0)
+        bound = (base, 1.0 if merge else 0.0)
         proposal = (i, j, seats, merge, n_scans, bound)
         log_q, log_u = _launch(rng, xc, proposal, groups, (params, seat))
         if not merge:
             n_split += 1
             stats = (glogb[0], glogb[1], state.logb[sj])
             sizes = (gcount[0], gcount[1])
-            gain = moves.split_gain(params, ratio_power, sizes, stats, d)
+            gain = moves.split_gain(params, params.power, sizes, stats, d)
             gain += moves.selection_log_ratio(pairs[0], k_now, sizes, True)
-            if moves.accepts(rng, gain - proposal_weight * log_q):
+            if moves.accepts(rng, gain - log_q):
                 n_split_acc += 1
                 new = moves.split_labels(state, sj, i, j, members, m, side, head, nxt)
                 _put_group(state, new, groups, 0)
@@ -238,7 +234,7 @@ def diag_split_merge_moves(
                 head = moves.cover_slots(head, state)
         else:
             n_merge += 1
-            if moves.merge_accepted(rng, log_q, log_u, base, proposal_weight):
+            if moves.merge_accepted(rng, log_q, log_u, base, 1.0):
                 n_merge_acc += 1
                 # The merged cluster's rates, back in group slot 0 (the launch reset it).
                 moves.merge_into_group(state, si, sj, gcount, gsum, gsumsq)

@@ -30,11 +30,11 @@ from pymc_pcrp._kernels.diag_state import (
     refresh_slot,
     shift_at,
 )
-from pymc_pcrp._kernels.draws import next_sweep_order, sweep_order
+from pymc_pcrp._kernels.draws import shuffle_in_place, sweep_order
 from pymc_pcrp._kernels.scores import SKIP_NATS, sweep_workspace
 from pymc_pcrp._kernels.slots import free_slot, open_slot
 
-__all__ = ["diag_sweeps", "diag_sweeps_with", "loo_log_ratio", "seat_log_weight"]
+__all__ = ["diag_sweeps", "loo_log_ratio", "seat_log_weight"]
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -125,6 +125,7 @@ def move_point(
     state.labels[i] = slot
 
 
+@numba.njit(**NJIT_KWARGS)
 def diag_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     """Run ``n_sweeps`` sweeps in place; return how many moves changed a cluster.
 
@@ -154,22 +155,6 @@ def diag_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     then has exactly its conditional probability. ``skip_nats`` (here
     :data:`~pymc_pcrp._kernels.scores.SKIP_NATS`) only trades work between the
     branches.
-
-    A Python function, as :func:`~pymc_pcrp._kernels.sweep.gibbs_sweeps` is: it
-    calls the compiled :func:`diag_sweeps_with` with ``(SKIP_NATS, None)``, as the
-    chain kernel does from numba.
-    """
-    return diag_sweeps_with(rng, chain, n_sweeps, (SKIP_NATS, None))
-
-
-@numba.njit(**NJIT_KWARGS)
-def diag_sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hooks: tuple) -> int:
-    """:func:`diag_sweeps` with the tests' settings ``hooks = (skip_nats, visit)``.
-
-    As for :func:`~pymc_pcrp._kernels.sweep.sweeps_with`: tests set ``skip_nats``
-    low to exercise the branch that scores skipped options, and ``visit`` (or
-    ``None`` for the random order) replaces the visiting order by exactly the
-    points ``visit`` in that order.
     """
     # Performance note (as in pymc_pcrp._kernels.sweep): the per-point loop reads
     # the state's arrays through locals and writes the scoring loops out, because
@@ -177,20 +162,19 @@ def diag_sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hook
     # reference counting at every call; helpers run only when a point moves or
     # a leave-one-out ratio is numerically unsafe.
     xc, state, params, tables = chain
-    skip_nats, visit = hooks
     n, d = xc.shape
     log_new, _, by_size = tables
-    logw, skipped, wts, wsk, skip_weight = sweep_workspace(n, skip_nats)
+    logw, skipped, wts, wsk, skip_weight = sweep_workspace(n, SKIP_NATS)
     moved = 0
     kappa0 = params.kappa0
     a0 = params.a0
     b0 = params.b0
-    perm = sweep_order(n, visit)
+    perm = sweep_order(n)
     labels, n_occupied = state.labels, state.k
     counts, order, where = state.counts, state.order, state.where
     logb, mean, hinv = state.logb, state.mean, state.hinv
     for _ in range(n_sweeps):
-        next_sweep_order(rng, perm, visit)
+        shuffle_in_place(rng, perm)
         for i in perm:
             old = labels[i]
             m = counts[old]
@@ -222,7 +206,7 @@ def diag_sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hook
                     )
                 w_own = by_size[m - 1, 0] - 0.5 * logb[old] - (a0 + 0.5 * (m - 1)) * big_l
             ref = max(w_own, log_new[i])
-            floor = ref - skip_nats
+            floor = ref - SKIP_NATS
             # 2. The other clusters: bounded first, scored only when the bound is not low.
             n_skip = 0
             for p in range(k):

@@ -19,7 +19,6 @@ from pymc_pcrp._kernels._config import NJIT_KWARGS
 __all__ = [
     "draw_log_index",
     "log_sum_exp",
-    "next_sweep_order",
     "shuffle_in_place",
     "shuffle_pair_prefix",
     "sweep_order",
@@ -65,22 +64,9 @@ def shuffle_pair_prefix(rng: np.random.Generator, a: np.ndarray, b: np.ndarray, 
 
 
 @numba.njit(**NJIT_KWARGS)
-def sweep_order(n: int, visit: np.ndarray | None) -> np.ndarray:
-    """Return the points a sweep visits, in order: ``0..n-1``, or the tests' fixed ``visit``.
-
-    Without ``visit`` the order is reshuffled before each sweep
-    (:func:`next_sweep_order`).
-    """
-    if visit is None:
-        return np.arange(n)
-    return visit.astype(np.int64)
-
-
-@numba.njit(**NJIT_KWARGS)
-def next_sweep_order(rng: np.random.Generator, perm: np.ndarray, visit: np.ndarray | None) -> None:
-    """Shuffle ``perm`` for the next sweep, unless the order is the tests' fixed ``visit``."""
-    if visit is None:
-        shuffle_in_place(rng, perm)
+def sweep_order(n: int) -> np.ndarray:
+    """Return the points a sweep visits, ``0..n-1``; the sweep reshuffles them before each pass."""
+    return np.arange(n)
 
 
 @numba.njit(**NJIT_KWARGS)

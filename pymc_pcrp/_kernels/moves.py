@@ -158,7 +158,6 @@ def gather_members(
 
 # Pair rules of a split-merge move (the ``pair_rule`` of :func:`draw_pair`).
 UNIFORM_PAIRS = 0  # i and j uniform among the points
-CLUSTER_FIRST = 1  # a cluster uniformly, i uniform in it; j uniform among the other points
 SMALL_PAIRS = 3  # two clusters of at most `small` points uniformly (with replacement), i and j
 # uniform in them; with `small` >= N every cluster counts (pairs of clusters drawn uniformly)
 
@@ -218,9 +217,7 @@ def draw_pair(
     ``small`` points; :func:`draw_move` counts them).
 
     ``UNIFORM_PAIRS``: ``i`` uniform among the ``N`` points, ``j`` uniform among
-    the other ``N - 1``. ``CLUSTER_FIRST``: ``i`` uniform in a cluster drawn
-    uniformly among the ``K`` occupied ones, ``j`` uniform among the other
-    points. ``SMALL_PAIRS``: two clusters drawn uniformly and independently
+    the other ``N - 1``. ``SMALL_PAIRS``: two clusters drawn uniformly and independently
     among those of at most ``small`` points, ``i`` uniform in the first and
     ``j`` uniform among the second's members other than ``i``; when both draws
     give the same singleton there is no such ``j`` and ``j = -1`` is returned
@@ -231,9 +228,6 @@ def draw_pair(
     pair_rule, small = pairs
     if pair_rule == UNIFORM_PAIRS:
         i = rng.integers(0, n)
-    elif pair_rule == CLUSTER_FIRST:
-        slot = state.order[rng.integers(0, k)]
-        i = _member(head, nxt, slot, rng.integers(0, state.counts[slot]), -1)
     else:
         if k == 0:
             return -1, -1
@@ -298,10 +292,6 @@ def selection_log_ratio(pair_rule: int, k: int, sizes: tuple, split: bool) -> fl
     """
     n0, n1 = sizes
     nc = n0 + n1
-    if pair_rule == CLUSTER_FIRST:
-        if split:
-            return math.log(k * nc) - math.log((k + 1) * n0)
-        return math.log(k * n0) - math.log((k - 1) * nc)
     if pair_rule == SMALL_PAIRS:
         if split:
             return (
@@ -366,8 +356,7 @@ def block_log_weight(params, power: float, n: int, stat: float, d: int) -> float
 
     A partition's log posterior is the sum of its blocks' weights (pCRP prior,
     docs/model.md, times the marginal likelihood, :func:`block_log_marginal`),
-    so every move's ratio is a sum of such terms. ``power`` is ``r`` (the tests
-    pass a wrong one to show that a broken ratio is detected).
+    so every move's ratio is a sum of such terms. ``power`` is ``r``.
     """
     if n == 0:
         return 0.0

@@ -134,15 +134,11 @@ def pair_moves(
     params: NIWParams,
     n_moves: int,
     picks: tuple,
-    ratio_power: float,
 ) -> tuple[int, int, int, int]:
     """Run ``n_moves`` pair moves in place; return their counts.
 
-    ``picks`` is ``(cumulative weights, neighbours)`` of :func:`pair_picks`.
-    ``ratio_power`` is the power used in the test: the move is exact only with
-    ``ratio_power == params.power`` (other values let the tests show that a
-    wrong ratio is detected). Returns ``(to a new cluster proposed, accepted,
-    to an existing cluster proposed, accepted)``.
+    ``picks`` is ``(cumulative weights, neighbours)`` of :func:`pair_picks`. Returns
+    ``(to a new cluster proposed, accepted, to an existing cluster proposed, accepted)``.
     """
     cum, neighbours = picks
     n, d = xc.shape
@@ -183,8 +179,8 @@ def pair_moves(
         ld_t = factorise(nt + 2, s, q, params, buf, chol)
         ld_t_old = state.logdet[t] if nt > 0 else 0.0
         # t gains the pair, c loses it: the two blocks' weight changes (grow_by_two)
-        log_a = grow_by_two(params, ratio_power, nt, ld_t_old, ld_t, d) - grow_by_two(
-            params, ratio_power, nc - 2, ld_c, state.logdet[c], d
+        log_a = grow_by_two(params, params.power, nt, ld_t_old, ld_t, d) - grow_by_two(
+            params, params.power, nc - 2, ld_c, state.logdet[c], d
         )
         if to_new:
             new_prop += 1

@@ -157,24 +157,22 @@ def _split_log_ratio(
     log_q: float,
     groups: tuple,
     buf: np.ndarray,
-    tuning: tuple,
+    pairs: tuple,
 ) -> float:
     """Log acceptance ratio of the split of ``sj`` into the proposed groups.
 
     The groups' factors are recomputed from their statistics first (an exact
     ratio, no drift from the rank-one updates); an accepted split copies them.
-    ``tuning`` is ``(ratio_power, proposal_weight, (pair_rule, small),
-    selection_weight)``.
+    ``pairs`` is ``(pair_rule, small)``, whose pair-selection ratio enters the test.
     """
     gcount, gsum, gsumsq, gchol, glogdet = groups
-    ratio_power, proposal_weight, pairs, selection_weight = tuning
     d = gsum.shape[1]
     n0, n1 = gcount[0], gcount[1]
     for g in range(2):
         glogdet[g] = factorise(gcount[g], gsum[g], gsumsq[g], params, buf, gchol[g])
     stats = (glogdet[0], glogdet[1], state.logdet[sj])
-    log_a = moves.split_gain(params, ratio_power, (n0, n1), stats, d) - proposal_weight * log_q
-    return log_a + selection_weight * moves.selection_log_ratio(pairs[0], k_now, (n0, n1), True)
+    log_a = moves.split_gain(params, params.power, (n0, n1), stats, d) - log_q
+    return log_a + moves.selection_log_ratio(pairs[0], k_now, (n0, n1), True)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -194,36 +192,34 @@ def _merge_base(
     k_now: int,
     groups: tuple,
     buf: np.ndarray,
-    tuning: tuple,
+    pairs: tuple,
 ) -> float:
     """Return the merge's log acceptance ratio without its proposal term.
 
     A merge of ``si`` into ``sj`` is accepted with log ratio
-    ``proposal_weight * log_q + base``; ``base`` (the posterior ratio and the
+    ``log_q + base``; ``base`` (the posterior ratio and the
     pair-selection ratio) needs only the two clusters and their union, so it is
     known before the launch scores ``log_q``. Uses group 0 as scratch for the
     union (the launch then resets the groups).
     """
-    ratio_power, _, pairs, selection_weight = tuning
     d = groups[1].shape[1]
     ni, nj = state.counts[si], state.counts[sj]
     _merged_into_group(state, params, si, sj, groups, buf)
     stats = (state.logdet[si], state.logdet[sj], groups[4][0])
-    base = -moves.split_gain(params, ratio_power, (ni, nj), stats, d)
-    return base + selection_weight * moves.selection_log_ratio(pairs[0], k_now, (ni, nj), False)
+    base = -moves.split_gain(params, params.power, (ni, nj), stats, d)
+    return base + moves.selection_log_ratio(pairs[0], k_now, (ni, nj), False)
 
 
 @numba.njit(**NJIT_KWARGS)
 def _split_merge_moves(
-    rng: np.random.Generator, chain: tuple, plan: tuple, seat_const: np.ndarray, tuning: tuple
+    rng: np.random.Generator, chain: tuple, plan: tuple, seat_const: np.ndarray, pairs: tuple
 ) -> tuple[int, int, int, int]:
-    """Run :func:`split_merge_moves` with hooks for the tests, a size table and a pair rule.
+    """Run :func:`split_merge_moves` with a size table and a pair rule.
 
     ``chain`` is ``(xc, state, params)`` and ``plan`` is
     ``(n_moves, n_restricted_scans)``, as in :func:`split_merge_moves`;
-    ``tuning`` is ``(ratio_power, proposal_weight, (pair_rule, small),
-    selection_weight)``, which the sampler passes as
-    ``(params.power, 1.0, (pair_rule, np.int64(SMALL_SIZE)), 1.0)``.
+    ``pairs`` is ``(pair_rule, small)``, which the sampler passes as
+    ``(pair_rule, np.int64(SMALL_SIZE))``.
 
     ``seat_const`` is :func:`_seat_constants` up to some size (it is regrown
     when a move needs larger sizes); the sweep's own table (column 0 of
@@ -231,22 +227,14 @@ def _split_merge_moves(
     ``N``) is the same thing, so :func:`~pymc_pcrp._kernels.chain.advance`
     passes it and a call computes no per-size constant.
 
-    ``ratio_power`` is the power used in the prior ratio of the acceptance test
-    and ``proposal_weight`` multiplies the log proposal probability there. The
-    move is exact only with ``ratio_power == params.power`` and
-    ``proposal_weight == 1``; other values exist so that the tests can show
-    that they detect a wrong acceptance ratio.
-
     ``pair_rule`` says how the ordered pair ``(i, j)`` is drawn
     (:func:`~pymc_pcrp._kernels.moves.draw_pair`): ``UNIFORM_PAIRS`` (two points
-    uniformly, the rule of Jain & Neal), ``CLUSTER_FIRST`` (a cluster uniformly
-    among the ``K`` occupied ones, ``i`` uniformly in it, ``j`` uniformly among
-    the other ``N - 1`` points) or ``SMALL_PAIRS`` (two clusters of at most
+    uniformly, the rule of Jain & Neal) or ``SMALL_PAIRS`` (two clusters of at most
     ``small`` points uniformly and independently, ``i`` and ``j`` uniformly in
     them, so that two small clusters ("specks") are paired far more often than
     by uniform points; a merge whose union would be larger is not made, since the
     rule could not draw its reverse; with ``small >= N`` every cluster counts).
-    Under the last two the pair's probability depends on the state, and the
+    Under the second the pair's probability depends on the state, and the
     test multiplies in the ratio of the pair's probability from the proposed
     state to that from the current one (the reverse move uses the same ordered
     pair; :func:`~pymc_pcrp._kernels.moves.selection_log_ratio`). For
@@ -254,13 +242,10 @@ def _split_merge_moves(
     ``S`` the number of small clusters and ``n'`` the size of ``j``'s cluster
     without ``i``; the ratio is ``S^2 n_C (n_C - 1) / ((S + 1)^2 n_0 n_1)`` for a
     split of ``C`` into groups of ``n_0`` and ``n_1`` points and ``S^2 n_A n_B /
-    ((S - 1)^2 (n_A + n_B)(n_A + n_B - 1))`` for a merge of ``A`` and ``B``. ``selection_weight``
-    multiplies its log (1 is exact; 0 exists for the tests).
+    ((S - 1)^2 (n_A + n_B)(n_A + n_B - 1))`` for a merge of ``A`` and ``B``.
     """
     xc, state, params = chain
     n_moves, n_restricted_scans = plan
-    pairs = tuning[2]
-    proposal_weight = tuning[1]
     n, d = xc.shape
     if n < 2 or n_moves <= 0 or moves.nothing_to_pair(state, pairs):
         return 0, 0, 0, 0
@@ -300,14 +285,14 @@ def _split_merge_moves(
         seats = (members, m, side, target)
         base = 0.0
         if merge:
-            base = _merge_base(state, params, si, sj, k_now, groups, buf, tuning)
-        bound = (base, proposal_weight if merge else 0.0)
+            base = _merge_base(state, params, si, sj, k_now, groups, buf, pairs)
+        bound = (base, 1.0 if merge else 0.0)
         proposal = (i, j, seats, merge, n_restricted_scans, bound)
         log_q, log_u = _launch(rng, xc, proposal, groups, work)
 
         if is_split:
             n_split += 1
-            log_a = _split_log_ratio(state, params, sj, k_now, log_q, groups, buf, tuning)
+            log_a = _split_log_ratio(state, params, sj, k_now, log_q, groups, buf, pairs)
             if moves.accepts(rng, log_a):
                 n_split_acc += 1
                 new = moves.split_labels(state, sj, i, j, members, m, side, head, nxt)
@@ -315,7 +300,7 @@ def _split_merge_moves(
                 head = moves.cover_slots(head, state)
         else:
             n_merge += 1
-            if moves.merge_accepted(rng, log_q, log_u, base, proposal_weight):
+            if moves.merge_accepted(rng, log_q, log_u, base, 1.0):
                 n_merge_acc += 1
                 _merged_into_group(state, params, si, sj, groups, buf)
                 _put_group(state, sj, groups, 0)
@@ -371,6 +356,4 @@ def split_merge_moves(
     seat_const = _seat_constants(min(xc.shape[0], 16), d, params.power, params.kappa0, params.nu0)
     plan = (n_moves, n_restricted_scans)
     pairs = (np.int64(moves.UNIFORM_PAIRS), np.int64(0))  # as the sampler's (chain.run_moves)
-    return _split_merge_moves(
-        rng, (xc, state, params), plan, seat_const, (params.power, 1.0, pairs, 1.0)
-    )
+    return _split_merge_moves(rng, (xc, state, params), plan, seat_const, pairs)

@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.draws import next_sweep_order, shuffle_in_place, sweep_order
+from pymc_pcrp._kernels.draws import shuffle_in_place, sweep_order
 from pymc_pcrp._kernels.niw import log_marginal_from_logdet
 from pymc_pcrp._kernels.scores import (
     PARTIAL_ROWS,
@@ -61,7 +61,6 @@ __all__ = [
     "make_params",
     "shuffle_in_place",
     "sweep_tables",
-    "sweeps_with",
 ]
 
 
@@ -162,6 +161,7 @@ def _grow_caches(cap: int, caches: tuple) -> tuple[np.ndarray, np.ndarray, np.nd
     return new_mean, new_inv_diag, new_const, new_inv_eig
 
 
+@numba.njit(**NJIT_KWARGS)
 def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     """Run ``n_sweeps`` sweeps of Algorithm 1 in place; return how many moves changed a cluster.
 
@@ -198,8 +198,9 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     the largest weight: the larger of the new cluster's log weight and a
     logarithm-free lower bound on the own cluster's (:func:`loo_lower_bound`).
     An option (another cluster, or the new one) whose upper bound is more than
-    ``skip_nats`` below the reference is skipped: its weight is below
-    ``exp(-skip_nats)`` of the top. The draw is then made among the scored
+    ``skip_nats`` (:data:`~pymc_pcrp._kernels.scores.SKIP_NATS`) below the
+    reference is skipped: its weight is below ``exp(-skip_nats)`` of the top.
+    The draw is then made among the scored
     options from a uniform ``v`` rescaled to ``v (S + bound)``, with ``S``
     their total weight and ``bound`` the number of skipped options times
     ``exp(-skip_nats)``; only when ``v`` falls in the top fraction
@@ -209,30 +210,7 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     skipped, which for well separated clusters is most updates, the point stays with
     probability ``1 / (1 + bound)`` without a single logarithm or
     exponential. The chosen cluster has exactly the full conditional
-    distribution; ``skip_nats`` (here :data:`~pymc_pcrp._kernels.scores.SKIP_NATS`)
-    only trades work between the branches.
-
-    This is the entry point from Python, not a numba function: it calls the
-    compiled :func:`sweeps_with` with ``(SKIP_NATS, None)``, as the chain kernels
-    do from numba. A compiled wrapper would cost a compilation of its own, in
-    which numba optimises the whole sweep again (about 3 s).
-    """
-    return sweeps_with(rng, chain, n_sweeps, (SKIP_NATS, None))
-
-
-@numba.njit(**NJIT_KWARGS)
-def sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hooks: tuple) -> int:
-    """:func:`gibbs_sweeps` with the tests' settings ``hooks = (skip_nats, visit)``.
-
-    ``skip_nats`` is the cut below the reference at which an option is bounded
-    instead of scored; tests set it low to exercise the rare branch that scores
-    the skipped options. ``visit``, ``None`` for the random order, otherwise
-    replaces it: each "sweep" then updates exactly the points ``visit`` in that
-    order (one point makes one draw from its full conditional, which tests
-    compare with the remove-score-add reference of ``tests/kernel_reference.py``).
-    :func:`gibbs_sweeps` and the chain kernels call this with
-    ``(SKIP_NATS, None)``, and a test that passes a float and ``None`` shares
-    that compiled kernel.
+    distribution; ``skip_nats`` only trades work between the branches.
     """
     # Performance note: the common path of this loop touches arrays only by
     # indexing locals. Taking a view (``xc[i]``) or passing arrays to a helper
@@ -242,7 +220,6 @@ def sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hooks: tu
     # arrays run only on the less common paths (a move, a draw that needs the
     # skipped clusters); the scalar bound functions are free.
     xc, state, params, tables = chain
-    skip_nats, visit = hooks
     n, d = xc.shape
     log_new, _, by_size = tables
     cap = state.counts.shape[0]
@@ -255,17 +232,17 @@ def sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hooks: tu
     inv_eig = np.empty((cap, 2))
     for p in range(state.k[0]):
         _sync_slot(state, state.order[p], by_size, (mean, inv_diag, const, inv_eig))
-    logw, skipped, skipped_u, skipped_w, skip_weight = sweep_workspace(n, skip_nats)
+    logw, skipped, skipped_u, skipped_w, skip_weight = sweep_workspace(n, SKIP_NATS)
     y = np.empty(d)
     v = np.empty(d)
     buf = np.empty((d, d))
     labels, n_occupied = state.labels, state.k
     chol, counts, order, logdet = state.chol, state.counts, state.order, state.logdet
     kappa0 = params.kappa0
-    perm = sweep_order(n, visit)
+    perm = sweep_order(n)
     moved = 0
     for sweep_index in range(n_sweeps):
-        next_sweep_order(rng, perm, visit)
+        shuffle_in_place(rng, perm)
         for i in perm:
             old = labels[i]
             k = n_occupied[0]
@@ -333,7 +310,7 @@ def sweeps_with(rng: np.random.Generator, chain: tuple, n_sweeps: int, hooks: tu
             # 2. Every other cluster and the new one: bounded first, scored only if
             #    the bound comes within skip_nats of a lower bound on the top.
             ref = low_own if low_own > log_new[i] else log_new[i]
-            cut = ref - skip_nats
+            cut = ref - SKIP_NATS
             top = -math.inf  # largest exact log weight among the scored others
             n_skipped = 0
             for p in range(k):

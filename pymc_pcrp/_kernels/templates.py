@@ -67,10 +67,7 @@ from pymc_pcrp._kernels.partitions import _log_add, canonical_labels
 from pymc_pcrp._kernels.state import NIWParams
 
 __all__ = [
-    "EXACT",
     "MAX_TEMPLATE_CLUSTERS",
-    "NO_RATIO",
-    "ONE_LABELLING",
     "TemplateSet",
     "assignment_log_joint",
     "draw_assignment",
@@ -311,11 +308,6 @@ def pack_templates(xc: np.ndarray, templates: list[np.ndarray], params) -> Templ
     return TemplateSet(log_weights, cumulative, columns, labels, sizes, centres, scatter)
 
 
-# How a chain's proposal probability is computed: EXACT (the permanent over the
-# blocks' one-to-one maps to clusters). The two others are wrong on purpose, for the
-# tests that check the enumeration tests can tell: ONE_LABELLING (the product along
-# the partition's own labels only) and NO_RATIO (q left out of the ratio).
-EXACT, ONE_LABELLING, NO_RATIO = 0, 1, 2
 # template_jump_chain widens its bound on the log ratio by _BOUND_MARGIN * (1 + |w|) nats
 # against rounding, w the drawn labelling's log weight: the permanent adds the same N log
 # weights (all <= 0) in another order, which can differ by about N * 1e-16 * |w|.
@@ -323,10 +315,12 @@ _BOUND_MARGIN = 1e-6
 
 
 @numba.njit(**NJIT_KWARGS)
-def mixture_log_probability(templates: TemplateSet, labels: np.ndarray, mode: int = EXACT) -> float:
-    """Log probability of the canonical partition ``labels`` under the equal mixture."""
-    if mode == NO_RATIO:
-        return 0.0
+def mixture_log_probability(templates: TemplateSet, labels: np.ndarray) -> float:
+    """Log probability of the canonical partition ``labels`` under the equal mixture.
+
+    Under each template, the permanent of the module docstring: the sum over the
+    one-to-one assignments of the partition's blocks to the template's columns.
+    """
     m = templates.n_columns.shape[0]
     b = n_blocks(labels)
     values = np.full(m, -np.inf)
@@ -335,13 +329,7 @@ def mixture_log_probability(templates: TemplateSet, labels: np.ndarray, mode: in
         if b > k:
             continue
         w = templates.log_weights[t]
-        if mode == ONE_LABELLING:
-            acc = 0.0
-            for p in range(labels.shape[0]):
-                acc += w[p, labels[p]]
-            values[t] = acc
-        else:
-            values[t] = _log_permanent(_block_log_weights(w, k, labels, b))
+        values[t] = _log_permanent(_block_log_weights(w, k, labels, b))
     total = -np.inf
     for t in range(m):
         total = _log_add(total, values[t])
@@ -477,7 +465,6 @@ def template_jump_chain(
     templates: TemplateSet,
     params: NIWParams,
     count: int,
-    mode: int = EXACT,
 ) -> tuple[np.ndarray, int]:
     """Make ``count`` template-jump proposals from canonical ``labels``.
 
@@ -502,7 +489,7 @@ def template_jump_chain(
     current = labels.copy()
     if count == 0:
         return current, 0
-    current_log_q = mixture_log_probability(templates, current, mode)
+    current_log_q = mixture_log_probability(templates, current)
     if current_log_q == -np.inf:
         # no template can make the current partition (it has more blocks than any has
         # columns): every proposal would be rejected, so none is drawn
@@ -518,17 +505,17 @@ def template_jump_chain(
         log_pi = _assignment_log_joint(xc, templates, t, assign, params, memo)
         bound = log_pi - current_log_pi + current_log_q - drawn + log_m
         margin = _BOUND_MARGIN * (1.0 + abs(drawn))
-        if mode == EXACT and bound < -margin:
+        if bound < -margin:
             # the ratio is below one: the plain test would draw its uniform now
             log_u = math.log(rng.random())
             if log_u >= bound + margin:
                 continue
             candidate = canonical_labels(assign)
-            log_q = mixture_log_probability(templates, candidate, mode)
+            log_q = mixture_log_probability(templates, candidate)
             accept = log_u < log_pi - current_log_pi + current_log_q - log_q
         else:
             candidate = canonical_labels(assign)
-            log_q = mixture_log_probability(templates, candidate, mode)
+            log_q = mixture_log_probability(templates, candidate)
             log_ratio = log_pi - current_log_pi + current_log_q - log_q
             accept = log_ratio >= 0.0 or math.log(rng.random()) < log_ratio
         if accept:

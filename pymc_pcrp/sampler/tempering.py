@@ -110,20 +110,11 @@ class Replicas:
         Inverse temperatures, ``betas[0] = 1`` (replica 0 is the step's own state).
     n_sweeps : int
         Tempered sweeps per draw of each hot replica.
-    swap_ratio : callable, optional
-        The log acceptance ratio, :func:`swap_log_ratio` by default; the tests
-        pass a wrong one to show that they detect it.
     """
 
-    def __init__(
-        self,
-        betas: np.ndarray,
-        n_sweeps: int,
-        swap_ratio: Callable[[float, float, float, float], float] = swap_log_ratio,
-    ):
+    def __init__(self, betas: np.ndarray, n_sweeps: int):
         self.betas = np.asarray(betas, dtype=np.float64)
         self.n_sweeps = int(n_sweeps)
-        self.swap_ratio = swap_ratio
         self.states: list[SweepState] | None = None  # hot replicas 1..M-1
         self.grids: list[ScaleGrid] = []
         self.tables: list[tuple] = []
@@ -229,7 +220,7 @@ class Replicas:
         grids = [scale, *self.grids] if scale is not None else None
         accepted = 0
         for m in range(betas.size - 2, -1, -1):  # hottest pair first, down to replica 0
-            log_ratio = self.swap_ratio(betas[m], betas[m + 1], logliks[m], logliks[m + 1])
+            log_ratio = swap_log_ratio(betas[m], betas[m + 1], logliks[m], logliks[m + 1])
             if not (log_ratio >= 0.0 or math.log(rng.random()) < log_ratio):
                 continue
             accepted += 1

@@ -19,7 +19,6 @@ from scipy.optimize import linear_sum_assignment
 
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.templates import (
-    EXACT,
     MAX_TEMPLATE_CLUSTERS,
     TemplateSet,
     pack_templates,
@@ -136,9 +135,6 @@ class TemplateJumps:
         starts as candidates.
     """
 
-    # How the kernel computes the proposal probability (tests set a wrong one on purpose).
-    mode = EXACT
-
     def __init__(self, rate: float, given: list[np.ndarray] | None = None):
         self.rate = float(rate)
         self.given = list(given or [])
@@ -187,8 +183,6 @@ class TemplateJumps:
             return None
         rate = self.rate
         count = int(rate) + (1 if rng.random() < rate - int(rate) else 0)
-        new, self.accepted = template_jump_chain(
-            rng, xc, labels, self.templates, params, count, self.mode
-        )
+        new, self.accepted = template_jump_chain(rng, xc, labels, self.templates, params, count)
         self.proposed = count
         return new if self.accepted else None

@@ -19,6 +19,7 @@ import math
 import numpy as np
 import pytest
 
+from kernel_variants import diag_split_merge_without_proposal_probability, sweep_variant
 from reference import niw_log_marginal
 from scipy import stats
 from scipy.special import gammaln, logsumexp
@@ -208,11 +209,12 @@ def _exact_diag_posterior(xc, alpha, r, kappa0, nu0, psi):
     return parts, np.exp(logp - logsumexp(logp))
 
 
-def _moves_alone_tv(proposal_weight, n_iter=150_000, rules=(UNIFORM_PAIRS,)):
+def _moves_alone_tv(move=diag_split_merge_moves, n_iter=150_000, rules=(UNIFORM_PAIRS,)):
     """TV to the exact posterior of a chain of split-merge moves alone.
 
-    Each iteration makes one move under each pair rule of ``rules`` (the small-pairs
-    rule counts clusters of at most 2 points as small).
+    ``move`` is the shipped move or a variant of it. Each iteration makes one move
+    under each pair rule of ``rules`` (the small-pairs rule counts clusters of at most
+    2 points as small).
     """
     rng = np.random.default_rng(SEED)
     x = rng.normal(size=(5, 2))
@@ -229,21 +231,21 @@ def _moves_alone_tv(proposal_weight, n_iter=150_000, rules=(UNIFORM_PAIRS,)):
     for _ in range(n_iter):
         for rule in rules:
             pairs = (rule, 2)
-            diag_split_merge_moves(rng, xc, state, params, 1, -1, seat, r, proposal_weight, pairs)
+            move(rng, xc, state, params, 1, -1, seat, pairs)
         visits[index[tuple(canonical_labels(state.labels).tolist())]] += 1
     return 0.5 * np.abs(visits / n_iter - probs).sum()
 
 
 def test_split_merge_alone_reaches_the_exact_posterior_and_a_wrong_ratio_does_not():
-    exact = _moves_alone_tv(1.0)
-    broken = _moves_alone_tv(0.0)
+    exact = _moves_alone_tv()
+    broken = _moves_alone_tv(diag_split_merge_without_proposal_probability())
     assert exact < 0.02, exact
     assert broken > 0.05, broken
 
 
 def test_speck_moves_with_uniform_moves_reach_the_exact_posterior():
     """Uniform pairs and pairs among the small clusters, alternated, against enumeration."""
-    exact = _moves_alone_tv(1.0, rules=(UNIFORM_PAIRS, SMALL_PAIRS))
+    exact = _moves_alone_tv(rules=(UNIFORM_PAIRS, SMALL_PAIRS))
     assert exact < 0.02, exact
 
 
@@ -252,15 +254,14 @@ def test_sweep_draws_a_point_from_its_exact_conditional(skip_nats):
     # One point re-seated many times from the same state: the frequencies of its
     # destinations against the exact conditional from the NumPy predictive. A tiny
     # skip_nats skips nearly every option and takes the rare branch of the draw often.
-    from pymc_pcrp._kernels.diag_sweep import diag_sweeps_with
-
+    # The sweep variant updates point 0 alone, so the point goes first in the data.
+    sweep_one = sweep_variant("diag", skip_nats, first_point_only=True)
     xc, psi, labels = _problem(24, 2, SEED + 9, k=3)
     xc = xc * 0.4  # clusters close enough that every option has a visible weight
     labels[3] = labels.max() + 1  # a singleton too
     labels = canonical_labels(labels)
     alpha, r, kappa0, nu0 = 1.5, 1.2, 0.3, 3.0
     params = make_diag_params(alpha, r, kappa0, nu0, psi)
-    tables = diag_tables(xc, params)
     a0, b0 = 0.5 * nu0, 0.5 * psi
     rng = np.random.default_rng(SEED)
     for i in (0, 3, 20):
@@ -280,16 +281,17 @@ def test_sweep_draws_a_point_from_its_exact_conditional(skip_nats):
             probs[labels[i]] = 0.0
         draws = 20_000
         freq = np.zeros(k + 1)
-        visit = np.array([i])
-        options = (skip_nats, visit)
-        state = init_diag_state(xc, labels, params)
+        first = np.r_[i, np.delete(np.arange(24), i)]
+        x_first, labels_first = np.ascontiguousarray(xc[first]), labels[first]
+        chain = (x_first, init_diag_state(x_first, labels_first, params), params)
+        chain += (diag_tables(x_first, params),)
         # the compiled function for these types: the dispatcher would type the chain (it
         # holds the state) in Python at every call, 0.1 ms each
-        sweep = compiled_for(diag_sweeps_with, (rng, (xc, state, params, tables), 1, options))
+        sweep = compiled_for(sweep_one, (rng, chain, 1))
         for _ in range(draws):
-            state = init_diag_state(xc, labels, params)
-            sweep(rng, (xc, state, params, tables), 1, options)
-            dest = state.labels[i]
+            state = init_diag_state(x_first, labels_first, params)
+            sweep(rng, (x_first, state, params, chain[3]), 1)
+            dest = state.labels[0]
             freq[dest if state.counts[dest] > 1 or dest == labels[i] else k] += 1
         if np.sum(labels == labels[i]) == 1:
             freq[k] += freq[labels[i]]

@@ -31,10 +31,11 @@ import numpy as np
 import pytest
 
 from enumeration import exact_posterior, log_pcrp_prior_unnorm, set_partitions
+from kernel_variants import split_merge_variant
 from reference import log_pcrp_joint
 
 from pymc_pcrp._kernels.allocation import _seat_constants
-from pymc_pcrp._kernels.moves import CLUSTER_FIRST, SMALL_PAIRS, UNIFORM_PAIRS
+from pymc_pcrp._kernels.moves import SMALL_PAIRS, UNIFORM_PAIRS
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.splitmerge import _split_merge_moves, split_merge_moves
 from pymc_pcrp._kernels.sweep import (
@@ -45,10 +46,11 @@ from pymc_pcrp._kernels.sweep import (
     sweep_tables,
 )
 
-# (pair rule, small-cluster size): cluster first; two clusters drawn among all of them
-# (no size limit at N = 5); two drawn among the clusters of at most 2 points, so that at
-# N = 5 both the clusters the rule never draws and the merges it refuses occur
-RULES = {"first": (CLUSTER_FIRST, 0), "pairs": (SMALL_PAIRS, 10**6), "small": (SMALL_PAIRS, 2)}
+# (pair rule, small-cluster size): cluster first (a rule the sampler does not use, built
+# in tests/kernel_variants.py, which ignores the pair argument); two clusters drawn among
+# all of them (no size limit at N = 5); two drawn among the clusters of at most 2 points,
+# so that at N = 5 both the clusters the rule never draws and the merges it refuses occur
+RULES = {"first": (UNIFORM_PAIRS, 0), "pairs": (SMALL_PAIRS, 10**6), "small": (SMALL_PAIRS, 2)}
 
 SEED = sum(ord(c) for c in "test_splitmerge")
 TV_THRESHOLD = 0.02
@@ -60,10 +62,11 @@ CASES = [(1.0, 1.0), (0.5, 1.5), (2.0, 2.0)]
 
 # The compiled helpers below are deliberately not cached: numba's cache of a
 # function does not notice changes in the functions it calls, so a cached
-# helper would keep testing an old version of the kernel. _run_moves calls
-# _split_merge_moves with the argument types the sampler's own call has (int64
-# counts, a float-float-(int64, int64)-float tuning tuple), so that the fast tier
-# reuses the sampler's compilation of the move. Inside compiled code a global
+# helper would keep testing an old version of the kernel. They take the move as
+# their first argument: the shipped _split_merge_moves or a variant of
+# tests/kernel_variants.py. The shipped move is called with the argument types the
+# sampler's own call has (int64 counts, a pair rule of two int64), so that the fast
+# tier reuses the sampler's compilation of the move. Inside compiled code a global
 # such as UNIFORM_PAIRS or a bare 1 is typed as a literal (Literal[int](1)) and
 # would compile a second copy of the move: hence the np.int64(...) wrappers.
 
@@ -87,10 +90,11 @@ def _encode(labels):
 
 
 @numba.njit
-def _run_moves(rng, xc, params, starts, n_steps, n_scans, ratio_power, proposal_weight):
+def _run_moves(move, rng, xc, params, starts, n_steps, n_scans):
     """From each start partition run ``n_steps`` single moves, coding the partition after each.
 
-    Returns the codes (start-major) and the summed move counts.
+    ``move`` is ``_split_merge_moves`` or a variant of it. Returns the codes
+    (start-major) and the summed move counts.
     """
     out = np.empty(starts.shape[0] * n_steps, dtype=np.int64)
     tally = np.zeros(4, dtype=np.int64)
@@ -98,10 +102,8 @@ def _run_moves(rng, xc, params, starts, n_steps, n_scans, ratio_power, proposal_
     for s in range(starts.shape[0]):
         state = init_state(xc, starts[s], params)
         for t in range(n_steps):
-            tuning = (ratio_power, proposal_weight, (np.int64(UNIFORM_PAIRS), np.int64(0)), 1.0)
-            got = _split_merge_moves(
-                rng, (xc, state, params), (np.int64(1), n_scans), table, tuning
-            )
+            pairs = (np.int64(UNIFORM_PAIRS), np.int64(0))
+            got = move(rng, (xc, state, params), (np.int64(1), n_scans), table, pairs)
             for a in range(4):
                 tally[a] += got[a]
             out[s * n_steps + t] = _encode(state.labels)
@@ -109,7 +111,7 @@ def _run_moves(rng, xc, params, starts, n_steps, n_scans, ratio_power, proposal_
 
 
 @numba.njit
-def _run_rule_moves(rng, xc, params, starts, n_scans, ratio_power, selection_weight, pairs):
+def _run_rule_moves(move, rng, xc, params, starts, n_scans, pairs):
     """One move from each start partition with the pair rule ``pairs``; as _run_moves.
 
     ``SMALL_PAIRS`` counts clusters of at most 2 points as small, so that at N = 5 both
@@ -120,22 +122,28 @@ def _run_rule_moves(rng, xc, params, starts, n_scans, ratio_power, selection_wei
     table = _seat_constants(np.int64(2), xc.shape[1], params.power, params.kappa0, params.nu0)
     for s in range(starts.shape[0]):
         state = init_state(xc, starts[s], params)
-        tuning = (ratio_power, 1.0, pairs, selection_weight)
-        got = _split_merge_moves(rng, (xc, state, params), (np.int64(1), n_scans), table, tuning)
+        got = move(rng, (xc, state, params), (np.int64(1), n_scans), table, pairs)
         for a in range(4):
             tally[a] += got[a]
         out[s] = _encode(state.labels)
     return out, tally
 
 
-def _one_move_each(rng, xc, params, starts, n_scans, ratio_power, proposal_weight):
+def _one_move_each(rng, xc, params, starts, n_scans, move=_split_merge_moves):
     """Apply one move to each start partition."""
-    return _run_moves(rng, xc, params, starts, 1, n_scans, ratio_power, proposal_weight)
+    return _run_moves(move, rng, xc, params, starts, 1, n_scans)
 
 
 def _chain(rng, xc, params, labels, n_steps, n_scans):
     """A chain of ``n_steps`` exact moves from ``labels``."""
-    return _run_moves(rng, xc, params, labels[None, :], n_steps, n_scans, params.power, 1.0)
+    return _run_moves(_split_merge_moves, rng, xc, params, labels[None, :], n_steps, n_scans)
+
+
+def _rule_move(rule, selection_ratio=True):
+    """The move under pair rule ``rule`` of RULES, with or without its selection ratio."""
+    if rule == "first" or not selection_ratio:
+        return split_merge_variant(cluster_first=rule == "first", selection_ratio=selection_ratio)
+    return _split_merge_moves
 
 
 def _code(labels):
@@ -173,12 +181,11 @@ def _exact_draws(rng, partitions, probs, size):
     return table[rng.choice(len(partitions), size=size, p=probs)]
 
 
-def _one_move_tv(d, alpha, r, ratio_power=None, proposal_weight=1.0, seed=SEED, n_scans=2):
+def _one_move_tv(d, alpha, r, move=_split_merge_moves, seed=SEED, n_scans=2):
     xc, params, partitions, probs = _problem(d, alpha, r)
     rng = np.random.default_rng(seed)
     starts = _exact_draws(rng, partitions, probs, N_DRAWS)
-    power = r if ratio_power is None else ratio_power
-    codes, tally = _one_move_each(rng, xc, params, starts, n_scans, power, proposal_weight)
+    codes, tally = _one_move_each(rng, xc, params, starts, n_scans, move)
     return _tv(codes, partitions, probs), tally
 
 
@@ -227,7 +234,7 @@ def _prior_only_tv():
     xc = np.zeros((N_POINTS, 0))
     rng = np.random.default_rng(SEED + 2)
     starts = _exact_draws(rng, partitions, probs, N_DRAWS)
-    codes, tally = _one_move_each(rng, xc, params, starts, 2, r, 1.0)
+    codes, tally = _one_move_each(rng, xc, params, starts, 2)
     return _tv(codes, partitions, probs), tally
 
 
@@ -239,7 +246,7 @@ def test_cluster_pair_rules_keep_exact_posterior(d, alpha, r, rule):
     xc, params, partitions, probs = _problem(d, alpha, r)
     rng = np.random.default_rng(SEED + 5)
     starts = _exact_draws(rng, partitions, probs, N_DRAWS)
-    codes, tally = _run_rule_moves(rng, xc, params, starts, -1, r, 1.0, RULES[rule])
+    codes, tally = _run_rule_moves(_rule_move(rule), rng, xc, params, starts, -1, RULES[rule])
     assert tally[1] > 0.05 * tally[0] and tally[3] > 0.05 * tally[2]
     tv = _tv(codes, partitions, probs)
     assert tv < TV_THRESHOLD, f"TV {tv:.4f} after one cluster-first move"
@@ -263,7 +270,8 @@ def test_pair_rule_without_selection_ratio_is_detected(rule, d):
     xc, params, partitions, probs = _problem(d, 0.5, 1.5)
     rng = np.random.default_rng(SEED + 5)
     starts = _exact_draws(rng, partitions, probs, N_DRAWS)
-    codes, _ = _run_rule_moves(rng, xc, params, starts, -1, 1.5, 0.0, RULES[rule])
+    move = _rule_move(rule, selection_ratio=False)
+    codes, _ = _run_rule_moves(move, rng, xc, params, starts, -1, RULES[rule])
     tv = _tv(codes, partitions, probs)
     assert tv > 1.5 * TV_THRESHOLD, f"TV {tv:.4f}"
 
@@ -277,13 +285,13 @@ def test_prior_only_move_keeps_pcrp_prior():
 
 @pytest.mark.parametrize("n_scans", [2, -1], ids=["scans2", "sams"])
 @pytest.mark.parametrize(
-    ("ratio_power", "proposal_weight"),
-    [(1.0, 1.0), (2.0, 0.0)],
+    "wrong",
+    [{"ratio_power": 1.0}, {"proposal_probability": False}],
     ids=["dp-prior-ratio", "no-proposal-probability"],
 )
-def test_wrong_acceptance_ratio_is_detected(ratio_power, proposal_weight, n_scans):
+def test_wrong_acceptance_ratio_is_detected(wrong, n_scans):
     """The invariance test has power: a wrong ratio misses the threshold by far."""
-    tv, _ = _one_move_tv(1, 2.0, 2.0, ratio_power, proposal_weight, n_scans=n_scans)
+    tv, _ = _one_move_tv(1, 2.0, 2.0, split_merge_variant(**wrong), n_scans=n_scans)
     assert tv > 3 * TV_THRESHOLD
 
 
@@ -459,5 +467,11 @@ if __name__ == "__main__":
         )
     tv_, tally_ = _prior_only_tv()
     print(f"prior only (D=0): TV={tv_:.4f} counts={tally_.tolist()}")
-    for label, rp, pw in [("dp-prior-ratio", 1.0, 1.0), ("no-proposal-prob", 2.0, 0.0)]:
-        print(f"wrong {label}: TV={_one_move_tv(1, 2.0, 2.0, rp, pw)[0]:.4f}")
+    wrong_ratios = {
+        "dp-prior-ratio": {"ratio_power": 1.0},
+        "no-proposal-prob": {"proposal_probability": False},
+    }
+    for label, wrong_ in wrong_ratios.items():
+        print(
+            f"wrong {label}: TV={_one_move_tv(1, 2.0, 2.0, split_merge_variant(**wrong_))[0]:.4f}"
+        )

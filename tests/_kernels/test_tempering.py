@@ -17,6 +17,8 @@ checks drive the kernels directly, as the step does:
 
 import pickle
 
+from unittest import mock
+
 import numpy as np
 import pytest
 import scipy.special
@@ -31,6 +33,7 @@ from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import init_state, make_params, sweep_tables
 from pymc_pcrp._kernels.tempering import advance_hot, advance_hot_scaled
+from pymc_pcrp.sampler import tempering as sampler_tempering
 from pymc_pcrp.sampler.inputs import SweepInputs, compiled_for
 from pymc_pcrp.sampler.tempering import Replicas, swap_log_ratio, temper_ladder
 
@@ -147,15 +150,20 @@ def _tempered_draws(rng, inputs, state, replicas, first, draws):
 
 
 def tempered_chain_frequencies(x, alpha, r, psi0, draws, seed, scaled, swap_ratio=swap_log_ratio):
-    """Replica 0's partition frequencies over a tempered chain, driven as the step drives it."""
+    """Replica 0's partition frequencies over a tempered chain, driven as the step drives it.
+
+    ``swap_ratio`` stands in for the sampler's :func:`swap_log_ratio` during the chain
+    (a wrong one shows that the test detects it).
+    """
     rng = np.random.default_rng(seed)
     inputs, state = _chain_inputs(x, alpha, r, psi0, scaled)
-    replicas = Replicas(BETAS, 1, swap_ratio)
+    replicas = Replicas(BETAS, 1)
     freq = {}
     accepted = 0
-    for out, drawn in _tempered_draws(rng, inputs, state, replicas, 0, draws):
-        accepted += drawn.swap_accepted
-        _count(freq, out)
+    with mock.patch.object(sampler_tempering, "swap_log_ratio", swap_ratio):
+        for out, drawn in _tempered_draws(rng, inputs, state, replicas, 0, draws):
+            accepted += drawn.swap_accepted
+            _count(freq, out)
     return freq, accepted / (draws * (BETAS.size - 1))
 
 

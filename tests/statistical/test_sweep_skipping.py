@@ -6,13 +6,13 @@ then completed exactly, scoring the skipped clusters only when the uniform
 lands in the small region where they could matter (``_draw_with_skipped``).
 With the default ``skip_nats = 6`` that rare branch runs for about one point
 update in a few hundred, too seldom for a test on tiny data to notice an error
-in it. These tests therefore run the kernel with ``skip_nats`` between 0.5 and
-2, where most updates skip something and a large share take the rare branch,
-and compare the visited partitions with the exact posterior enumerated over
-all partitions. The tests catch a wrong rare branch: making it always keep the
-scored group (checked by hand on 2026-11-26) fails two of the four cases, with
-total variations of 0.11 and 0.53 against the threshold of 0.02 (the threshold
-of test_exact_enumeration.py).
+in it. These tests therefore run copies of the kernel (``tests/kernel_variants.py``)
+with ``skip_nats`` between 0.5 and 2, where most updates skip something and a large
+share take the rare branch, and compare the visited partitions with the exact
+posterior enumerated over all partitions. The tests catch a wrong rare branch:
+making it always keep the scored group (checked by hand on 2026-11-26) fails two of
+the four cases, with total variations of 0.11 and 0.53 against the threshold of 0.02
+(the threshold of test_exact_enumeration.py).
 """
 
 import itertools
@@ -24,15 +24,10 @@ import scipy.stats
 
 from enumeration import exact_posterior
 from kernel_reference import conditional_log_weights
+from kernel_variants import sweep_variant
 
 from pymc_pcrp._kernels.partitions import canonical_labels
-from pymc_pcrp._kernels.sweep import (
-    init_state,
-    make_params,
-    shuffle_in_place,
-    sweep_tables,
-    sweeps_with,
-)
+from pymc_pcrp._kernels.sweep import init_state, make_params, shuffle_in_place, sweep_tables
 from pymc_pcrp.sampler.inputs import compiled_for
 
 SWEEPS = 40_000
@@ -54,11 +49,11 @@ def _visits(x, alpha, r, kappa0, nu0, psi0, skip_nats, seed):
     for chain in range(CHAINS):
         rng = np.random.default_rng([seed, chain])
         state = init_state(x, np.zeros(n, dtype=np.int64), params)
-        args = (rng, (x, state, params, tables), 1, (skip_nats, None))
+        args = (rng, (x, state, params, tables), 1)
         # the compiled function: the dispatcher would type the chain (it holds the state)
         # in Python at every sweep, 0.1 ms each
-        sweep = compiled_for(sweeps_with, args)
-        sweep(rng, (x, state, params, tables), 50, (skip_nats, None))
+        sweep = compiled_for(sweep_variant(skip_nats=skip_nats), args)
+        sweep(rng, (x, state, params, tables), 50)
         for _ in range(SWEEPS):
             sweep(*args)
             key = tuple(int(v) for v in canonical_labels(state.labels))
@@ -120,7 +115,6 @@ def test_single_updates_follow_the_exact_conditional(d, spread, skip_nats):
     labels = labels.copy()
     labels[0] = labels.max() + 1  # a singleton
     params = make_params(0.8, 1.3, 0.3, d + 2.0, np.eye(d))
-    tables = sweep_tables(xc, params)
     probe = init_state(xc, labels, params)
     conditionals = []
     for i in range(n):
@@ -139,17 +133,21 @@ def test_single_updates_follow_the_exact_conditional(d, spread, skip_nats):
     points = [0, *np.argsort(entropy)[::-1][:3], *np.argsort(np.abs(stay - 0.9))[:4]]
     rng = np.random.default_rng(d)
     trials = 6000
+    # The variant updates point 0 alone: the point under test goes first in the data.
+    sweep_one = sweep_variant(skip_nats=skip_nats, first_point_only=True)
     for i in points:
         slots, prob = conditionals[i]
         counts = np.zeros(len(slots))
         position = {int(s): j for j, s in enumerate(slots[:-1])}
-        options = (skip_nats, np.array([i]))
-        state = init_state(xc, labels, params)
-        sweep = compiled_for(sweeps_with, (rng, (xc, state, params, tables), 1, options))
+        first = np.r_[i, np.delete(np.arange(n), i)]
+        x_first, labels_first = np.ascontiguousarray(xc[first]), labels[first]
+        tables = sweep_tables(x_first, params)
+        state = init_state(x_first, labels_first, params)
+        sweep = compiled_for(sweep_one, (rng, (x_first, state, params, tables), 1))
         for _ in range(trials):
-            state = init_state(xc, labels, params)
-            sweep(rng, (xc, state, params, tables), 1, options)
-            counts[position.get(int(state.labels[i]), len(slots) - 1)] += 1
+            state = init_state(x_first, labels_first, params)
+            sweep(rng, (x_first, state, params, tables), 1)
+            counts[position.get(int(state.labels[0]), len(slots) - 1)] += 1
         expected = prob * trials
         big = expected >= 5
         observed = np.r_[counts[big], counts[~big].sum()]
@@ -174,9 +172,10 @@ def test_low_skip_nats_really_takes_the_shortcut():
     for skip_nats in (1e9, 0.5):
         rng = np.random.default_rng(11)
         state = init_state(x, np.zeros(6, dtype=np.int64), params)
+        sweep = sweep_variant(skip_nats=skip_nats)
         trace = []
         for _ in range(200):
-            sweeps_with(rng, (x, state, params, tables), 1, (skip_nats, None))
+            sweep(rng, (x, state, params, tables), 1)
             trace.append(canonical_labels(state.labels))
         runs.append(np.array(trace))
     assert not np.array_equal(runs[0], runs[1])

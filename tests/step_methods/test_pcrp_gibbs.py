@@ -175,12 +175,12 @@ def _kernel_sweeps(step, rng, start, n_sweeps):
             frac = rate - whole
             moves = whole + int(frac > 0 and rng.random() < frac)
             if moves:
-                tuning = (params.power, 1.0, (rule, SMALL_SIZE), 1.0)
-                _split_merge_moves(rng, (xc, state, params), (np.int64(moves), scans), seat, tuning)
+                pairs = (rule, SMALL_SIZE)
+                _split_merge_moves(rng, (xc, state, params), (np.int64(moves), scans), seat, pairs)
         whole = int(step.pair_moves)
         moves = whole + int(step.pair_moves > whole and rng.random() < step.pair_moves - whole)
         if moves:
-            pair_moves(rng, xc, state, params, moves, pair_picks(xc), params.power)
+            pair_moves(rng, xc, state, params, moves, pair_picks(xc))
     return canonical_labels(state.labels)
 
 
