@@ -9,7 +9,7 @@ compile progress line::
 
 It prints the wall seconds of the fit (nearly all of it compiling) and the count; the
 two constants ``COMPILE_SECONDS`` and ``COMPILE_KERNELS`` of
-``pymc_pcrp/step_methods/_compile_notice.py`` come from a run of it.
+``pymc_pcrp/_runtime/compile_notice.py`` come from a run of it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def main() -> int:
 
         import pymc_pcrp as pcrp
 
-        from pymc_pcrp.step_methods._compile_notice import watch_compilation
+        from pymc_pcrp._runtime.compile_notice import watch_compilation
 
         progress = watch_compilation()
         x = np.random.default_rng(0).normal(size=(200, 2))

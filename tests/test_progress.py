@@ -10,7 +10,7 @@ from numba.core import event
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp.step_methods import _compile_notice as notice
+from pymc_pcrp._runtime import compile_notice as notice
 
 SEED = sum(ord(c) for c in "test_progress")
 

@@ -41,9 +41,9 @@ def progress_line(message: str, stream=None) -> None:
     """Print one progress line to ``stream`` (standard error) when progress is wanted.
 
     Progress is wanted on a terminal, or when the user asked for it
-    (:func:`pymc_pcrp.step_methods._compile_notice.progress_wanted`).
+    (:func:`pymc_pcrp._runtime.compile_notice.progress_wanted`).
     """
-    from pymc_pcrp.step_methods._compile_notice import progress_wanted
+    from pymc_pcrp._runtime.compile_notice import progress_wanted
 
     stream = sys.stderr if stream is None else stream
     if progress_wanted(stream):

@@ -481,7 +481,7 @@ def cross_validate_power(
     start = time.perf_counter()
     results = []
     # results in grid order as each finishes, so that a terminal sees how far it has got
-    from pymc_pcrp.step_methods._compile_notice import progress_wanted
+    from pymc_pcrp._runtime.compile_notice import progress_wanted
 
     as_done = "generator" if progress_wanted() else "list"
     jobs = Parallel(n_jobs=n_jobs, return_as=as_done)(

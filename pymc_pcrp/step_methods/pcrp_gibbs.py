@@ -22,12 +22,12 @@ from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator
 
+from pymc_pcrp._runtime.compile_notice import announce_compilation
 from pymc_pcrp._runtime.interrupts import passes_interrupts
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
 from pymc_pcrp.sampler.chain import Chain
 from pymc_pcrp.sampler.options import SPLIT_MERGE_SCANS, ChainFacts, resolve_plan
 from pymc_pcrp.step_methods._alpha_update import AlphaUpdate
-from pymc_pcrp.step_methods._compile_notice import announce_compilation
 from pymc_pcrp.step_methods._model_inputs import ModelInputs
 from pymc_pcrp.step_methods._variables import (
     group_vars,
