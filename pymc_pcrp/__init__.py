@@ -47,7 +47,14 @@ from pymc_pcrp import (
     pymc_integration,
 )
 from pymc_pcrp.diagnostics import ConvergenceWarning, SamplingInterrupted, check_convergence
-from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
+from pymc_pcrp.distributions import (
+    NIWMixture,
+    NIWPrior,
+    PowerCRP,
+    TableColumn,
+    TableMixture,
+    table_spec,
+)
 from pymc_pcrp.estimator import PCRPMixture
 from pymc_pcrp.fitting import build_model, fit
 from pymc_pcrp.posterior import (
@@ -76,6 +83,8 @@ __all__ = [
     "PCRPMixture",
     "PowerCRP",
     "SamplingInterrupted",
+    "TableColumn",
+    "TableMixture",
     "__version__",
     "build_model",
     "check_convergence",
@@ -94,4 +103,5 @@ __all__ = [
     "pymc_integration",
     "record_model",
     "sample_posterior_predictive",
+    "table_spec",
 ]

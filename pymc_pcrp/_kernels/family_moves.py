@@ -27,10 +27,11 @@ draw that :class:`~pymc_pcrp.sampler.chain.Chain` calls (:func:`advance`).
 They call the generic stubs :func:`shift`, :func:`refresh`, :func:`score`,
 :func:`block_marginal`, :func:`sizes` and :func:`with_log_alpha`, which numba
 resolves from the type of ``params`` when it compiles a kernel (``overload``):
-one specialisation per family, no indirect call, cached like any kernel. A
-cached kernel keeps the operations it was compiled with; numba invalidates it
-when this module's file changes, not when a family's module does (clear the
-numba cache after editing a family's operations in a source tree).
+one specialisation per family, no indirect call, cached like any kernel (the
+package's cache key covers every kernel source, so editing a family's
+operations cannot load a kernel compiled with the old ones; a family
+registered outside the package must name its parameter type after its
+sources for the same reason, as tests/table_reference.py does).
 
 The pCRP side is shared with the Gaussian families: the seating weight
 ``r log n`` comes from the sweep's ``by_size`` table, ``alpha`` times the

@@ -81,11 +81,12 @@ class TableParams(NamedTuple):
     n_cache: int
 
 
-def make_table_params(alpha: float, power: float, kind, nlev, conc_per_column, hyp) -> TableParams:
+def make_table_params(alpha: float, power: float, kind, nlev, conc, hyp) -> TableParams:
     """Build :class:`TableParams` from per-column kinds, level counts and priors.
 
-    ``conc_per_column[j]`` is the concentration vector of a categorical column
-    (ignored otherwise); ``hyp[j]`` the column's prior row (see the class).
+    ``conc`` holds the concentrations of the categorical columns' levels, one
+    column after another; ``hyp[j]`` the column's prior row (see the class; a
+    fourth entry, the Gaussian prior mean, is ignored: the data are centred).
     """
     kind = np.ascontiguousarray(kind, dtype=np.int64)
     nlev = np.ascontiguousarray(nlev, dtype=np.int64)
@@ -101,15 +102,18 @@ def make_table_params(alpha: float, power: float, kind, nlev, conc_per_column, h
         else:
             n_stats += 3
             n_cache += 4
-    conc = np.zeros(n_stats)
-    hyp = np.array(hyp, dtype=np.float64).reshape(d, 3)
+    flat = np.asarray(conc, dtype=np.float64)
+    per_stat = np.zeros(n_stats)
+    hyp = np.ascontiguousarray(np.asarray(hyp, dtype=np.float64).reshape(d, -1)[:, :3])
+    start = 0
     for j in range(d):
         if kind[j] == CATEGORICAL:
-            a = np.asarray(conc_per_column[j], dtype=np.float64)
-            conc[soff[j] + 1 : soff[j] + 1 + nlev[j]] = a
+            a = flat[start : start + nlev[j]]
+            start += nlev[j]
+            per_stat[soff[j] + 1 : soff[j] + 1 + nlev[j]] = a
             hyp[j, 0] = a.sum()
     return TableParams(
-        math.log(alpha), float(power), kind, soff, coff, nlev, conc, hyp, n_stats, n_cache
+        math.log(alpha), float(power), kind, soff, coff, nlev, per_stat, hyp, n_stats, n_cache
     )
 
 
