@@ -3,19 +3,17 @@
 The references compute a block's marginal likelihood by other routes than the
 package: a categorical column by the Polya-urn chain rule, a count column by
 numerical integration over the Poisson rate, a Gaussian column with the NIW
-marginal of tests/reference.py. The broken variants are built here, never in
-the package: :class:`BrokenParams` registers the table family's operations
-with a wrong predictive score for the generic moves.
+marginal of tests/reference.py. The broken variants change what the step hands
+the kernels (:func:`cells_counted_twice`, :func:`missing_counted`), never the
+package: a broken variant must not define a new parameter type, since the
+generic kernels compiled for it would enter the package's numba cache, whose
+index other processes then could not read.
 """
 
-import hashlib
 import math
 
 from functools import cache
-from pathlib import Path
-from typing import NamedTuple
 
-import numba
 import numpy as np
 import scipy.integrate
 import scipy.special
@@ -23,8 +21,7 @@ import scipy.special
 from enumeration import log_pcrp_prior_unnorm, set_partitions
 from reference import niw_log_marginal
 
-from pymc_pcrp._kernels import table
-from pymc_pcrp._kernels.family_moves import FamilyOps, register_family
+from pymc_pcrp.sampler.families import TableFamily
 
 
 def categorical_log_marginal(levels, conc):
@@ -90,56 +87,28 @@ def exact_table_posterior(values, mask, spec, alpha, r):
     return parts, np.exp(log_p - scipy.special.logsumexp(log_p))
 
 
-# The generic kernels compiled for the broken parameters land in the package's numba
-# cache, whose key covers the package's sources but not this file: the class is named
-# after this file's digest, so that an edit here cannot load kernels compiled before it.
-_NAME = "BrokenParams_" + hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
-#: :class:`pymc_pcrp._kernels.table.TableParams` whose kernels score rows wrongly.
-BrokenParams = NamedTuple(_NAME, list(table.TableParams.__annotations__.items()))
-globals()[_NAME] = BrokenParams
+def cells_counted_twice(monkeypatch):
+    """Make the step's kernels see every column twice (each cell counted twice)."""
+    build = TableFamily.build_inputs
+
+    def broken(self, xc, numbers, arrays, kept_scale):
+        kind, nlev, conc, hyp = (np.asarray(a) for a in arrays)
+        doubled = (
+            np.concatenate([kind, kind]),
+            np.concatenate([nlev, nlev]),
+            np.concatenate([conc, conc]),
+            np.vstack([hyp, hyp]),
+        )
+        return build(self, np.ascontiguousarray(np.hstack([xc, xc])), numbers, doubled, None)
+
+    monkeypatch.setattr(TableFamily, "build_inputs", broken)
 
 
-@numba.njit(cache=True)
-def _broken_score(cache, slot, data, i, params):
-    """The table score with every categorical and count cell counted twice."""
-    total = 0.0
-    for j in range(data.shape[1]):
-        x = data[i, j]
-        if math.isnan(x):
-            continue
-        c = params.coff[j]
-        if params.kind[j] == table.CATEGORICAL:
-            total += 2.0 * (cache[slot, c + 1 + int(x)] - cache[slot, c])
-        elif params.kind[j] == table.POISSON:
-            total += 2.0 * (
-                math.lgamma(cache[slot, c] + x)
-                - cache[slot, c + 1]
-                + cache[slot, c + 2]
-                - x * cache[slot, c + 3]
-                - math.lgamma(x + 1.0)
-            )
-        else:
-            t = x - cache[slot, c + 1]
-            total += cache[slot, c] - cache[slot, c + 3] * math.log1p(cache[slot, c + 2] * t * t)
-    return total
+def missing_counted(monkeypatch):
+    """Make the step see every missing cell as observed (a level-0 or zero-valued cell)."""
+    build = TableFamily.build_inputs
 
+    def broken(self, xc, numbers, arrays, kept_scale):
+        return build(self, np.nan_to_num(xc), numbers, arrays, kept_scale)
 
-@numba.njit(cache=True)
-def _broken_with_log_alpha(params, log_alpha):
-    return BrokenParams(
-        log_alpha, params.power, params.kind, params.soff, params.coff, params.nlev,
-        params.conc, params.hyp, params.n_stats, params.n_cache,
-    )  # fmt: skip
-
-
-register_family(
-    BrokenParams,
-    FamilyOps(
-        table.shift,
-        table.refresh,
-        _broken_score,
-        table.block_log_marginal,
-        table.sizes,
-        _broken_with_log_alpha,
-    ),
-)
+    monkeypatch.setattr(TableFamily, "build_inputs", broken)
