@@ -210,7 +210,13 @@ def _resolve(name, raw, col: TableColumn) -> tuple[TableColumn, np.ndarray, np.n
         if np.any(conc <= 0):
             raise ValueError(f"Column {name!r}: the 'concentration' must be positive.")
         return TableColumn(col.kind, tuple(levels), prior), conc, np.zeros(4)
-    vals = np.asarray(present, dtype=np.float64) if present else np.zeros(0)
+    try:
+        vals = np.asarray(present, dtype=np.float64) if present else np.zeros(0)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"Column {name!r} is modelled as {col.kind!r} but holds non-numeric values; model "
+            "it as 'categorical'."
+        ) from None
     if col.kind == "poisson":
         mean = float(vals.mean()) if vals.size else 1.0
         a = float(prior.get("a", 1.0))
