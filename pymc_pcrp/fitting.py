@@ -146,10 +146,11 @@ FIT_FAMILIES = ("gaussian", "table")
 def choose_family(X, family: str | None, columns=None) -> str:
     """Return the likelihood family of :func:`fit`: ``family``, or the one ``X`` calls for.
 
-    Without ``family``: ``"table"`` when ``columns`` is given, when ``X`` is a
-    DataFrame with a column that is not numeric (bool, category, text), or when
-    ``X`` has a missing cell; ``"gaussian"`` otherwise (numeric data, clustered
-    with the Normal-Inverse-Wishart family as before).
+    Without ``family``: ``"table"`` when ``columns`` is given, or when ``X`` is a
+    DataFrame with a bool, category or text column (and no date or duration
+    column, which :func:`fit` refuses); ``"gaussian"`` otherwise (numeric data,
+    clustered with the Normal-Inverse-Wishart family; a missing value there is
+    refused, and ``family="table"`` integrates it out instead).
     """
     if family is not None:
         if family not in FIT_FAMILIES:
@@ -163,14 +164,11 @@ def choose_family(X, family: str | None, columns=None) -> str:
         return family
     if columns is not None:
         return "table"
-    dtypes = list(getattr(X, "dtypes", [])) if hasattr(X, "columns") else []
-    if any(str(t) in ("bool", "boolean") or getattr(t, "kind", "O") not in "fiu" for t in dtypes):
-        return "table"
-    try:
-        values = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError):
-        return "table"
-    return "table" if np.isnan(values).any() else "gaussian"
+    dtypes = [np.dtype(t) if not hasattr(t, "kind") else t for t in getattr(X, "dtypes", [])]
+    if not hasattr(X, "columns") or any(getattr(t, "kind", "") in "mM" for t in dtypes):
+        return "gaussian"
+    tabular = any(str(t) in ("bool", "boolean", "category") or t.kind in "bOSU" for t in dtypes)
+    return "table" if tabular else "gaussian"
 
 
 def build_table_model(X, *, power: float = 1.0, alpha: float = 1.0, columns=None) -> pm.Model:
@@ -277,8 +275,8 @@ def fit(
         cells allowed (:func:`build_table_model`; ``prior`` and ``covariance``
         do not apply, and ``power`` must be a number). By default
         :func:`choose_family`: ``"table"`` for a DataFrame with a bool,
-        category or text column, for data with a missing cell, or when
-        ``columns`` is given.
+        category or text column, or when ``columns`` is given; numeric data
+        with missing values need ``family="table"``.
     columns : str, sequence, mapping or TableSpec, optional
         The table's column spec (:func:`~pymc_pcrp.table_spec`): each column's
         kind, ``"bernoulli"``, ``"categorical"``, ``"poisson"`` or

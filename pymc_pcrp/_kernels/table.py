@@ -22,7 +22,8 @@ cache (from ``coff[j]``) holds what a row's log predictive needs, so that a
 categorical or binary cell costs two lookups, a count one ``lgamma`` and a
 Gaussian cell one logarithm:
 
-* categorical: ``log(n + sum_c a_c)``, then ``log(n_c + a_c)`` per level;
+* categorical: ``log(n + sum_c a_c)``, then ``log(n_c + a_c)`` per level (read
+  from tables of ``log(m + a)``, ``m = 0..N``, built with the parameters);
 * counts: ``A = a + S``, ``lgamma(A)``, ``A log(B / (B + 1))``, ``log(B + 1)``
   with ``B = b + n`` (the predictive is negative binomial);
 * Gaussian: the Student-t's constant, its location ``S / kappa_n``, ``kappa_n /
@@ -67,6 +68,11 @@ class TableParams(NamedTuple):
     the statistics and the cache, number of levels); ``conc`` holds each
     categorical level's concentration at its statistic's offset; ``hyp[j]`` is
     ``(sum of concentrations, 0, 0)``, ``(a, b, 0)`` or ``(kappa0, a0, b0)``.
+    ``logtab[u, m] = log(m + v_u)`` for ``m = 0..N`` and each distinct value
+    ``v_u`` among the concentrations and their sums, and ``tab_id`` the row of
+    a categorical statistic (a level's concentration, or at a column's count of
+    observed cells their sum): categorical caches are then lookups, with no
+    logarithm.
     """
 
     log_alpha: float
@@ -79,14 +85,19 @@ class TableParams(NamedTuple):
     hyp: np.ndarray
     n_stats: int
     n_cache: int
+    tab_id: np.ndarray
+    logtab: np.ndarray
 
 
-def make_table_params(alpha: float, power: float, kind, nlev, conc, hyp) -> TableParams:
+def make_table_params(
+    alpha: float, power: float, kind, nlev, conc, hyp, n_rows: int
+) -> TableParams:
     """Build :class:`TableParams` from per-column kinds, level counts and priors.
 
-    ``conc`` holds the concentrations of the categorical columns' levels, one
-    column after another; ``hyp[j]`` the column's prior row (see the class; a
-    fourth entry, the Gaussian prior mean, is ignored: the data are centred).
+    ``n_rows`` is ``N`` (the largest count the lookup tables need); ``conc``
+    holds the concentrations of the categorical columns' levels, one column
+    after another; ``hyp[j]`` the column's prior row (see the class; a fourth
+    entry, the Gaussian prior mean, is ignored: the data are centred).
     """
     kind = np.ascontiguousarray(kind, dtype=np.int64)
     nlev = np.ascontiguousarray(nlev, dtype=np.int64)
@@ -112,8 +123,30 @@ def make_table_params(alpha: float, power: float, kind, nlev, conc, hyp) -> Tabl
             start += nlev[j]
             per_stat[soff[j] + 1 : soff[j] + 1 + nlev[j]] = a
             hyp[j, 0] = a.sum()
+    values, tab_id = [], np.zeros(n_stats, dtype=np.int64)
+    for j in range(d):
+        if kind[j] != CATEGORICAL:
+            continue
+        for t in range(soff[j], soff[j] + 1 + nlev[j]):
+            v = hyp[j, 0] if t == soff[j] else per_stat[t]
+            if v not in values:
+                values.append(v)
+            tab_id[t] = values.index(v)
+    m = np.arange(int(n_rows) + 1, dtype=np.float64)
+    logtab = np.log(m[None, :] + np.asarray(values, dtype=np.float64)[:, None])
     return TableParams(
-        math.log(alpha), float(power), kind, soff, coff, nlev, per_stat, hyp, n_stats, n_cache
+        math.log(alpha),
+        float(power),
+        kind,
+        soff,
+        coff,
+        nlev,
+        per_stat,
+        hyp,
+        n_stats,
+        n_cache,
+        tab_id,
+        np.ascontiguousarray(logtab.reshape(len(values), m.size)),
     )
 
 
@@ -145,11 +178,11 @@ def refresh(stats, cache, slot, params):
         o, c = soff[j], coff[j]
         n = stats[slot, o]
         if kind[j] == CATEGORICAL:
-            cache[slot, c] = math.log(n + hyp[j, 0])
+            tab_id, logtab = params.tab_id, params.logtab
+            cache[slot, c] = logtab[tab_id[o], int(n)]
             for lvl in range(params.nlev[j]):
-                cache[slot, c + 1 + lvl] = math.log(
-                    stats[slot, o + 1 + lvl] + params.conc[o + 1 + lvl]
-                )
+                t = o + 1 + lvl
+                cache[slot, c + 1 + lvl] = logtab[tab_id[t], int(stats[slot, t])]
         elif kind[j] == POISSON:
             big_a = hyp[j, 0] + stats[slot, o + 1]
             big_b = hyp[j, 1] + n
@@ -264,6 +297,8 @@ def with_log_alpha(params, log_alpha):
         params.hyp,
         params.n_stats,
         params.n_cache,
+        params.tab_id,
+        params.logtab,
     )
 
 

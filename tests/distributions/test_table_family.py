@@ -44,7 +44,7 @@ def _kernel_inputs(spec, values, mask, alpha=1.0, power=1.0):
     gaussian = spec.kind == 2
     x[:, gaussian] -= spec.hyp[gaussian, 3]
     x[~mask] = np.nan
-    return x, make_table_params(alpha, power, spec.kind, spec.nlev, spec.conc, spec.hyp)
+    return x, make_table_params(alpha, power, spec.kind, spec.nlev, spec.conc, spec.hyp, x.shape[0])
 
 
 def test_kinds_are_inferred_from_dtypes_and_overridden_by_the_spec():
@@ -180,7 +180,10 @@ def test_fit_chooses_the_family_from_the_data():
     assert choose_family(_mixed(), None) == "table"
     with_nan = numeric.copy()
     with_nan[0, 0] = np.nan
-    assert choose_family(with_nan, None) == "table"
+    assert choose_family(with_nan, None) == "gaussian"  # refused there: ask for a table
+    assert choose_family(with_nan, "table") == "table"
+    dated = _mixed().assign(when=pd.Timestamp("2024-01-01"))
+    assert choose_family(dated, None) == "gaussian"  # dates are refused there, naming them
     assert choose_family(numeric, None, columns="poisson") == "table"
     with pytest.raises(ValueError, match="Argument 'family' must be one of"):
         choose_family(numeric, "mixed")
