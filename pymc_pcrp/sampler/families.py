@@ -99,6 +99,10 @@ class ClusterFamily:
         """Return the ``nu0`` held by fixed kernel parameters."""
         raise NotImplementedError
 
+    def new_cluster_weights(self, xc: np.ndarray, params) -> np.ndarray:
+        """Return each point's ``log alpha + log prior predictive`` (the tables' first entry)."""
+        raise NotImplementedError
+
     def nu0(self, inputs: SweepInputs) -> float:
         """Return the ``nu0`` of the draw just made (for the ``niw_nu0`` stat)."""
         return self.fixed_nu0(inputs.params)
@@ -147,6 +151,10 @@ class FullNIW(ClusterFamily):
     def fixed_nu0(self, params):
         """See :meth:`ClusterFamily.fixed_nu0`."""
         return params.nu0
+
+    def new_cluster_weights(self, xc, params):
+        """See :meth:`ClusterFamily.new_cluster_weights` (a fixed ``Psi_0`` only)."""
+        return sweep_tables(xc, params)[0]
 
     def nu0(self, inputs):
         """Return the grid's current ``nu0`` with a learned scale, else the fixed one."""
@@ -218,6 +226,10 @@ class TableFamily(ClusterFamily):
     def fixed_nu0(self, params):
         """NaN: the family has no ``nu0``."""
         return math.nan
+
+    def new_cluster_weights(self, xc, params):
+        """See :meth:`ClusterFamily.new_cluster_weights` (``_kernels.table.table_tables``)."""
+        return table_tables(xc, params)[0]
 
 
 FULL = FullNIW()

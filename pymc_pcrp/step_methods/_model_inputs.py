@@ -280,7 +280,7 @@ class ModelInputs:
             inputs.scale.current[1] = max(inputs.scale.current[1], REBUILT)  # the kernel does it
         else:
             params = inputs.params._replace(log_alpha=float(self.alpha.log_alpha[0]))
-            inputs.tables[0][:] = sweep_tables(inputs.xc, params)[0]
+            inputs.tables[0][:] = self.family.new_cluster_weights(inputs.xc, params)
 
     def _build_arrays(self, alpha: float, power: float) -> SweepInputs:
         """Compare the inputs' values with the cache and rebuild what changed (slow path)."""

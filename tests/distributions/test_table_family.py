@@ -189,3 +189,21 @@ def test_fit_chooses_the_family_from_the_data():
         choose_family(numeric, "mixed")
     with pytest.raises(ValueError, match="use it with family='table'"):
         choose_family(numeric, "gaussian", columns="gaussian")
+
+
+def test_an_owned_alpha_recomputes_a_tables_new_cluster_weights():
+    from pymc_pcrp.sampler.inputs import REFRESH_EVERY
+
+    with pm.Model() as model:
+        alpha = pm.Gamma("alpha", 2.0, 2.0)
+        z = pcrp.PowerCRP("z", alpha=alpha, power=1.1, n=30)
+        pcrp.TableMixture("x", z=z, columns={"visits": "poisson"}, observed=_mixed())
+        step = pcrp.PCRPGibbs([z, alpha], rng=1)
+    assert step.inputs.alpha is not None  # the step owns alpha
+    point, _ = step.step(model.initial_point())
+    inputs = step.inputs.arrays(point)
+    exact = inputs.tables[0].copy()
+    inputs.tables[0][:] += 0.5  # as if shifted by rounding
+    step.inputs.alpha_draws = REFRESH_EVERY - 1
+    step.inputs.refresh_owned_alpha(inputs)
+    np.testing.assert_allclose(inputs.tables[0], exact, rtol=1e-12)
