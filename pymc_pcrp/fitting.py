@@ -164,10 +164,15 @@ def choose_family(X, family: str | None, columns=None) -> str:
         return family
     if columns is not None:
         return "table"
-    dtypes = [np.dtype(t) if not hasattr(t, "kind") else t for t in getattr(X, "dtypes", [])]
-    if not hasattr(X, "columns") or any(getattr(t, "kind", "") in "mM" for t in dtypes):
+    if not (hasattr(X, "columns") and hasattr(X, "dtypes")):  # arrays and Series: numeric
         return "gaussian"
-    tabular = any(str(t) in ("bool", "boolean", "category") or t.kind in "bOSU" for t in dtypes)
+    dtypes = list(X.dtypes)
+    if any(getattr(t, "kind", "") in "mM" for t in dtypes):
+        return "gaussian"
+    tabular = any(
+        str(t) in ("bool", "boolean", "category") or getattr(t, "kind", "O") in "bOSU"
+        for t in dtypes
+    )
     return "table" if tabular else "gaussian"
 
 

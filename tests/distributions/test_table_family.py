@@ -177,6 +177,7 @@ def test_fit_chooses_the_family_from_the_data():
     numeric = np.random.default_rng(0).normal(size=(10, 2))
     assert choose_family(numeric, None) == "gaussian"
     assert choose_family(pd.DataFrame(numeric), None) == "gaussian"
+    assert choose_family(pd.Series(numeric[:, 0]), None) == "gaussian"
     assert choose_family(_mixed(), None) == "table"
     with_nan = numeric.copy()
     with_nan[0, 0] = np.nan
