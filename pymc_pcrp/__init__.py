@@ -48,7 +48,14 @@ from pymc_pcrp import (
     pymc_integration,
     stats,
 )
-from pymc_pcrp.distributions import NIWMixture, NIWPrior, PowerCRP
+from pymc_pcrp.distributions import (
+    NIWMixture,
+    NIWPrior,
+    PowerCRP,
+    TableColumn,
+    TableMixture,
+    table_spec,
+)
 from pymc_pcrp.estimator import PCRPMixture
 from pymc_pcrp.fitting import build_model, fit
 from pymc_pcrp.posterior import (
@@ -81,6 +88,8 @@ __all__ = [
     "PCRPSlotGibbs",
     "PowerCRP",
     "SamplingInterrupted",
+    "TableColumn",
+    "TableMixture",
     "__version__",
     "build_model",
     "check_convergence",
@@ -101,4 +110,5 @@ __all__ = [
     "relabel_slots",
     "sample_posterior_predictive",
     "stats",
+    "table_spec",
 ]

@@ -32,6 +32,8 @@ if str(TESTS_DIR) not in sys.path:
 SLOW_FOLDERS: frozenset[str] = frozenset({"statistical"})
 SLOW_MODULES: frozenset[str] = frozenset()
 SLOW_TESTS: dict[str, frozenset[str]] = {
+    # fit on 300 rows of 8 bool columns from 3 latent classes (the check; 7 s warm)
+    "test_table_fit": frozenset({"test_fit_finds_three_latent_classes_in_a_bool_table"}),
     # the split-merge move keeps the exact posterior from exact draws, 9 settings; a chain
     # of moves alone, and the cluster-first pair rule, against enumeration (18-26 s each);
     # test_wrong_acceptance_ratio_is_detected stays fast. Both cluster-first tests are here:

@@ -21,6 +21,7 @@ import pymc_pcrp as pcrp
 from pymc_pcrp._validation import check_data, max_power
 from pymc_pcrp.cli import main
 from pymc_pcrp.cli.io import load_data, standardize
+from pymc_pcrp.fitting import choose_family
 
 
 def _two_blobs(n=30, seed=5):
@@ -137,13 +138,22 @@ COLUMNS = {
 }
 
 
-@pytest.mark.parametrize("kind", COLUMNS)
+@pytest.mark.parametrize("kind", ["datetime", "timedelta"])
 def test_a_column_of_another_type_is_refused_by_fit_naming_it(kind):
     values, message = COLUMNS[kind]
     frame = pd.DataFrame(_two_blobs(), columns=["a", "b"])
     frame["odd"] = values
     with pytest.raises(ValueError, match=f"Argument 'X': column 'odd' .*{re.escape(message)}"):
         pcrp.fit(frame, power=1.1, draws=5, tune=5, chains=1)
+
+
+@pytest.mark.parametrize("kind", ["categorical", "text"])
+def test_a_categorical_or_text_column_makes_fit_cluster_a_table(kind):
+    frame = pd.DataFrame(_two_blobs(), columns=["a", "b"])
+    frame["odd"] = COLUMNS[kind][0]
+    assert choose_family(frame, None) == "table"
+    with pytest.raises(ValueError, match="Argument 'X': column 'odd'"):
+        pcrp.fit(frame, family="gaussian", power=1.1, draws=5, tune=5, chains=1)
 
 
 def test_a_frame_of_only_dates_is_refused_not_clustered_as_numbers():

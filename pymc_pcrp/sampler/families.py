@@ -14,18 +14,23 @@ A family is one object with a small interface, chosen by name
   tempering), so the chain can refuse an option with the reason.
 
 :data:`FULL` (Normal-Inverse-Wishart, full covariances; kernels in
-``_kernels.state``/``sweep``/``chain``/``hyper``) and :data:`DIAG`
-(Normal-Inverse-Gamma per dimension; ``_kernels.diag_*``) are the two families.
+``_kernels.state``/``sweep``/``chain``/``hyper``), :data:`DIAG`
+(Normal-Inverse-Gamma per dimension; ``_kernels.diag_*``) and :data:`TABLE`
+(tables of binary, categorical, count and Gaussian columns; the generic moves
+of ``_kernels.family_moves`` over ``_kernels.table``) are the families.
 docs/architecture.md says how to add one.
 """
 
 from __future__ import annotations
+
+import math
 
 from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
 
+from pymc_pcrp._kernels import family_moves
 from pymc_pcrp._kernels.chain import advance
 from pymc_pcrp._kernels.diag_chain import advance_diag
 from pymc_pcrp._kernels.diag_state import (
@@ -37,9 +42,20 @@ from pymc_pcrp._kernels.diag_state import (
 from pymc_pcrp._kernels.hyper import advance_scaled, make_scale_grid
 from pymc_pcrp._kernels.state import init_state, make_params
 from pymc_pcrp._kernels.sweep import sweep_tables
+from pymc_pcrp._kernels.table import make_table_params, table_tables
 from pymc_pcrp.sampler.inputs import SweepInputs
 
-__all__ = ["DIAG", "FAMILIES", "FULL", "ClusterFamily", "DiagonalNIG", "FullNIW", "family_for"]
+__all__ = [
+    "DIAG",
+    "FAMILIES",
+    "FULL",
+    "TABLE",
+    "ClusterFamily",
+    "DiagonalNIG",
+    "FullNIW",
+    "TableFamily",
+    "family_for",
+]
 
 
 class ClusterFamily:
@@ -81,6 +97,10 @@ class ClusterFamily:
 
     def fixed_nu0(self, params) -> float:
         """Return the ``nu0`` held by fixed kernel parameters."""
+        raise NotImplementedError
+
+    def new_cluster_weights(self, xc: np.ndarray, params) -> np.ndarray:
+        """Return each point's ``log alpha + log prior predictive`` (the tables' first entry)."""
         raise NotImplementedError
 
     def nu0(self, inputs: SweepInputs) -> float:
@@ -132,6 +152,10 @@ class FullNIW(ClusterFamily):
         """See :meth:`ClusterFamily.fixed_nu0`."""
         return params.nu0
 
+    def new_cluster_weights(self, xc, params):
+        """See :meth:`ClusterFamily.new_cluster_weights` (a fixed ``Psi_0`` only)."""
+        return sweep_tables(xc, params)[0]
+
     def nu0(self, inputs):
         """Return the grid's current ``nu0`` with a learned scale, else the fixed one."""
         if inputs.scale is None:
@@ -170,14 +194,53 @@ class DiagonalNIG(ClusterFamily):
         return 2.0 * params.a0
 
 
+class TableFamily(ClusterFamily):
+    """Tables of binary, categorical, count and Gaussian columns (one conjugate prior each).
+
+    Its kernels are the generic moves of ``_kernels.family_moves`` over the
+    operations of ``_kernels.table``; a missing cell (NaN in the data) is left
+    out of its row's score and of its cluster's statistics. There is no scale
+    grid and no ``nu0`` (the ``niw_scale`` stat is 1 and ``niw_nu0`` NaN).
+    """
+
+    name = "table"
+
+    def build_inputs(self, xc, numbers, arrays, kept_scale):
+        """See :meth:`ClusterFamily.build_inputs`; ``arrays`` is ``(kind, nlev, conc, hyp)``.
+
+        ``numbers`` starts with ``(alpha, power)``; ``xc`` is the encoded table
+        (level codes, counts, values centred at their prior means, NaN missing).
+        """
+        alpha, power = numbers[:2]
+        params = make_table_params(alpha, power, *arrays, n_rows=xc.shape[0])
+        return SweepInputs(xc, params, table_tables(xc, params)), None
+
+    def init_state(self, xc, labels, params):
+        """See :meth:`ClusterFamily.init_state` (``_kernels.family_moves.init_state``)."""
+        return family_moves.init_state(xc, np.asarray(labels, dtype=np.int64), params)
+
+    def advance_kernel(self, scaled):
+        """``_kernels.family_moves.advance`` (no scale grid: ``scaled`` is ignored)."""
+        return family_moves.advance
+
+    def fixed_nu0(self, params):
+        """NaN: the family has no ``nu0``."""
+        return math.nan
+
+    def new_cluster_weights(self, xc, params):
+        """See :meth:`ClusterFamily.new_cluster_weights` (``_kernels.table.table_tables``)."""
+        return table_tables(xc, params)[0]
+
+
 FULL = FullNIW()
 DIAG = DiagonalNIG()
+TABLE = TableFamily()
 #: The families by name.
-FAMILIES: dict[str, ClusterFamily] = {family.name: family for family in (FULL, DIAG)}
+FAMILIES: dict[str, ClusterFamily] = {family.name: family for family in (FULL, DIAG, TABLE)}
 
 
 def family_for(name: str) -> ClusterFamily:
-    """Return the cluster family called ``name`` (``"full"`` or ``"diag"``)."""
+    """Return the cluster family called ``name`` (``"full"``, ``"diag"`` or ``"table"``)."""
     try:
         return FAMILIES[name]
     except KeyError:

@@ -218,7 +218,7 @@ def normalized_mutual_info(a, b, *, average_method: str = "arithmetic") -> float
 
     Examples
     --------
-    >>> from pymc_pcrp.metrics import normalized_mutual_info
+    >>> from pymc_pcrp.stats.metrics import normalized_mutual_info
     >>> normalized_mutual_info([0, 0, 1, 1], [5, 5, 2, 2])
     1.0
     >>> normalized_mutual_info([0, 0, 1, 1], [0, 1, 0, 1])
@@ -247,7 +247,7 @@ def variation_of_information(a, b, *, base: float = 2.0) -> float:
 
     Examples
     --------
-    >>> from pymc_pcrp.metrics import variation_of_information
+    >>> from pymc_pcrp.stats.metrics import variation_of_information
     >>> variation_of_information([0, 0, 0, 0], [0, 0, 1, 1])  # one bit
     1.0
     """
@@ -429,7 +429,7 @@ def clustering_summary(
     Examples
     --------
     >>> import numpy as np
-    >>> from pymc_pcrp.metrics import clustering_summary
+    >>> from pymc_pcrp.stats.metrics import clustering_summary
     >>> truth = np.array([0, 0, 1, 1])
     >>> draws = np.array([[[0, 0, 1, 1], [0, 0, 1, 2], [0, 0, 1, 1], [0, 0, 0, 0]]])
     >>> s = clustering_summary(draws, truth)  # 1 chain of 4 draws

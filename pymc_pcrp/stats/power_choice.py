@@ -315,7 +315,7 @@ def power_sensitivity(
     """
     from sklearn.metrics import adjusted_rand_score
 
-    from pymc_pcrp.metrics import variation_of_information
+    from pymc_pcrp.stats.metrics import variation_of_information
 
     grid = np.asarray(powers, dtype=np.float64)
     labels = [np.asarray(z) for z in point_estimates]

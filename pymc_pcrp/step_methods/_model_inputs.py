@@ -22,6 +22,7 @@ from pymc_pcrp._kernels.sweep import sweep_tables
 from pymc_pcrp._validation import check_data, check_prior_scale, rebuild_message
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.normaliser import is_constant, is_fixed, log_normaliser
+from pymc_pcrp.distributions.table import TableMixtureRV
 from pymc_pcrp.sampler.families import ClusterFamily, family_for
 from pymc_pcrp.sampler.inputs import REFRESH_EVERY, InputCache, SweepInputs, same_objects
 from pymc_pcrp.step_methods._readers import point_reader, value_reader
@@ -107,6 +108,8 @@ class ModelInputs:
 
     def check_observed(self) -> None:
         """Check observed data against the prior before any sampling (a swamped prior)."""
+        if self.is_table:
+            return
         if self.data_readers is not None and self.latent is None:
             data, mu0, _, _, psi0, grid, *_ = (read() for read in self.data_readers)
             check_prior_scale(
@@ -146,7 +149,8 @@ class ModelInputs:
         niw = [
             v
             for v in model.basic_RVs
-            if isinstance(v.owner.op, NIWMixtureRV) and v.owner.op.dist_params(v.owner)[0] is rv
+            if isinstance(v.owner.op, NIWMixtureRV | TableMixtureRV)
+            and v.owner.op.dist_params(v.owner)[0] is rv
         ]
         niw = niw[0] if len(niw) == 1 else None
         blockers = [] if niw is None else [niw]
@@ -187,9 +191,14 @@ class ModelInputs:
             )
         return self.latest
 
+    @property
+    def is_table(self) -> bool:
+        """Whether the labels' likelihood is a TableMixture (the table family)."""
+        return self.niw is not None and isinstance(self.niw.owner.op, TableMixtureRV)
+
     def learns_nu0(self) -> bool:
         """Whether the NIWMixture's prior has a grid of ``nu0`` values (a hyperprior on it)."""
-        if self.data_readers is None:
+        if self.data_readers is None or self.is_table:
             return False
         return int(np.size(self.data_readers[-2]())) > 1
 
@@ -197,7 +206,7 @@ class ModelInputs:
         """``D`` of the NIWMixture data (0 without a likelihood), from the prior mean."""
         if self.data_readers is None:
             return 0
-        return int(np.size(self.data_readers[1]()))
+        return int(np.size(self.data_readers[1]()))  # mu0, or a table's column kinds
 
     # -- per-step arrays --------------------------------------------------
 
@@ -271,7 +280,7 @@ class ModelInputs:
             inputs.scale.current[1] = max(inputs.scale.current[1], REBUILT)  # the kernel does it
         else:
             params = inputs.params._replace(log_alpha=float(self.alpha.log_alpha[0]))
-            inputs.tables[0][:] = sweep_tables(inputs.xc, params)[0]
+            inputs.tables[0][:] = self.family.new_cluster_weights(inputs.xc, params)
 
     def _build_arrays(self, alpha: float, power: float) -> SweepInputs:
         """Compare the inputs' values with the cache and rebuild what changed (slow path)."""
@@ -286,6 +295,8 @@ class ModelInputs:
                 last = InputCache(values, (), (), SweepInputs(xc, params, sweep_tables(xc, params)))
                 self.cache = last
             return last.inputs
+        if self.is_table:
+            return self._build_table_arrays(alpha, power, last)
         data, mu0, kappa0, nu0, psi0, grid, log_w, nu_grid, nu_log_w = (
             read() for read in self.data_readers
         )
@@ -317,6 +328,31 @@ class ModelInputs:
         )
         if nu0_start is not None:
             self.chain.nu0_start = nu0_start
+        self.cache = InputCache(values, sources, (), inputs)
+        return inputs
+
+    def _build_table_arrays(self, alpha: float, power: float, last) -> SweepInputs:
+        """:meth:`_build_arrays` for a TableMixture: the encoded table, NaN where missing.
+
+        Gaussian columns are centred at their prior means (``hyp[:, 3]``).
+        """
+        data, kind, nlev, conc, hyp, mask = (read() for read in self.data_readers)
+        values = (alpha, power)
+        sources = (data, kind, nlev, conc, hyp, mask)
+        same_sources = last is not None and same_objects(sources, last.sources)
+        if same_sources and values == last.values:
+            return last.inputs
+        if same_sources:  # only alpha or power changed: O(N) (see _with_prior)
+            return self._with_prior(last, alpha, power, values)
+        x = np.array(data, dtype=np.float64)
+        if x.shape[0] != self.n:
+            raise ValueError(rebuild_message(self.niw.name, x.shape[0], self.name, self.n))
+        hyp = np.asarray(hyp, dtype=np.float64)
+        gaussian = np.asarray(kind) == 2
+        x[:, gaussian] -= hyp[gaussian, 3]
+        x[np.asarray(mask) <= 0] = np.nan
+        xc = np.ascontiguousarray(x)
+        inputs, _ = self.family.build_inputs(xc, (alpha, power), (kind, nlev, conc, hyp), None)
         self.cache = InputCache(values, sources, (), inputs)
         return inputs
 

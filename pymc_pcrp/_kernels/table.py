@@ -1,0 +1,329 @@
+r"""The table family: clusters of rows whose columns are binary, categorical, counts or Gaussian.
+
+Given its cluster, each cell of a row is independent, with its column's
+conjugate prior integrated out (:mod:`pymc_pcrp.distributions._table_numpy`
+states the model and is the NumPy reference of these kernels):
+
+* ``CATEGORICAL`` (binary columns are two levels): Dirichlet-categorical,
+  concentrations ``a_c``;
+* ``POISSON``: Gamma(``a``, rate ``b``)-Poisson;
+* ``GAUSSIAN``: Normal-Inverse-Gamma ``(kappa0, a0, b0)`` about the column's
+  prior mean (the data are centred at it).
+
+A missing cell (NaN) contributes nothing to its row's score or to its
+cluster's statistics. Data are an ``(N, D)`` float array: a level index, a
+count or a centred value per cell.
+
+Per cluster and column the statistics (one row of ``stats``, additive in the
+rows) are, from the column's offset ``soff[j]``: the number of observed cells,
+then the level counts (categorical), or the sum and the sum of
+``log y!`` (counts), or the sum and the sum of squares (Gaussian). The scoring
+cache (from ``coff[j]``) holds what a row's log predictive needs, so that a
+categorical or binary cell costs two lookups, a count one ``lgamma`` and a
+Gaussian cell one logarithm:
+
+* categorical: ``log(n + sum_c a_c)``, then ``log(n_c + a_c)`` per level (read
+  from tables of ``log(m + a)``, ``m = 0..N``, built with the parameters);
+* counts: ``A = a + S``, ``lgamma(A)``, ``A log(B / (B + 1))``, ``log(B + 1)``
+  with ``B = b + n`` (the predictive is negative binomial);
+* Gaussian: the Student-t's constant, its location ``S / kappa_n``, ``kappa_n /
+  (2 b_n (kappa_n + 1))`` and the exponent ``a_n + 1/2``.
+
+The moves are the generic ones of :mod:`pymc_pcrp._kernels.family_moves`,
+which this module registers for :class:`TableParams`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.family_moves import FamilyOps, register_family
+
+__all__ = [
+    "CATEGORICAL",
+    "GAUSSIAN",
+    "POISSON",
+    "TableParams",
+    "make_table_params",
+    "table_tables",
+]
+
+CATEGORICAL = 0
+POISSON = 1
+GAUSSIAN = 2
+
+_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+class TableParams(NamedTuple):
+    """Fixed parameters of a table-family sweep: the pCRP prior and each column's prior.
+
+    ``kind``, ``soff``, ``coff`` and ``nlev`` are per column (kind, offsets into
+    the statistics and the cache, number of levels); ``conc`` holds each
+    categorical level's concentration at its statistic's offset; ``hyp[j]`` is
+    ``(sum of concentrations, 0, 0)``, ``(a, b, 0)`` or ``(kappa0, a0, b0)``.
+    ``logtab[u, m] = log(m + v_u)`` for ``m = 0..N`` and each distinct value
+    ``v_u`` among the concentrations and their sums, and ``tab_id`` the row of
+    a categorical statistic (a level's concentration, or at a column's count of
+    observed cells their sum): categorical caches are then lookups, with no
+    logarithm.
+    """
+
+    log_alpha: float
+    power: float
+    kind: np.ndarray
+    soff: np.ndarray
+    coff: np.ndarray
+    nlev: np.ndarray
+    conc: np.ndarray
+    hyp: np.ndarray
+    n_stats: int
+    n_cache: int
+    tab_id: np.ndarray
+    logtab: np.ndarray
+
+
+def make_table_params(
+    alpha: float, power: float, kind, nlev, conc, hyp, n_rows: int
+) -> TableParams:
+    """Build :class:`TableParams` from per-column kinds, level counts and priors.
+
+    ``n_rows`` is ``N`` (the largest count the lookup tables need); ``conc``
+    holds the concentrations of the categorical columns' levels, one column
+    after another; ``hyp[j]`` the column's prior row (see the class; a fourth
+    entry, the Gaussian prior mean, is ignored: the data are centred).
+    """
+    kind = np.ascontiguousarray(kind, dtype=np.int64)
+    nlev = np.ascontiguousarray(nlev, dtype=np.int64)
+    d = kind.shape[0]
+    soff = np.zeros(d, dtype=np.int64)
+    coff = np.zeros(d, dtype=np.int64)
+    n_stats = n_cache = 0
+    for j in range(d):
+        soff[j], coff[j] = n_stats, n_cache
+        if kind[j] == CATEGORICAL:
+            n_stats += 1 + nlev[j]
+            n_cache += 1 + nlev[j]
+        else:
+            n_stats += 3
+            n_cache += 4
+    flat = np.asarray(conc, dtype=np.float64)
+    per_stat = np.zeros(n_stats)
+    hyp = np.ascontiguousarray(np.asarray(hyp, dtype=np.float64).reshape(d, -1)[:, :3])
+    start = 0
+    for j in range(d):
+        if kind[j] == CATEGORICAL:
+            a = flat[start : start + nlev[j]]
+            start += nlev[j]
+            per_stat[soff[j] + 1 : soff[j] + 1 + nlev[j]] = a
+            hyp[j, 0] = a.sum()
+    values, tab_id = [], np.zeros(n_stats, dtype=np.int64)
+    for j in range(d):
+        if kind[j] != CATEGORICAL:
+            continue
+        for t in range(soff[j], soff[j] + 1 + nlev[j]):
+            v = hyp[j, 0] if t == soff[j] else per_stat[t]
+            if v not in values:
+                values.append(v)
+            tab_id[t] = values.index(v)
+    m = np.arange(int(n_rows) + 1, dtype=np.float64)
+    logtab = np.log(m[None, :] + np.asarray(values, dtype=np.float64)[:, None])
+    return TableParams(
+        math.log(alpha),
+        float(power),
+        kind,
+        soff,
+        coff,
+        nlev,
+        per_stat,
+        hyp,
+        n_stats,
+        n_cache,
+        tab_id,
+        np.ascontiguousarray(logtab.reshape(len(values), m.size)),
+    )
+
+
+@numba.njit(**NJIT_KWARGS)
+def shift(stats, slot, data, i, sign, params):
+    """Add (``sign = 1``) or take out (``-1``) row ``i`` from the statistics of ``slot``."""
+    kind, soff = params.kind, params.soff
+    for j in range(data.shape[1]):
+        x = data[i, j]
+        if math.isnan(x):
+            continue
+        o = soff[j]
+        stats[slot, o] += sign
+        if kind[j] == CATEGORICAL:
+            stats[slot, o + 1 + int(x)] += sign
+        elif kind[j] == POISSON:
+            stats[slot, o + 1] += sign * x
+            stats[slot, o + 2] += sign * math.lgamma(x + 1.0)
+        else:
+            stats[slot, o + 1] += sign * x
+            stats[slot, o + 2] += sign * x * x
+
+
+@numba.njit(**NJIT_KWARGS)
+def refresh(stats, cache, slot, params):
+    """Recompute the scoring cache of ``slot`` from its statistics (see the module)."""
+    kind, soff, coff, hyp = params.kind, params.soff, params.coff, params.hyp
+    for j in range(kind.shape[0]):
+        o, c = soff[j], coff[j]
+        n = stats[slot, o]
+        if kind[j] == CATEGORICAL:
+            tab_id, logtab = params.tab_id, params.logtab
+            cache[slot, c] = logtab[tab_id[o], int(n)]
+            for lvl in range(params.nlev[j]):
+                t = o + 1 + lvl
+                cache[slot, c + 1 + lvl] = logtab[tab_id[t], int(stats[slot, t])]
+        elif kind[j] == POISSON:
+            big_a = hyp[j, 0] + stats[slot, o + 1]
+            big_b = hyp[j, 1] + n
+            cache[slot, c] = big_a
+            cache[slot, c + 1] = math.lgamma(big_a)
+            cache[slot, c + 2] = big_a * math.log(big_b / (big_b + 1.0))
+            cache[slot, c + 3] = math.log(big_b + 1.0)
+        else:
+            kappa_n = hyp[j, 0] + n
+            a_n = hyp[j, 1] + 0.5 * n
+            s = stats[slot, o + 1]
+            w = stats[slot, o + 2] - s * s / kappa_n
+            b_n = hyp[j, 2] + 0.5 * (w if w > 0.0 else 0.0)
+            cache[slot, c] = (
+                math.lgamma(a_n + 0.5)
+                - math.lgamma(a_n)
+                - _HALF_LOG_2PI
+                - 0.5 * math.log(b_n)
+                - 0.5 * math.log((kappa_n + 1.0) / kappa_n)
+            )
+            cache[slot, c + 1] = s / kappa_n
+            cache[slot, c + 2] = kappa_n / (2.0 * b_n * (kappa_n + 1.0))
+            cache[slot, c + 3] = a_n + 0.5
+
+
+@numba.njit(**NJIT_KWARGS)
+def score(cache, slot, data, i, params):
+    """Log posterior predictive of row ``i`` under the cluster of ``slot`` (observed cells)."""
+    kind, coff = params.kind, params.coff
+    total = 0.0
+    for j in range(data.shape[1]):
+        x = data[i, j]
+        if math.isnan(x):
+            continue
+        c = coff[j]
+        if kind[j] == CATEGORICAL:
+            total += cache[slot, c + 1 + int(x)] - cache[slot, c]
+        elif kind[j] == POISSON:
+            total += (
+                math.lgamma(cache[slot, c] + x)
+                - cache[slot, c + 1]
+                + cache[slot, c + 2]
+                - x * cache[slot, c + 3]
+                - math.lgamma(x + 1.0)
+            )
+        else:
+            t = x - cache[slot, c + 1]
+            total += cache[slot, c] - cache[slot, c + 3] * math.log1p(cache[slot, c + 2] * t * t)
+    return total
+
+
+@numba.njit(**NJIT_KWARGS)
+def block_log_marginal(stats, slot, params):
+    """Log marginal likelihood of the rows summarised in ``slot`` (columns with no cell: 0)."""
+    kind, soff, hyp = params.kind, params.soff, params.hyp
+    total = 0.0
+    for j in range(kind.shape[0]):
+        o = soff[j]
+        n = stats[slot, o]
+        if n <= 0.0:
+            continue
+        if kind[j] == CATEGORICAL:
+            total += math.lgamma(hyp[j, 0]) - math.lgamma(n + hyp[j, 0])
+            for lvl in range(params.nlev[j]):
+                a = params.conc[o + 1 + lvl]
+                total += math.lgamma(stats[slot, o + 1 + lvl] + a) - math.lgamma(a)
+        elif kind[j] == POISSON:
+            a, b = hyp[j, 0], hyp[j, 1]
+            s = stats[slot, o + 1]
+            total += (
+                a * math.log(b)
+                - math.lgamma(a)
+                + math.lgamma(a + s)
+                - (a + s) * math.log(b + n)
+                - stats[slot, o + 2]
+            )
+        else:
+            kappa0, a0, b0 = hyp[j, 0], hyp[j, 1], hyp[j, 2]
+            kappa_n = kappa0 + n
+            a_n = a0 + 0.5 * n
+            s = stats[slot, o + 1]
+            w = stats[slot, o + 2] - s * s / kappa_n
+            b_n = b0 + 0.5 * (w if w > 0.0 else 0.0)
+            total += (
+                math.lgamma(a_n)
+                - math.lgamma(a0)
+                + a0 * math.log(b0)
+                - a_n * math.log(b_n)
+                + 0.5 * math.log(kappa0 / kappa_n)
+                - n * _HALF_LOG_2PI
+            )
+    return total
+
+
+@numba.njit(**NJIT_KWARGS)
+def sizes(params):
+    """``(S, T)``: statistics and cache entries per slot."""
+    return params.n_stats, params.n_cache
+
+
+@numba.njit(**NJIT_KWARGS)
+def with_log_alpha(params, log_alpha):
+    """``params`` with another ``log_alpha``."""
+    return TableParams(
+        log_alpha,
+        params.power,
+        params.kind,
+        params.soff,
+        params.coff,
+        params.nlev,
+        params.conc,
+        params.hyp,
+        params.n_stats,
+        params.n_cache,
+        params.tab_id,
+        params.logtab,
+    )
+
+
+@numba.njit(**NJIT_KWARGS)
+def table_tables(data, params):
+    """``(log_new, pred_const, by_size)`` of the generic sweep.
+
+    Each row's ``log alpha + log prior predictive``, zero size constants and
+    ``by_size[n, 0] = r log n`` for ``n = 0..N`` (0 at ``n = 0``), the layout of
+    :func:`~pymc_pcrp._kernels.scores.sweep_tables`.
+    """
+    n = data.shape[0]
+    stats = np.zeros((1, params.n_stats))
+    cache = np.zeros((1, params.n_cache))
+    refresh(stats, cache, 0, params)
+    log_new = np.empty(n)
+    for i in range(n):
+        log_new[i] = params.log_alpha + score(cache, 0, data, i, params)
+    pred_const = np.zeros(n + 1)
+    by_size = np.zeros((n + 1, 1))
+    for m in range(1, n + 1):
+        by_size[m, 0] = params.power * math.log(m)
+    return log_new, pred_const, by_size
+
+
+register_family(
+    TableParams, FamilyOps(shift, refresh, score, block_log_marginal, sizes, with_log_alpha)
+)
