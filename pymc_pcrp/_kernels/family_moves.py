@@ -67,7 +67,7 @@ from numba.extending import overload
 from pymc_pcrp._kernels import moves
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.allocation import _choose
-from pymc_pcrp._kernels.draws import next_sweep_order, shuffle_pair_prefix, sweep_order
+from pymc_pcrp._kernels.draws import shuffle_in_place, shuffle_pair_prefix, sweep_order
 from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import drifted
 from pymc_pcrp._kernels.partitions import canonical_labels
@@ -321,10 +321,10 @@ def sweeps(rng, chain, n_sweeps):
     logw = np.empty(n + 1)
     saved_stats = np.empty(stats.shape[1])
     saved_cache = np.empty(cache.shape[1])
-    perm = sweep_order(n, None)
+    perm = sweep_order(n)
     moved = 0
     for _ in range(n_sweeps):
-        next_sweep_order(rng, perm, None)
+        shuffle_in_place(rng, perm)
         for i in perm:
             old = labels[i]
             single = counts[old] == 1
@@ -436,16 +436,14 @@ def union_into_group(state, si, sj, groups, params):
 
 
 @numba.njit(**NJIT_KWARGS)
-def split_merge(rng, chain, n_moves, n_scans, pairs, weights):
+def split_merge(rng, chain, n_moves, n_scans, pairs):
     """Run ``n_moves`` split-merge proposals in place; return the four counts.
 
     ``chain`` is as for the sweep; ``pairs = (pair_rule, small)`` as in
-    :func:`pymc_pcrp._kernels.moves.draw_move`; ``weights = (ratio_power,
-    proposal_weight)`` must be ``(params.power, 1.0)`` for the exact move
-    (other values let tests build a broken move).
+    :func:`pymc_pcrp._kernels.moves.draw_move`.
     """
     data, state, params, tables = chain
-    ratio_power, proposal_weight = weights
+    power = params[1]
     n = data.shape[0]
     if n < 2 or n_moves <= 0 or moves.nothing_to_pair(state, pairs):
         return 0, 0, 0, 0
@@ -471,30 +469,30 @@ def split_merge(rng, chain, n_moves, n_scans, pairs, weights):
             sizes_ = (state.counts[si], state.counts[sj])
             union_into_group(state, si, sj, groups, params)
             base = (
-                block_weight(gstats, 0, gcount[0], params, ratio_power)
-                - block_weight(state.sums, si, sizes_[0], params, ratio_power)
-                - block_weight(state.sums, sj, sizes_[1], params, ratio_power)
+                block_weight(gstats, 0, gcount[0], params, power)
+                - block_weight(state.sums, si, sizes_[0], params, power)
+                - block_weight(state.sums, sj, sizes_[1], params, power)
             )
             base += moves.selection_log_ratio(pairs[0], k_now, sizes_, False)
-        bound = (base, proposal_weight if merge else 0.0)
+        bound = (base, 1.0 if merge else 0.0)
         log_q, log_u = launch(rng, data, (i, j, seats, merge, n_scans, bound), groups, work)
         if not merge:
             n_split += 1
             sizes_ = (gcount[0], gcount[1])
             gain = (
-                block_weight(gstats, 0, gcount[0], params, ratio_power)
-                + block_weight(gstats, 1, gcount[1], params, ratio_power)
-                - block_weight(state.sums, sj, state.counts[sj], params, ratio_power)
+                block_weight(gstats, 0, gcount[0], params, power)
+                + block_weight(gstats, 1, gcount[1], params, power)
+                - block_weight(state.sums, sj, state.counts[sj], params, power)
             )
             gain += moves.selection_log_ratio(pairs[0], k_now, sizes_, True)
-            if moves.accepts(rng, gain - proposal_weight * log_q):
+            if moves.accepts(rng, gain - log_q):
                 n_split_acc += 1
                 new = moves.split_labels(state, sj, i, j, members, m, side, head, nxt)
                 put_group(state, new, groups, 0)
                 put_group(state, sj, groups, 1)
         else:
             n_merge += 1
-            if moves.merge_accepted(rng, log_q, log_u, base, proposal_weight):
+            if moves.merge_accepted(rng, log_q, log_u, base, 1.0):
                 n_merge_acc += 1
                 union_into_group(state, si, sj, groups, params)
                 put_group(state, sj, groups, 0)
@@ -523,7 +521,6 @@ def advance(rng, chain, plan, out, alpha_args):
         params = with_log_alpha(params, alpha_args[-1][0])
     local = (data, state, params, tables)
     counts[:] = 0
-    weights = (params[1], 1.0)
     for _ in range(n_sweeps):
         sweeps(rng, local, np.int64(1))
         for rule in (moves.UNIFORM_PAIRS, moves.SMALL_PAIRS):
@@ -532,7 +529,7 @@ def advance(rng, chain, plan, out, alpha_args):
             if n_moves == 0:
                 continue
             rule_pair = (np.int64(rule), np.int64(moves.SMALL_SIZE))
-            found = split_merge(rng, local, n_moves, np.int64(n_scans), rule_pair, weights)
+            found = split_merge(rng, local, n_moves, np.int64(n_scans), rule_pair)
             moves.add_counts(counts, found)
     labels_out[:] = canonical_labels(state.labels)
     fresh = partition_log_joint(data, labels_out, params)
