@@ -7,12 +7,15 @@ docs/any_likelihood.md with ``max_clusters=K``, times, as the median of
 * ``matrix``: the one compiled call that gives the ``K x N`` log-likelihood matrix;
 * ``sweep``: the numba Gibbs sweep over slots given the matrix;
 * ``step``: a whole ``PCRPSlotGibbs.step`` (matrix, sweep and the log joint);
-* ``collapsed``: a baseline written here, one sweep of collapsed Gibbs for the same
-  pCRP with the Gamma rates integrated out (per-cluster count and sum kept, the
+* ``table``: one sweep of the package's collapsed Gamma-Poisson family (the table
+  family of :class:`~pymc_pcrp.TableMixture` with one count column and the same
+  Gamma(2, 0.5) prior), the baseline of issue's speed criterion;
+* ``collapsed``: a second baseline written here, one sweep of collapsed Gibbs for the
+  same pCRP with the Gamma rates integrated out (per-cluster count and sum kept, the
   negative-binomial predictive of each point, the weight of a new cluster on the
   first free place of 64), in numba.
 
-and prints each with its ratio to ``collapsed``. Run::
+and prints each with its ratio to ``table`` and to ``collapsed``. Run::
 
     python benchmarks/slot_label_cost.py --n 10000 --k 20
 """
@@ -25,11 +28,15 @@ import time
 
 import numba
 import numpy as np
+import pandas as pd
 import pymc as pm
 
 import pymc_pcrp as pcrp
 
+from pymc_pcrp._kernels import family_moves
+from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.slot_gibbs import slot_gibbs_sweep
+from pymc_pcrp._kernels.table import make_table_params, table_tables
 
 RATES = np.array([2.0, 15.0, 40.0, 90.0])
 A, B = 2.0, 0.5
@@ -96,7 +103,7 @@ def _median_seconds(fn, repeats: int) -> float:
 
 
 def main(argv=None) -> None:
-    """Time the four parts and print them with their ratio to the collapsed sweep."""
+    """Time the parts and print them with their ratios to the two collapsed sweeps."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--k", type=int, default=20)
@@ -128,19 +135,33 @@ def main(argv=None) -> None:
     def collapsed():
         collapsed_sweep(rng, c_labels, yf, counts, sums, 0.0, 1.2, A, B)
 
+    column = pcrp.TableColumn("poisson", prior={"a": A, "b": B})
+    spec = pcrp.table_spec(pd.DataFrame({"y": y}), {"y": column})
+    values, _ = spec.encode(pd.DataFrame({"y": y}))
+    params = make_table_params(1.0, 1.2, spec.kind, spec.nlev, spec.conc, spec.hyp, args.n)
+    state = family_moves.init_state(values, canonical_labels(truth.astype(np.int64)), params)
+    chain = (values, state, params, table_tables(values, params))
+
+    def table():
+        family_moves.sweeps(rng, chain, np.int64(1))
+
     sweep()
     collapsed()
+    table()
     step.step(point)
-    base = _median_seconds(collapsed, args.repeats)
     results = {
         "matrix": _median_seconds(lambda: step.likelihood.matrix(point), args.repeats),
         "sweep": _median_seconds(sweep, args.repeats),
         "step": _median_seconds(lambda: step.step(point), args.repeats),
-        "collapsed": base,
+        "table": _median_seconds(table, args.repeats),
+        "collapsed": _median_seconds(collapsed, args.repeats),
     }
     print(f"N={args.n} K={args.k} (median of {args.repeats} calls)")
     for name, seconds in results.items():
-        print(f"{name:>9}: {1e3 * seconds:8.2f} ms  {seconds / base:6.2f}x collapsed")
+        print(
+            f"{name:>9}: {1e3 * seconds:8.2f} ms  {seconds / results['table']:6.2f}x table  "
+            f"{seconds / results['collapsed']:6.2f}x collapsed"
+        )
 
 
 if __name__ == "__main__":
