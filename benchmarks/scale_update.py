@@ -31,9 +31,9 @@ import pymc_pcrp as pc
 
 from pymc_pcrp._kernels.chain import advance
 from pymc_pcrp._kernels.hyper import (
-    _params_at,
     advance_scaled,
     make_scale_grid,
+    params_at,
     scale_conditional,
     set_scale,
 )
@@ -70,7 +70,7 @@ def calls(chain, twin):
     """The functions timed, as closures over one chain and its twin without the cache."""
     rng, xc, state, params, tables, grid, counts, out = chain
     rng2, _, state2, _, tables2, grid2, counts2, out2 = twin
-    local = _params_at(params, grid)  # plain sweeps at the chain's current s
+    local = params_at(params, grid)  # plain sweeps at the chain's current s
     logp = np.empty(grid.log_s.size)
     g0 = int(grid.current[0])
     fresh = forgetful(grid)

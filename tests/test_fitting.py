@@ -26,10 +26,11 @@ def test_fit_returns_labels_data_and_stats(small_idata):
     k = idata.posterior["n_clusters"].values
     np.testing.assert_array_equal(k, z.max(axis=-1) + 1)
     assert "log_joint" in idata.sample_stats
-    # Two clusters 10 sd apart: after burn-in the posterior is K = 2, split correctly.
+    # Two clusters 10 sd apart: after burn-in the posterior is K = 2, split correctly
+    # (a draw may still hold a point alone now and then; the point estimate does not).
     assert np.mean(k == 2) > 0.9
-    last = z[0, -1]
-    assert len(set(last[:30])) == 1 and len(set(last[30:])) == 1 and last[0] != last[-1]
+    best = pcrp.point_estimate(idata).labels
+    assert len(set(best[:30])) == 1 and len(set(best[30:])) == 1 and best[0] != best[-1]
 
 
 def test_fit_is_reproducible(small_idata):
