@@ -185,7 +185,7 @@ def test_a_likelihood_with_per_point_variables_is_refused():
         predict_slots(idata, model, [1])
 
 
-def test_several_rows_per_unit_and_labelled_latents_are_refused():
+def test_several_rows_per_unit_labelled_latents_and_potentials_are_refused():
     unit = np.array([0, 0, 1, 1, 2, 2])
     with pm.Model() as per_unit:
         z = pcrp.PowerCRP("z", alpha=1.0, power=1.2, n=3, max_clusters=3)
@@ -201,6 +201,13 @@ def test_several_rows_per_unit_and_labelled_latents_are_refused():
         pm.Poisson("y", pt.exp(u), observed=np.arange(3))
     with pytest.raises(ValueError, match=r"unobserved variable\(s\) \['u'\]"):
         predict_slots(idata, latent, [1])
+    with pm.Model() as potential:
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.2, n=3, max_clusters=3)
+        lam = pm.Gamma("lam", 2.0, 0.5, shape=3)
+        pm.Poisson("y", lam[z], observed=np.arange(3))
+        pm.Potential("penalty", -pt.sum(z))
+    with pytest.raises(ValueError, match=r"the pm\.Potential 'penalty' depends on the labels 'z'"):
+        predict_slots(idata, potential, [1])
 
 
 def test_bad_inputs_are_refused(fitted):

@@ -19,8 +19,12 @@ for one more point (each empty slot has weight ``alpha / (K - k)``). The
 parameters of an empty slot are draws from their prior given the rest of the
 draw, so the average of the likelihood over the empty slots is a Monte Carlo
 estimate, with ``K - k`` draws, of the prior predictive density of a new
-cluster; averaging over draws makes it an unbiased one. A draw that occupies
-all ``K`` slots gives a new cluster probability 0, as the truncated model does.
+cluster; averaging over draws makes it an unbiased one. It rests on few prior
+draws, though: for a value far in the tail of the prior predictive, where they
+rarely land, it is usually much too small, and the new-cluster probability of
+such an outlier is then underestimated (more slots give more draws). A draw that
+occupies all ``K`` slots gives a new cluster probability 0, as the truncated
+model does.
 
 **From slots to clusters, and over draws.** As in
 :func:`~pymc_pcrp.posterior.prediction.predict`, slot ``s`` is translated into
@@ -174,7 +178,11 @@ class SlotPredictor:
             plain.potentials, plain.replace_rvs_by_values(plain.potentials), strict=True
         ):
             if _depends_on(graph, z_value):
-                raise _refusal(pot.name, self.labels, "sits next to a pm.Potential of the labels")
+                raise ValueError(
+                    f"predict_slots cannot predict new rows: the pm.Potential '{pot.name}' "
+                    f"depends on the labels '{self.labels}', and what it would add for a new "
+                    "row is not defined. Write the terms of the labels as observed variables."
+                )
         hits = []
         for rv in plain.basic_RVs:
             if rv.name == self.labels:
@@ -221,7 +229,9 @@ class SlotPredictor:
             if v is not z_value and any(a is v for a in ancestors([new_term]))
         ]
         self.inputs = [v.name for v in others]
-        self._fn = pytensor.function([slots, rows, *others], new_term, on_unused_input="ignore")
+        self._fn = pytensor.function(
+            [slots, rows, *others], new_term, on_unused_input="ignore", allow_input_downcast=True
+        )
 
     def prior(self) -> tuple[float, float]:
         """Return the concentration ``alpha`` and the power ``r`` of the labels' prior."""
@@ -342,7 +352,7 @@ def predict_slots(
     over the empty slots (whose parameters are prior draws); the slots are
     translated into the clusters of the training partition ``point`` by the
     overlap of their members, and the result is averaged over draws (see the
-    module docstring).
+    module docstring, also for the limits of the new-cluster estimate).
 
     Parameters
     ----------
