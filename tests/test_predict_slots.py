@@ -222,3 +222,31 @@ def test_bad_inputs_are_refused(fitted):
         pm.Normal("y", observed=np.zeros(3))
     with pytest.raises(ValueError, match="the model has none"):
         predict_slots(idata, plain, [1])
+
+
+def test_prior_draws_bring_the_new_cluster_to_its_exact_value():
+    y = np.array([1, 2, 30, 31])
+    with pm.Model() as model:
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.2, n=4, max_clusters=4)
+        lam = pm.Gamma("lam", 2.0, 0.1, shape=4)
+        pm.Poisson("y", lam[z], observed=y)
+    # the empty slots 2 and 3 hold small rates, far from where the new values lie
+    post = {"z": np.array([[[0, 0, 1, 1]]]), "lam": np.array([[[1.5, 30.0, 3.0, 8.0]]])}
+    idata = az.from_dict(posterior=post)
+    y_new = np.array([45, 48, 52])
+    point = np.array([0, 0, 1, 1])
+    # exact: the Gamma(2, 0.1) prior predictive of a new cluster is a negative binomial
+    log_w = np.c_[
+        1.2 * np.log(2.0) + stats.poisson.logpmf(y_new[:, None], [1.5, 30.0]),
+        stats.nbinom.logpmf(y_new, 2, 0.1 / 1.1),
+    ]
+    exact = np.exp(log_w - logsumexp(log_w, axis=1, keepdims=True))
+    assert np.all((exact[:, -1] > 0.2) & (exact[:, -1] < 0.999))
+    plain = predict_slots(idata, model, y_new, point=point)
+    assert np.abs(plain.new_cluster - exact[:, -1]).max() > 0.2
+    fresh = predict_slots(idata, model, y_new, point=point, prior_draws=2000, random_seed=3)
+    np.testing.assert_allclose(fresh.probabilities, exact, atol=0.05)
+    again = predict_slots(idata, model, y_new, point=point, prior_draws=2000, random_seed=3)
+    np.testing.assert_array_equal(again.probabilities, fresh.probabilities)
+    with pytest.raises(ValueError, match="Argument 'prior_draws' must be an integer >= 0"):
+        predict_slots(idata, model, y_new, point=point, prior_draws=-1)

@@ -22,7 +22,9 @@ estimate, with ``K - k`` draws, of the prior predictive density of a new
 cluster; averaging over draws makes it an unbiased one. It rests on few prior
 draws, though: for a value far in the tail of the prior predictive, where they
 rarely land, it is usually much too small, and the new-cluster probability of
-such an outlier is then underestimated (more slots give more draws). A draw that
+such an outlier is then underestimated. ``prior_draws`` adds fresh prior draws
+of the per-slot parameters at the empty slots, given the draw's other
+variables, to the average. A draw that
 occupies all ``K`` slots gives a new cluster probability 0, as the truncated
 model does.
 
@@ -49,6 +51,7 @@ import pytensor
 import pytensor.tensor as pt
 
 from pymc.model.transform.conditioning import remove_value_transforms
+from pymc.sampling.forward import compile_forward_sampling_function
 from pytensor.graph.traversal import ancestors, toposort
 from pytensor.tensor.basic import Alloc
 from pytensor.tensor.exceptions import NotScalarConstantError
@@ -59,7 +62,7 @@ from pymc_pcrp._idata import draw_indices
 from pymc_pcrp.distributions.slots import PowerCRPSlotsRV
 from pymc_pcrp.posterior.prediction import PredictResult
 from pymc_pcrp.posterior.similarity import PointEstimate, point_estimate
-from pymc_pcrp.step_methods._slot_likelihood import _depends_on, _unit_index
+from pymc_pcrp.step_methods._slot_likelihood import _depends_on, _unit_index, slot_parameters
 
 __all__ = ["SlotPredictor", "predict_slots"]
 
@@ -311,7 +314,38 @@ class SlotPredictor:
             raise _refusal(self.observed, self.labels, "depends on the other rows")
 
 
-def _posterior_params(idata: az.InferenceData, predictor: SlotPredictor, labels: str):
+class _FreshSlots:
+    """Draws of the per-slot parameters from their prior, given a posterior draw of the rest."""
+
+    def __init__(self, model, labels: str, inputs: list[str], random_seed):
+        slot_rvs = [rv for rv in slot_parameters(model, model[labels]) if rv.name in inputs]
+        self.names = [rv.name for rv in slot_rvs]
+        if not slot_rvs:
+            self._fn = None
+            self.reads = []
+            return
+        in_trace = [rv for rv in model.free_RVs if all(rv is not s for s in slot_rvs)]
+        self._fn, _ = compile_forward_sampling_function(
+            outputs=slot_rvs,
+            vars_in_trace=in_trace,
+            basic_rvs=model.basic_RVs,
+            random_seed=random_seed,
+            allow_input_downcast=True,
+        )
+        self.reads = [i.variable.name for i in self._fn.maker.inputs if not i.shared]
+
+    def __call__(self, values: dict) -> dict:
+        """One draw of every per-slot parameter, ``name -> (K, ...)``."""
+        if self._fn is None:
+            return {}
+        out = self._fn(**{k: values[k] for k in self.reads})
+        out = out if isinstance(out, list | tuple) else [out]
+        return dict(zip(self.names, (np.asarray(o) for o in out), strict=True))
+
+
+def _posterior_params(
+    idata: az.InferenceData, predictor: SlotPredictor, labels: str, extra: list[str]
+):
     """Return the label draws ``(T, N)`` and the parameters the likelihood reads (``(T, ...)``)."""
     post = idata.posterior
     for name in [labels, *predictor.inputs]:
@@ -327,9 +361,16 @@ def _posterior_params(idata: az.InferenceData, predictor: SlotPredictor, labels:
             f"n={predictor.n_points}: pass the model the posterior was sampled from."
         )
     n_chains, n_draws = z.shape[:2]
+    for name in extra:
+        if name not in post:
+            raise ValueError(
+                f"'{name}' is not a posterior variable of idata, but the prior of the slot "
+                f"parameters reads it (for prior_draws); the posterior has "
+                f"{sorted(post.data_vars)}."
+            )
     params = {
         name: np.asarray(post[name].values).reshape(n_chains * n_draws, *post[name].shape[2:])
-        for name in predictor.inputs
+        for name in dict.fromkeys([*predictor.inputs, *extra])
     }
     return z.reshape(n_chains * n_draws, -1).astype(np.int64), params, (n_chains, n_draws)
 
@@ -342,6 +383,8 @@ def predict_slots(
     labels: str | None = None,
     point: PointEstimate | np.ndarray | None = None,
     max_draws: int | None = None,
+    prior_draws: int = 0,
+    random_seed=None,
 ) -> PredictResult:
     """Posterior probability that each new observation joins each training cluster or a new one.
 
@@ -376,6 +419,16 @@ def predict_slots(
         Use at most this many draws, evenly spaced through the chains
         (concatenated); all draws by default. The cost is one compiled call of
         ``K * M`` rows per draw.
+    prior_draws : int, default=0
+        Fresh draws of the per-slot parameters from their prior (given each
+        posterior draw of the other variables, with PyMC's forward sampler) to
+        add to the empty slots' values in the new-cluster estimate: each adds
+        ``K - k`` prior draws per posterior draw (their values at the draw's
+        empty slots), at the cost of one more compiled call. Raise it when an
+        outlier's new-cluster probability matters (see the module docstring).
+        The per-slot parameters' prior must not depend on the labels.
+    random_seed : int or numpy.random.Generator, optional
+        Seed of the ``prior_draws``.
 
     Returns
     -------
@@ -409,7 +462,13 @@ def predict_slots(
     predictor = SlotPredictor(model, labels)
     name = predictor.labels
     rows = predictor.check_rows(y_new)
-    draws, params, shape = _posterior_params(idata, predictor, name)
+    if int(prior_draws) != prior_draws or prior_draws < 0:
+        raise ValueError(
+            f"Argument 'prior_draws' must be an integer >= 0, but got {prior_draws!r}."
+        )
+    fresh = _FreshSlots(model, name, predictor.inputs, random_seed) if prior_draws else None
+    extra = [k for k in fresh.reads if k != name] if fresh is not None else []
+    draws, params, shape = _posterior_params(idata, predictor, name, extra)
     n = predictor.n_points
     if draws.size and (draws.min() < 0 or draws.max() >= predictor.n_slots):
         raise ValueError(
@@ -428,13 +487,18 @@ def predict_slots(
     total = np.zeros((rows.shape[0], n_clusters + 1))
     for index in chosen:
         z = draws[index]
-        loglik = predictor.loglik({k: v[index] for k, v in params.items()}, rows)
+        values = {k: v[index] for k, v in params.items()}
+        loglik = predictor.loglik(values, rows)
         counts = np.bincount(z, minlength=k_slots)
         occupied = counts > 0
         log_score = np.full((k_slots + 1, rows.shape[0]), -np.inf)
         log_score[:k_slots][occupied] = power * np.log(counts[occupied])[:, None] + loglik[occupied]
         if not occupied.all():
-            empty = loglik[~occupied]
+            empty = [loglik[~occupied]]
+            for _ in range(int(prior_draws)):
+                redrawn = predictor.loglik({**values, **fresh({**values, name: z})}, rows)
+                empty.append(redrawn[~occupied])
+            empty = np.concatenate(empty)
             log_score[-1] = np.log(alpha) + logsumexp(empty, axis=0) - np.log(empty.shape[0])
         rule = np.exp(log_score - logsumexp(log_score, axis=0, keepdims=True))
         overlap = np.zeros((k_slots, n_clusters))
