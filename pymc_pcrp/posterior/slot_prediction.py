@@ -454,7 +454,7 @@ def predict_slots(
             lam = pm.Gamma("lam", 2.0, 0.5, shape=20)
             pm.Poisson("y", lam[z], observed=y)
             idata = pm.sample()
-        result = pcrp.predict_slots(idata, model, [3, 41, 500])
+        result = pcrp.predict_slots(idata, model, [3, 41, 95])
         result.probabilities  # (3, C + 1); the last column is "a new cluster"
     """
     from pymc_pcrp.posterior.prediction import _training_partition
