@@ -62,6 +62,7 @@ from pymc_pcrp.posterior import (
     point_estimate,
     posterior_similarity,
     predict,
+    predict_slots,
     relabel_slots,
     sample_posterior_predictive,
 )
@@ -104,6 +105,7 @@ __all__ = [
     "posterior",
     "posterior_similarity",
     "predict",
+    "predict_slots",
     "prior",
     "pymc_integration",
     "record_model",

@@ -8,11 +8,14 @@
 * :mod:`~pymc_pcrp.posterior.pointwise`: the pointwise log-likelihood
   (:func:`log_likelihood`) behind ``az.loo``, ``az.waic`` and ``az.compare``;
 * :mod:`~pymc_pcrp.posterior.relabel`: per-cluster summaries of the parameters
-  of slot labels (``PowerCRP(..., max_clusters=K)``, :func:`relabel_slots`).
+  of slot labels (``PowerCRP(..., max_clusters=K)``, :func:`relabel_slots`);
+* :mod:`~pymc_pcrp.posterior.slot_prediction`: the cluster of new observations
+  for slot labels and any elementwise likelihood (:func:`predict_slots`).
 
 Every name below is importable from ``pymc_pcrp.posterior``; the most used ones
 (:func:`point_estimate`, :func:`posterior_similarity`, :func:`predict`,
-:func:`sample_posterior_predictive`) also from ``pymc_pcrp``.
+:func:`predict_slots`, :func:`relabel_slots`, :func:`sample_posterior_predictive`)
+also from ``pymc_pcrp``.
 """
 
 from pymc_pcrp._idata import label_draws, observed_points
@@ -31,6 +34,7 @@ from pymc_pcrp.posterior.similarity import (
     point_estimate,
     posterior_similarity,
 )
+from pymc_pcrp.posterior.slot_prediction import predict_slots
 
 __all__ = [
     "DensityComponents",
@@ -44,6 +48,7 @@ __all__ = [
     "pointwise_log_likelihood",
     "posterior_similarity",
     "predict",
+    "predict_slots",
     "predictive_density",
     "relabel_slots",
     "sample_posterior_predictive",
