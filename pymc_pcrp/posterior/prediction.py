@@ -133,7 +133,7 @@ class DensityComponents:
     draw: int
 
 
-def _training_partition(point, idata: az.InferenceData, n: int) -> np.ndarray:
+def training_partition(point, idata: az.InferenceData, n: int) -> np.ndarray:
     """Integer labels of the ``N`` training points from ``point`` (or a fresh point estimate)."""
     if point is None:
         point = point_estimate(idata, loss="vi", random_seed=_POINT_ESTIMATE_SEED)
@@ -385,7 +385,7 @@ def predict(
     alphas = per_draw(alpha, draws.shape[:2], "alpha")
     x_new = check_new_points(X_new, idata, x)
     prior = check_prior(prior, x, dim)
-    training = _training_partition(point, idata, n)
+    training = training_partition(point, idata, n)
     cluster_labels, training_index = np.unique(training, return_inverse=True)
     n_point_clusters = cluster_labels.size
 

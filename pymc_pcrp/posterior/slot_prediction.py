@@ -62,7 +62,7 @@ from pymc_pcrp._idata import draw_indices
 from pymc_pcrp.distributions.slots import PowerCRPSlotsRV
 from pymc_pcrp.posterior.prediction import PredictResult
 from pymc_pcrp.posterior.similarity import PointEstimate, point_estimate
-from pymc_pcrp.step_methods._slot_likelihood import _depends_on, _unit_index, slot_parameters
+from pymc_pcrp.step_methods._slot_likelihood import depends_on, slot_parameters, unit_index
 
 __all__ = ["SlotPredictor", "predict_slots"]
 
@@ -180,7 +180,7 @@ class SlotPredictor:
         for pot, graph in zip(
             plain.potentials, plain.replace_rvs_by_values(plain.potentials), strict=True
         ):
-            if _depends_on(graph, z_value):
+            if depends_on(graph, z_value):
                 raise ValueError(
                     f"predict_slots cannot predict new rows: the pm.Potential '{pot.name}' "
                     f"depends on the labels '{self.labels}', and what it would add for a new "
@@ -191,7 +191,7 @@ class SlotPredictor:
             if rv.name == self.labels:
                 continue
             (term,) = plain.logp(vars=[rv], jacobian=False, sum=False)
-            if _depends_on(term, z_value):
+            if depends_on(term, z_value):
                 hits.append((rv, term))
         unobserved = [rv.name for rv, _ in hits if rv not in plain.observed_RVs]
         if unobserved:
@@ -211,7 +211,7 @@ class SlotPredictor:
         y_value = plain.rvs_to_values[y_rv]
         if term.ndim == 0:
             raise _refusal(self.observed, self.labels, "is one number for all rows")
-        if _unit_index(term, z_value) is not None:
+        if unit_index(term, z_value) is not None:
             raise _refusal(
                 self.observed,
                 self.labels,
@@ -457,7 +457,7 @@ def predict_slots(
         result = pcrp.predict_slots(idata, model, [3, 41, 95])
         result.probabilities  # (3, C + 1); the last column is "a new cluster"
     """
-    from pymc_pcrp.posterior.prediction import _training_partition
+    from pymc_pcrp.posterior.prediction import training_partition
 
     predictor = SlotPredictor(model, labels)
     name = predictor.labels
@@ -479,7 +479,7 @@ def predict_slots(
     predictor.check_new_rows({k: v[chosen[0]] for k, v in params.items()})
     if point is None:
         point = point_estimate(idata, var_name=name, random_seed=_POINT_ESTIMATE_SEED)
-    training = _training_partition(point, idata, n)
+    training = training_partition(point, idata, n)
     cluster_labels, training_index = np.unique(training, return_inverse=True)
     n_clusters = cluster_labels.size
     alpha, power = predictor.prior()

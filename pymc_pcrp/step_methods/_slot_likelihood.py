@@ -24,10 +24,10 @@ from pytensor.tensor.subtensor import AdvancedSubtensor, AdvancedSubtensor1
 
 from pymc_pcrp.distributions.normaliser import is_fixed
 
-__all__ = ["SlotLikelihood", "slot_parameters"]
+__all__ = ["SlotLikelihood", "depends_on", "slot_parameters", "unit_index"]
 
 
-def _depends_on(var, target) -> bool:
+def depends_on(var, target) -> bool:
     """Whether ``target`` is an ancestor of ``var``."""
     return any(a is target for a in ancestors([var]))
 
@@ -59,7 +59,7 @@ def slot_parameters(model, labels_rv) -> list:
         if owner is None or not isinstance(owner.op, AdvancedSubtensor | AdvancedSubtensor1):
             continue
         source, *indices = owner.inputs
-        if not any(_depends_on(i, labels_rv) for i in indices):
+        if not any(depends_on(i, labels_rv) for i in indices):
             continue
         stack, seen = [source], set()
         while stack:
@@ -74,7 +74,7 @@ def slot_parameters(model, labels_rv) -> list:
     return [rv for rv in free if id(rv) in hit]
 
 
-def _unit_index(term, value):
+def unit_index(term, value):
     """Return ``unit`` if the labels enter ``term`` only as ``value[unit]`` (fixed), else None.
 
     That is the pattern of several rows per clustered point (``lam[z[unit]]``,
@@ -146,18 +146,18 @@ class SlotLikelihood:
         for pot, graph in zip(
             model.potentials, model.replace_rvs_by_values(model.potentials), strict=True
         ):
-            if _depends_on(graph, value):
+            if depends_on(graph, value):
                 raise _refusal(pot.name, self.labels_name, "is a pm.Potential built from them")
         names, terms = [], []
         for rv in model.basic_RVs:
             if rv is labels_rv:
                 continue
             (term,) = model.logp(vars=[rv], jacobian=False, sum=False)
-            if not _depends_on(term, value):
+            if not depends_on(term, value):
                 continue
             if term.ndim == 0:
                 raise _refusal(rv.name, self.labels_name, "is one number for all points")
-            unit = _unit_index(term, value)
+            unit = unit_index(term, value)
             static = term.type.shape[0]
             if unit is None and static is not None and static != self.n_points:
                 raise _refusal(
