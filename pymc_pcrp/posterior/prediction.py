@@ -133,6 +133,31 @@ class DensityComponents:
     draw: int
 
 
+def prediction_result(
+    total: np.ndarray, n_draws: int, cluster_labels: np.ndarray, training: np.ndarray
+) -> PredictResult:
+    """Average the summed per-draw probabilities ``total`` and return the prediction.
+
+    ``total`` has one row per new point and one column per cluster of the training
+    partition, then one for a new cluster; each new point's label is its most
+    probable column (-1 for a new cluster). Shared by :func:`predict` and
+    :func:`~pymc_pcrp.posterior.slot_prediction.predict_slots`.
+    """
+    probabilities = total / n_draws
+    # Remove the rounding drift of the sums so that every row adds up to 1 to machine precision.
+    probabilities /= probabilities.sum(axis=1, keepdims=True)
+    n_clusters = cluster_labels.size
+    best = np.argmax(probabilities, axis=1)
+    labels = np.where(best < n_clusters, cluster_labels[np.minimum(best, n_clusters - 1)], -1)
+    return PredictResult(
+        probabilities=probabilities,
+        labels=labels.astype(np.int64),
+        cluster_labels=cluster_labels.astype(np.int64),
+        training_labels=training,
+        n_draws=int(n_draws),
+    )
+
+
 def training_partition(point, idata: az.InferenceData, n: int) -> np.ndarray:
     """Integer labels of the ``N`` training points from ``point`` (or a fresh point estimate)."""
     if point is None:
@@ -408,20 +433,7 @@ def predict(
         )
         total[:, :-1] += rule[:-1].T @ overlap
         total[:, -1] += rule[-1]
-    probabilities = total / chosen.size
-    # Remove the rounding drift of the sums so that every row adds up to 1 to machine precision.
-    probabilities /= probabilities.sum(axis=1, keepdims=True)
-    best = np.argmax(probabilities, axis=1)
-    labels = np.where(
-        best < n_point_clusters, cluster_labels[np.minimum(best, n_point_clusters - 1)], -1
-    )
-    return PredictResult(
-        probabilities=probabilities,
-        labels=labels.astype(np.int64),
-        cluster_labels=cluster_labels.astype(np.int64),
-        training_labels=training,
-        n_draws=int(chosen.size),
-    )
+    return prediction_result(total, chosen.size, cluster_labels, training)
 
 
 def _check_grid(grid, dim: int) -> np.ndarray:

@@ -60,7 +60,7 @@ from scipy.special import logsumexp
 
 from pymc_pcrp._idata import draw_indices
 from pymc_pcrp.distributions.slots import PowerCRPSlotsRV
-from pymc_pcrp.posterior.prediction import PredictResult
+from pymc_pcrp.posterior.prediction import PredictResult, prediction_result, training_partition
 from pymc_pcrp.posterior.similarity import PointEstimate, point_estimate
 from pymc_pcrp.step_methods._slot_likelihood import depends_on, slot_parameters, unit_index
 
@@ -457,8 +457,6 @@ def predict_slots(
         result = pcrp.predict_slots(idata, model, [3, 41, 95])
         result.probabilities  # (3, C + 1); the last column is "a new cluster"
     """
-    from pymc_pcrp.posterior.prediction import training_partition
-
     predictor = SlotPredictor(model, labels)
     name = predictor.labels
     rows = predictor.check_rows(y_new)
@@ -506,14 +504,4 @@ def predict_slots(
         overlap[occupied] /= counts[occupied][:, None]
         total[:, :-1] += rule[:-1].T @ overlap
         total[:, -1] += rule[-1]
-    probabilities = total / chosen.size
-    probabilities /= probabilities.sum(axis=1, keepdims=True)
-    best = np.argmax(probabilities, axis=1)
-    labels_out = np.where(best < n_clusters, cluster_labels[np.minimum(best, n_clusters - 1)], -1)
-    return PredictResult(
-        probabilities=probabilities,
-        labels=labels_out.astype(np.int64),
-        cluster_labels=cluster_labels.astype(np.int64),
-        training_labels=training,
-        n_draws=int(chosen.size),
-    )
+    return prediction_result(total, chosen.size, cluster_labels, training)
