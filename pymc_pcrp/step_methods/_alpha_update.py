@@ -59,12 +59,8 @@ from pymc_pcrp._kernels import hyperprior as hp
 from pymc_pcrp._kernels.partitions import TRUNCATION_NATS
 from pymc_pcrp.distributions.normaliser import certify_row, is_fixed, stirling_row_arrays
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
-from pymc_pcrp.step_methods.pcrp_hyper import (
-    MAX_SHRINKS,
-    MAX_STEPS_OUT,
-    PCRPHyper,
-    transform_code,
-)
+from pymc_pcrp.step_methods._hyper_target import HyperTarget, dependent_terms, transform_code
+from pymc_pcrp.step_methods.pcrp_hyper import MAX_SHRINKS, MAX_STEPS_OUT
 
 __all__ = ["AlphaUpdate", "claimed_alpha", "prior_family"]
 
@@ -103,7 +99,7 @@ def claimed_alpha(model: pm.Model, labels_rv):
         return None
     if not is_fixed(model.replace_rvs_by_values([power])[0]):
         return None
-    terms, params, others = PCRPHyper._inspect(model, alpha)
+    terms, params, others = dependent_terms(model, alpha)
     labels_name = model.rvs_to_values[labels_rv].name
     if others or len(terms) != 1 or terms[0].labels != labels_name or params[0] is not alpha:
         return None
@@ -136,8 +132,9 @@ def prior_family(rv) -> tuple[int, float, float]:
 class AlphaUpdate:
     """The ``alpha`` move of :class:`~pymc_pcrp.PCRPGibbs` (see the module docstring).
 
-    Built on a :class:`~pymc_pcrp.PCRPHyper` for the same variable, which
-    compiles the exact prior term and tabulates its surrogate; the rest is the
+    Built on the variable's ``HyperTarget`` (``step_methods._hyper_target``, shared
+    with :class:`~pymc_pcrp.PCRPHyper`), which compiles the exact prior term and
+    tabulates its surrogate; the rest is the
     per-draw bookkeeping: the kernel's packed arguments, the acceptance test and
     the interval width, adapted during tuning as in :class:`~pymc_pcrp.PCRPHyper`.
 
@@ -153,14 +150,10 @@ class AlphaUpdate:
     """
 
     def __init__(self, model, value_var, initial_point=None, compile_kwargs=None, w=1.0):
-        hyper = PCRPHyper(
-            [value_var],
-            model=model,
-            initial_point=initial_point,
-            compile_kwargs=compile_kwargs,
-            w=w,
-        )
-        sur = hyper._surrogate
+        if initial_point is None:
+            initial_point = model.initial_point()
+        target = HyperTarget(model, value_var, initial_point, compile_kwargs)
+        sur = target.surrogate
         if sur is None or sur.is_power:
             rv = model.values_to_rvs[value_var]
             raise ValueError(
@@ -168,21 +161,21 @@ class AlphaUpdate:
                 "finite near the initial point. Give it its own step, "
                 f"pm.sample(step=[pymc_pcrp.PCRPHyper([{rv.name}])])."
             )
-        term = hyper._terms[0]
+        term = target.terms[0]
         self.name = value_var.name
         self.dtype = np.dtype(value_var.dtype)
         self.w = float(w)
         self.n_tunes = 0
         self.accepted = 0
         self.proposed = 0
-        self._hyper = hyper
+        self._target = target
         self._n = term.n
         self._use_row = term.method == "row"
-        self._names = [(v.name, np.dtype(v.dtype)) for v in hyper._inputs]
-        self._position = hyper._position
+        self._names = [(v.name, np.dtype(v.dtype)) for v in target.inputs]
+        self._position = target.position
         self._q_values = sur.q_values
         family, p0, p1 = prior_family(model.values_to_rvs[value_var])
-        if family != hp.UNKNOWN and not self._family_matches(hyper, family, p0, p1):
+        if family != hp.UNKNOWN and not self._family_matches(target, family, p0, p1):
             family = hp.UNKNOWN
         self.family = family
         # layout hyperprior.F_*: u0, w, bounds, the grid of q, r, nats, log Z(u0), prior
@@ -208,22 +201,22 @@ class AlphaUpdate:
         self._last: tuple | None = None
 
     @staticmethod
-    def _family_matches(hyper: PCRPHyper, family: int, p0: float, p1: float) -> bool:
+    def _family_matches(target: HyperTarget, family: int, p0: float, p1: float) -> bool:
         """Whether the kernel's prior term equals PyMC's on the grid of ``q``, up to a constant.
 
         PyMC may round a constant term of the density in single precision (the
         log of a ``float32`` parameter, say); a constant cancels in the
         acceptance ratio, so only the variation of the difference is checked.
         """
-        if len(hyper._inputs) != 1:
+        if len(target.inputs) != 1:
             return False
-        sur = hyper._surrogate
-        dtype = np.dtype(hyper._inputs[0].dtype)
+        sur = target.surrogate
+        dtype = np.dtype(target.inputs[0].dtype)
         diffs, scales = [], []
         for j in range(sur.q_values.shape[0]):
             u = sur.q_lo + j * sur.q_step
             ours = hp.prior_term(u, family, p0, p1, sur.code, sur.lower, sur.upper)
-            theirs = float(hyper._fn(np.asarray(u, dtype=dtype))[0])
+            theirs = float(target.fn(np.asarray(u, dtype=dtype))[0])
             if math.isfinite(ours) != math.isfinite(theirs):
                 return False
             if math.isfinite(ours):
@@ -246,7 +239,7 @@ class AlphaUpdate:
         """``(prior term, alpha, power)`` at the unconstrained value ``u`` (compiled PyTensor)."""
         args = [np.asarray(point[name], dtype=dtype) for name, dtype in self._names]
         args[self._position] = np.asarray(u, dtype=self.dtype)
-        return tuple(float(v) for v in self._hyper._fn(*args))
+        return tuple(float(v) for v in self._target.fn(*args))
 
     def current(self, point) -> float:
         """Return ``alpha`` at the point (remembered when the point holds the value last set)."""

@@ -35,31 +35,21 @@ from __future__ import annotations
 
 import math
 
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 import numpy as np
 import pymc as pm
-import pytensor.tensor as pt
 
-from pymc.logprob.transforms import IntervalTransform, LogTransform
-from pymc.pytensorf import compile as pm_compile
 from pymc.step_methods.compound import BlockedStep, Competence, StepMethodState
 from pymc.step_methods.state import dataclass_state
 from pymc.util import get_random_generator, get_value_vars_from_user_vars
 from pymc.vartypes import continuous_types
-from pytensor.graph.traversal import graph_inputs
-from pytensor.tensor.exceptions import NotScalarConstantError
 
 from pymc_pcrp._kernels import hyperprior as hp
 from pymc_pcrp._kernels.partitions import TRUNCATION_NATS
 from pymc_pcrp._runtime.interrupts import passes_interrupts
-from pymc_pcrp.distributions.normaliser import (
-    certify_row,
-    is_fixed,
-    log_normaliser,
-    stirling_row_arrays,
-)
-from pymc_pcrp.distributions.pcrp import PowerCRPRV
+from pymc_pcrp.distributions.normaliser import certify_row, log_normaliser, stirling_row_arrays
+from pymc_pcrp.step_methods._hyper_target import HyperTarget
 
 __all__ = ["PCRPHyper", "PCRPHyperState"]
 
@@ -69,31 +59,7 @@ MAX_STEPS_OUT = 50
 # Shrinkage gives up (and keeps the current value, which is still exact only if it
 # never happens: it raises instead) after this many rejected points.
 MAX_SHRINKS = 200
-# The tabulated surrogate of the prior term: this many points over +- this half-width
-# (unconstrained units) around the initial value, linear beyond.
-_Q_POINTS = 1201
-_Q_HALF_WIDTH = 30.0
 _EMPTY = np.zeros(1)
-
-
-class _Surrogate(NamedTuple):
-    """What the numba slice kernel needs besides the labels (the fast path)."""
-
-    code: int  # transform code of pymc_pcrp._kernels.hyperprior
-    lower: float
-    upper: float
-    q_lo: float  # the tabulated prior term q: grid start, step and values
-    q_step: float
-    q_values: np.ndarray
-    is_power: bool  # the variable is the term's power (else its alpha)
-
-
-class _PCRPTerm(NamedTuple):
-    """A pCRP whose ``alpha`` or ``power`` depends on the updated variable."""
-
-    labels: str  # name of the labels' value variable in the point
-    n: int
-    method: str  # log_normaliser method: "row" (fixed power) or "recursion"
 
 
 @dataclass_state
@@ -172,22 +138,17 @@ class PCRPHyper(BlockedStep):
         self.rng = get_random_generator(rng)
         self._name = value_var.name
         self._dtype = np.dtype(value_var.dtype)
-        # With no free PowerCRP among the dependents (observed labels, say) the
-        # step is a plain slice sampler on the compiled conditional: still exact.
-        terms, params, others = self._inspect(model, rv)
-        self._terms = terms
-        logp_other = model.logp(vars=[rv, *others], jacobian=True, sum=True)
-        outputs = [logp_other, *model.replace_rvs_by_values(params)]
-        needed = set(graph_inputs(outputs))
-        self._inputs = [v for v in model.value_vars if v in needed]
-        self._position = self._inputs.index(value_var) if value_var in needed else None
-        fn = pm_compile(self._inputs, outputs, on_unused_input="ignore", **(compile_kwargs or {}))
-        fn.trust_input = True
-        self._fn = fn
-        self._g_memo: tuple[float, tuple] | None = None
         if initial_point is None:
             initial_point = model.initial_point()
-        self._surrogate = self._fast_path(model, rv, params, others, initial_point)
+        # With no free PowerCRP among the dependents (observed labels, say) the
+        # step is a plain slice sampler on the compiled conditional: still exact.
+        self.target = HyperTarget(model, value_var, initial_point, compile_kwargs)
+        self._terms = self.target.terms
+        self._inputs = self.target.inputs
+        self._position = self.target.position
+        self._fn = self.target.fn
+        self._surrogate = self.target.surrogate
+        self._g_memo: tuple[float, tuple] | None = None
         self.accepted = 0
         self.proposed = 0
 
@@ -209,68 +170,6 @@ class PCRPHyper(BlockedStep):
     def stop_tuning(self):
         """Freeze the interval width."""
         self.tune = False
-
-    # -- model inspection -------------------------------------------------
-
-    @staticmethod
-    def _inspect(model, rv):
-        """Return the pCRP terms fed by ``rv``, their (alpha, power) and other dependent terms."""
-        terms: list[_PCRPTerm] = []
-        params: list = []
-        others: list = []
-        stop = set(model.basic_RVs)
-        for term in [v for v in model.basic_RVs if v is not rv] + list(model.potentials):
-            inputs = term.owner.inputs if term in model.basic_RVs else [term]
-            if not _uses(inputs, rv, stop):
-                continue
-            if isinstance(term.owner.op, PowerCRPRV) and term in model.free_RVs:
-                alpha, power, n = term.owner.op.dist_params(term.owner)
-                if not _uses([alpha, power], rv, stop):
-                    others.append(term)  # rv enters through n or the size: keep it general
-                    continue
-                power_value = model.replace_rvs_by_values([power])[0]
-                method = "row" if is_fixed(power_value) else "recursion"
-                value_name = model.rvs_to_values[term].name
-                terms.append(_PCRPTerm(value_name, int(n.eval()), method))
-                params.extend([alpha, power])
-            else:
-                others.append(term)
-        return terms, params, others
-
-    def _fast_path(self, model, rv, params, others, initial_point) -> _Surrogate | None:
-        """Set up the numba slice kernel when the model allows it, else return ``None``.
-
-        It needs one pCRP term whose ``alpha`` or ``power`` is the variable
-        itself, no other dependent term, and a transform of known form (none,
-        log, or an interval with constant bounds). The prior term (log density
-        plus Jacobian) is then tabulated once on a grid of the unconstrained
-        value around the initial point: the kernel slice-samples the pCRP term
-        plus that piecewise-linear surrogate, and :meth:`step` corrects the
-        surrogate by a Metropolis-Hastings test with the exact prior term.
-        """
-        if len(self._terms) != 1 or others or self._position is None:
-            return None
-        alpha, power = params
-        if (alpha is rv) == (power is rv):
-            return None
-        known = transform_code(model, rv)
-        if known is None:
-            return None
-        code, lower, upper = known
-        center = float(initial_point[self._name])
-        grid = center + np.linspace(-_Q_HALF_WIDTH, _Q_HALF_WIDTH, _Q_POINTS)
-        args = [np.asarray(initial_point[v.name]) for v in self._inputs]
-        values = np.empty(grid.size)
-        for j, u in enumerate(grid):
-            args[self._position] = np.asarray(u, dtype=self._dtype)
-            values[j] = float(self._fn(*args)[0])
-        finite = np.isfinite(values)
-        if not finite.any():
-            return None
-        # outside the support the exact target is zero anyway: any finite value will do
-        values[~finite] = values[finite].min() - 50.0
-        step = float(grid[1] - grid[0])
-        return _Surrogate(code, lower, upper, float(grid[0]), step, values, power is rv)
 
     # -- the conditional ----------------------------------------------------
 
@@ -321,11 +220,6 @@ class PCRPHyper(BlockedStep):
         new_point[self._name] = np.asarray(x1, dtype=self._dtype)
         return new_point, [{"hyper_evals": evals}]
 
-    def _exact_prior_term(self, args: list, u: float) -> tuple:
-        """Return the compiled function's outputs (prior term, alpha, power) at ``u``."""
-        args[self._position] = np.asarray(u, dtype=self._dtype)
-        return tuple(float(v) for v in self._fn(*args))
-
     def _kernel_inputs(self, point, u0: float):
         """Return what :func:`~pymc_pcrp._kernels.hyperprior.slice_surrogate` needs at ``u0``.
 
@@ -342,7 +236,7 @@ class PCRPHyper(BlockedStep):
             exact0 = memo[1]
         else:
             args = [np.asarray(point[v.name]) for v in self._inputs]
-            exact0 = self._exact_prior_term(args, u0)
+            exact0 = self.target.exact(args, u0)
         _, alpha0, power0 = exact0
         other = alpha0 if sur.is_power else power0
         use_row = term.method == "row"  # a fixed power: its cached Stirling row
@@ -386,7 +280,7 @@ class PCRPHyper(BlockedStep):
         u1, q1, q0, width = (float(v) for v in out)
         if args is None:
             args = [np.asarray(point[v.name]) for v in self._inputs]
-        exact1 = self._exact_prior_term(args, u1)
+        exact1 = self.target.exact(args, u1)
         g1 = exact1[0]
         log_ratio = (g1 - q1) - (g0 - q0)
         self.proposed += 1
@@ -403,54 +297,6 @@ class PCRPHyper(BlockedStep):
             # them for the next step, which starts from u1 or u0
             self._g_memo = (u1, exact1) if accept else (u0, (g0, alpha0, power0))
         return new_point, [{"hyper_evals": evals}]
-
-
-def transform_code(model, rv) -> tuple[int, float, float] | None:
-    """``(code, lower, upper)`` of ``rv``'s transform for the numba kernel, or ``None``.
-
-    Known are no transform, the log transform and an interval transform with
-    constant bounds (both finite, or a finite lower bound alone); see the
-    transform codes of :mod:`pymc_pcrp._kernels.hyperprior`.
-    """
-    transform = model.rvs_to_transforms.get(rv)
-    if transform is None:
-        return hp.IDENTITY, 0.0, 0.0
-    if isinstance(transform, LogTransform):
-        return hp.LOG, 0.0, 0.0
-    if not isinstance(transform, IntervalTransform):
-        return None
-    a, b, has_a, has_b = transform.get_a_and_b(rv.owner.inputs)
-    try:
-        a = float(pt.get_underlying_scalar_constant_value(a)) if has_a else -math.inf
-        b = float(pt.get_underlying_scalar_constant_value(b)) if has_b else math.inf
-    except NotScalarConstantError:
-        return None
-    if math.isfinite(a) and math.isfinite(b):
-        return hp.INTERVAL, a, b
-    if math.isfinite(a):
-        return hp.LOWER, a, 0.0
-    return None
-
-
-def _uses(outputs, rv, stop: set) -> bool:
-    """Whether ``rv`` enters the log density of ``outputs`` directly.
-
-    The search does not pass through other random variables (``stop``): in the
-    model's log density they are replaced by their values, so a term that sees
-    ``rv`` only through another variable (the data term, through the labels) does
-    not depend on it.
-    """
-    stack = list(outputs)
-    seen: set[int] = set()
-    while stack:
-        var = stack.pop()
-        if var is rv:
-            return True
-        if id(var) in seen or var.owner is None or var in stop:
-            continue
-        seen.add(id(var))
-        stack.extend(var.owner.inputs)
-    return False
 
 
 def _step_out(logp, y: float, edge: float, step: float, budget: int) -> tuple[float, int]:

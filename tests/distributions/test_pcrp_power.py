@@ -250,7 +250,7 @@ def test_hyper_step_paths_and_data_independence(alpha, power, fast):
     model = _model(alpha, power)
     name = next(v.name for v in model.free_RVs if v.name in ("alpha", "r", "log_alpha"))
     step = pcrp.PCRPHyper([model[name]], model=model, rng=SEED)
-    assert (step._surrogate is not None) == fast
+    assert (step.target.surrogate is not None) == fast
     point = model.initial_point()
     point["z"] = np.array([0] * 6 + [1] * 6, dtype="int16")
     value_name = model.rvs_to_values[model[name]].name
@@ -266,7 +266,7 @@ def test_hyper_step_paths_and_data_independence(alpha, power, fast):
 def test_surrogate_is_a_close_interpolation_of_the_prior_term():
     model = _model(lambda: pm.Gamma("alpha", 2.0, 1.0), lambda: 1.3)
     step = pcrp.PCRPHyper([model["alpha"]], model=model, rng=SEED)
-    sur = step._surrogate
+    sur = step.target.surrogate
     for u in (-3.0, -0.4, 0.0, 1.1, 2.5):
         exact = 2.0 * u - math.exp(u)  # Gamma(2, 1) log density of exp(u) plus the Jacobian u
         approx = hp.interpolate(u, sur.q_lo, sur.q_step, sur.q_values)
@@ -285,7 +285,7 @@ def test_hyper_step_with_observed_labels_is_a_plain_slice_sampler():
     _, selected = assign_step_methods(model)
     assert selected == {pcrp.PCRPHyper: [model.rvs_to_values[a]]}
     step = pcrp.PCRPHyper([a], model=model, rng=SEED)
-    assert step._terms == [] and step._surrogate is None
+    assert step.target.terms == [] and step.target.surrogate is None
     exact = step._conditional(model.initial_point(), [])
     for u in (-1.0, 0.0, 1.5):
         alpha = math.exp(u)
@@ -312,7 +312,7 @@ def test_fast_kernel_density_equals_the_exact_conditional(which, both_random):
         r = pm.Uniform("r", 0.8, 2.0) if random_r else 1.4
         pcrp.PowerCRP("z", alpha=a, power=r, n=n)
     step = pcrp.PCRPHyper([model[which]], model=model, rng=SEED)
-    assert step._surrogate is not None
+    assert step.target.surrogate is not None
     point = model.initial_point()
     point["z"] = np.array([0, 0, 1, 1, 1, 0, 2, 1, 1], dtype="int16")
     if random_r and which == "alpha":
@@ -320,7 +320,7 @@ def test_fast_kernel_density_equals_the_exact_conditional(which, both_random):
     if random_alpha and which == "r":
         point["alpha_log__"] = np.asarray(-0.4)
     exact = step._conditional(point, [hp.label_statistics(point["z"])])
-    sur = step._surrogate
+    sur = step.target.surrogate
     for u in (-2.0, -0.3, 0.5, 1.7):
         _, (g, _, _), fpar, ipar, row, bound = step._kernel_inputs(point, u)
         missed = np.array([-np.inf])
