@@ -38,10 +38,10 @@ import pymc_pcrp as pcrp  # noqa: E402
 
 from pymc_pcrp._kernels.scores import (  # noqa: E402
     SKIP_NATS,
-    _forward_norm2,
-    _sync_slot,
+    forward_norm2,
     log1p_lower_bound,
     loo_lower_bound,
+    sync_slot,
 )
 from pymc_pcrp._kernels.sweep import init_state, make_params, sweep_tables  # noqa: E402
 
@@ -73,7 +73,7 @@ def scored_per_point(xc: np.ndarray, params, labels: np.ndarray) -> tuple[int, d
     mean, inv_diag, const, _ = caches
     slots = [int(state.order[p]) for p in range(state.k[0])]
     for slot in slots:
-        _sync_slot(state, slot, by_size, caches)
+        sync_slot(state, slot, by_size, caches)
     y = np.empty(d)
     bounds = {
         "t / (1 + t)": lambda t: t / (1.0 + t),
@@ -88,14 +88,14 @@ def scored_per_point(xc: np.ndarray, params, labels: np.ndarray) -> tuple[int, d
         if m > 1:
             c = (params.kappa0 + m) * by_size[m - 1, 3]
             a = by_size[m - 1, 0] - 0.5 * state.logdet[old]
-            u = _forward_norm2(state.chol, old, xc, i, mean, inv_diag, y)
+            u = forward_norm2(state.chol, old, xc, i, mean, inv_diag, y)
             low_own = loo_lower_bound(a, by_size[m - 1, 1], by_size[m - 1, 2], c, u, u)
         cut = max(low_own, log_new[i]) - SKIP_NATS
         for slot in slots:
             if slot == old:
                 continue
             size = state.counts[slot]
-            t = _forward_norm2(state.chol, slot, xc, i, mean, inv_diag, y) * by_size[size, 2]
+            t = forward_norm2(state.chol, slot, xc, i, mean, inv_diag, y) * by_size[size, 2]
             for key, lower in bounds.items():
                 if const[slot] + by_size[size, 1] * lower(t) >= cut:
                     counts[key] += 1

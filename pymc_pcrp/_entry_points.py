@@ -63,14 +63,14 @@ def _original(fn):
     return getattr(fn, "__wrapped__", fn)
 
 
-_ORIGINAL_PPC = _original(_forward.sample_posterior_predictive)
-_ORIGINAL_FIND_MAP = _original(_starting.find_MAP)
-_ORIGINAL_ASSIGN = _original(_mcmc.assign_step_methods)
-_ORIGINAL_SMC_INIT = _original(_smc_kernels.SMC_KERNEL.__init__)
+ORIGINAL_PPC = _original(_forward.sample_posterior_predictive)
+ORIGINAL_FIND_MAP = _original(_starting.find_MAP)
+ORIGINAL_ASSIGN = _original(_mcmc.assign_step_methods)
+ORIGINAL_SMC_INIT = _original(_smc_kernels.SMC_KERNEL.__init__)
 
-_PPC_SIGNATURE = inspect.signature(_ORIGINAL_PPC)
-_FIND_MAP_SIGNATURE = inspect.signature(_ORIGINAL_FIND_MAP)
-_SMC_INIT_SIGNATURE = inspect.signature(_ORIGINAL_SMC_INIT)
+_PPC_SIGNATURE = inspect.signature(ORIGINAL_PPC)
+_FIND_MAP_SIGNATURE = inspect.signature(ORIGINAL_FIND_MAP)
+_SMC_INIT_SIGNATURE = inspect.signature(ORIGINAL_SMC_INIT)
 
 
 def _labels(model) -> list:
@@ -137,7 +137,7 @@ def sample_posterior_predictive(*args, **kwargs):
     model = modelcontext(arg["model"])
     niws = _niw_observed(model)
     if not niws and not _labels(model):
-        return _ORIGINAL_PPC(*args, **kwargs)
+        return ORIGINAL_PPC(*args, **kwargs)
     var_names = arg["var_names"]
     if not niws:
         # Latent NIWMixture values (if any) are in the trace, and observed variables
@@ -152,7 +152,7 @@ def sample_posterior_predictive(*args, **kwargs):
                 "PyMC would draw them given the labels alone."
             )
         try:
-            return _ORIGINAL_PPC(*args, **kwargs)
+            return ORIGINAL_PPC(*args, **kwargs)
         finally:
             _drop_duplicate_observed(model)
     if var_names is None:
@@ -172,7 +172,7 @@ def sample_posterior_predictive(*args, **kwargs):
         # Nothing is drawn from an NIWMixture (a prior-only pCRP model, or
         # var_names=["n_clusters"], say): PyMC's forward draws are right.
         try:
-            return _ORIGINAL_PPC(*args, **kwargs)
+            return ORIGINAL_PPC(*args, **kwargs)
         finally:
             _drop_duplicate_observed(model)
     if rest:
@@ -238,7 +238,7 @@ def smc_kernel_init(self, *args, **kwargs):
             "pymc_pcrp.PCRPGibbs (a random alpha or power with pymc_pcrp.PCRPHyper, any other "
             "continuous variable with NUTS)."
         )
-    return _ORIGINAL_SMC_INIT(self, *args, **kwargs)
+    return ORIGINAL_SMC_INIT(self, *args, **kwargs)
 
 
 # -- pm.find_MAP -----------------------------------------------------------------------------
@@ -259,7 +259,7 @@ def find_MAP(*args, **kwargs):
     model = modelcontext(arg.get("model"))
     labels = _labels(model)
     if not labels:
-        return _ORIGINAL_FIND_MAP(*args, **kwargs)
+        return ORIGINAL_FIND_MAP(*args, **kwargs)
     label_values = {model.rvs_to_values[rv] for rv in labels}
     hint = (
         "Sample the posterior with pm.sample() and summarise the partition with "
@@ -293,7 +293,7 @@ def find_MAP(*args, **kwargs):
             UserWarning,
             stacklevel=2,
         )
-    return _ORIGINAL_FIND_MAP(*args, **kwargs)
+    return ORIGINAL_FIND_MAP(*args, **kwargs)
 
 
 # -- pm.sample(step=...) -----------------------------------------------------------------------
@@ -330,4 +330,4 @@ def assign_step_methods(model, step=None, methods=None):
                     f"step=[pm.Metropolis([alpha])]); pm.sample() gives {_names(taken)} to "
                     "PCRPGibbs by itself."
                 )
-    return _ORIGINAL_ASSIGN(model, step, methods)
+    return ORIGINAL_ASSIGN(model, step, methods)

@@ -144,7 +144,7 @@ _COVARIANCE = "pcrp_covariance"
 _DRAWS = {"alpha": "pcrp_alpha_draws", "power": "pcrp_power_draws"}
 #: Posterior variables written by :func:`record_model` for a random alpha or power that is
 #: an expression of other variables rather than a variable of the posterior itself.
-_DERIVED = {"alpha": "pcrp_alpha", "power": "pcrp_power"}
+DERIVED_VARIABLES = {"alpha": "pcrp_alpha", "power": "pcrp_power"}
 
 _FIX = (
     "Sample the model with pymc_pcrp imported (pm.sample records them unless the PyMC "

@@ -66,7 +66,7 @@ SIM2_PARAMS = MixtureParams(weights=(0.5, 0.5), means=(-3.0, 3.0), sds=(1.0, 1.0
 """The mixture :func:`sim2` draws from: two unit-variance components 6 sd apart."""
 
 
-def _check_n(n, name: str = "n") -> int:
+def check_n(n, name: str = "n") -> int:
     """Return ``n`` as a Python int, requiring a whole number ``>= 1``."""
     if isinstance(n, bool) or not isinstance(n, int | np.integer):
         raise ValueError(f"Argument '{name}' must be a positive integer, but got {n!r}.")
@@ -77,7 +77,7 @@ def _check_n(n, name: str = "n") -> int:
 
 def _sample_mixture(params: MixtureParams, n, seed) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``n`` labelled points from a 1-D Gaussian mixture."""
-    n = _check_n(n)
+    n = check_n(n)
     rng = np.random.default_rng(seed)
     weights = np.asarray(params.weights, dtype=np.float64)
     labels = rng.choice(weights.size, size=n, p=weights).astype(np.int64)
@@ -483,11 +483,11 @@ def load_digits_1to4(
     >>> sorted(set(data.labels.tolist()))
     [1, 2, 3, 4]
     """
-    n = _check_n(n)
+    n = check_n(n)
     if split not in _MNIST_STEMS:
         raise ValueError(f"Argument 'split' must be 'train' or 'test', but got {split!r}.")
     if n_neighbors is not None:
-        n_neighbors = _check_n(n_neighbors, "n_neighbors")
+        n_neighbors = check_n(n_neighbors, "n_neighbors")
     images, digits, max_value, source_name = _digit_images(source, split)
 
     candidates = np.flatnonzero((digits >= 1) & (digits <= 4))

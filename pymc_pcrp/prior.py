@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 
-def _check_n(n, name: str = "n") -> int:
+def check_n(n, name: str = "n") -> int:
     """Return ``n`` as an int, requiring a positive integer."""
     arr = np.asarray(n)
     if arr.ndim != 0 or not np.issubdtype(arr.dtype, np.number) or int(arr) != arr or arr < 1:
@@ -64,7 +64,7 @@ def _check_n(n, name: str = "n") -> int:
 
 def _check_args(n, alpha, power) -> tuple[int, float, float]:
     """Return ``n``, ``alpha`` and ``power`` checked: an integer ``n >= 1``, positive scalars."""
-    return _check_n(n), check_positive_scalar(alpha, "alpha"), check_positive_scalar(power, "power")
+    return check_n(n), check_positive_scalar(alpha, "alpha"), check_positive_scalar(power, "power")
 
 
 def _pmf(n: int, alpha: float, power: float) -> np.ndarray:
@@ -288,7 +288,7 @@ def alpha_for_prior_k(
     >>> round(prior_mean_num_clusters(300, alpha, 1.0), 6)
     3.0
     """
-    n = _check_n(n)
+    n = check_n(n)
     power = check_positive_scalar(power, "power")
     if (mean is None) == (mode is None):
         raise ValueError("Give exactly one of the arguments 'mean' and 'mode'.")
@@ -330,8 +330,8 @@ def crp_oracle_alpha(k_true: int, n: int) -> float:
     >>> round(crp_oracle_alpha(4, 1000), 2)
     0.58
     """
-    k_true = _check_n(k_true, "k_true")
-    n = _check_n(n)
+    k_true = check_n(k_true, "k_true")
+    n = check_n(n)
     if n < 2:
         raise ValueError(f"Argument 'n' must be at least 2 (log(1) = 0), but got {n}.")
     return k_true / math.log(n)

@@ -163,7 +163,7 @@ def _patches() -> tuple[_Patch, ...]:
             (pymc, pymc.sampling, _forward),
             "sample_posterior_predictive",
             e.sample_posterior_predictive,
-            e._ORIGINAL_PPC,
+            e.ORIGINAL_PPC,
             (
                 "trace",
                 "model",
@@ -180,35 +180,35 @@ def _patches() -> tuple[_Patch, ...]:
             (pymc, pymc.tuning, _starting),
             "find_MAP",
             e.find_MAP,
-            e._ORIGINAL_FIND_MAP,
+            e.ORIGINAL_FIND_MAP,
             ("model", "vars", "start"),
         ),
         _Patch(
             (_mcmc,),
             "assign_step_methods",
             e.assign_step_methods,
-            e._ORIGINAL_ASSIGN,
+            e.ORIGINAL_ASSIGN,
             ("model", "step", "methods"),
         ),
         _Patch(
             (_smc_kernels.SMC_KERNEL,),
             "__init__",
             e.smc_kernel_init,
-            e._ORIGINAL_SMC_INIT,
+            e.ORIGINAL_SMC_INIT,
             ("model",),
         ),
         _Patch(
             (_log_density,),
             "compute_log_density",
             h.compute_log_density,
-            h._original,
+            h.ORIGINAL,
             tuple(inspect.signature(h.compute_log_density).parameters),
         ),
         _Patch(
             (_mcmc,),
             "run_convergence_checks",
             c.run_convergence_checks,
-            c._original,
+            c.ORIGINAL,
             ("idata", "model"),
         ),
         _Patch(
@@ -354,7 +354,7 @@ def _record_value(model, z, index: int, what: str, idata: az.InferenceData):
     from pymc.model.transform.conditioning import remove_value_transforms
     from pymc.pytensorf import inputvars
 
-    from pymc_pcrp._idata import _DERIVED
+    from pymc_pcrp._idata import DERIVED_VARIABLES
     from pymc_pcrp._validation import depends_on_random_variable
 
     var = z.owner.op.dist_params(z.owner)[index]
@@ -380,7 +380,7 @@ def _record_value(model, z, index: int, what: str, idata: az.InferenceData):
     total = shape[0] * shape[1]
     arrays = [np.asarray(post[name].values).reshape(total, *post[name].shape[2:]) for name in names]
     values = np.array([float(fn(*(a[s] for a in arrays))) for s in range(total)])
-    name = _DERIVED[what]
+    name = DERIVED_VARIABLES[what]
     idata.posterior[name] = (("chain", "draw"), values.reshape(shape))
     return name
 

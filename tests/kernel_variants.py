@@ -6,7 +6,7 @@ kernel in a way the sampler never does (a tiny skipping threshold, one point upd
 again and again from a fixed state). None of this is an argument of a shipped kernel.
 A variant here is the shipped function's own Python code compiled once more by numba
 with some of the global names it reads bound to something else (:func:`recompiled`):
-a constant such as ``SKIP_NATS``, or a building block such as ``_launch`` swapped for
+a constant such as ``SKIP_NATS``, or a building block such as ``launch_proposal`` swapped for
 one that drops the proposal probability. numba reads globals as compile-time
 constants, so the copy is a separate compiled function and the shipped one is
 untouched: what a variant changes is exactly the names it rebinds.
@@ -38,7 +38,7 @@ from pymc_pcrp._kernels._config import CACHING
 from pymc_pcrp._kernels.diag_sweep import diag_sweeps
 from pymc_pcrp._kernels.log_joint import n_blocks
 from pymc_pcrp._kernels.pair_moves import grow_by_two, pair_moves
-from pymc_pcrp._kernels.partitions import _log_add
+from pymc_pcrp._kernels.partitions import log_add
 from pymc_pcrp._kernels.scores import SKIP_NATS
 from pymc_pcrp._kernels.sweep import gibbs_sweeps
 from pymc_pcrp._runtime.numba_cache import sources_key
@@ -225,7 +225,7 @@ def split_merge_variant(
     selection_ratio: bool = True,
     cluster_first: bool = False,
 ) -> Callable:
-    """:func:`~pymc_pcrp._kernels.splitmerge._split_merge_moves` with a changed test.
+    """:func:`~pymc_pcrp._kernels.splitmerge.run_split_merge` with a changed test.
 
     ``ratio_power``: the power of the prior ratio (``None``: the chain's ``r``);
     ``proposal_probability=False``: the proposal's probability left out
@@ -249,15 +249,15 @@ def split_merge_variant(
         "_merge_base": recompiled(splitmerge._merge_base, moves=stand_in),
     }
     if not proposal_probability:
-        names["_launch"] = without_proposal_probability(allocation._launch)
-    return recompiled(splitmerge._split_merge_moves, **names)
+        names["launch_proposal"] = without_proposal_probability(allocation.launch_proposal)
+    return recompiled(splitmerge.run_split_merge, **names)
 
 
 @functools.cache
 def diag_split_merge_without_proposal_probability() -> Callable:
     """The diagonal family's split-merge move accepting on the posterior ratio alone."""
-    launch = without_proposal_probability(diag_splitmerge._launch)
-    return recompiled(diag_splitmerge.diag_split_merge_moves, _launch=launch)
+    launch = without_proposal_probability(diag_splitmerge.launch_proposal)
+    return recompiled(diag_splitmerge.diag_split_merge_moves, launch_proposal=launch)
 
 
 # -- Pair moves: the prior ratio at a wrong power ---------------------------------------
@@ -293,7 +293,7 @@ def _one_labelling_log_probability(packed, labels):
         values[t] = acc
     total = -np.inf
     for t in range(m):
-        total = _log_add(total, values[t])
+        total = log_add(total, values[t])
     return total - math.log(m)
 
 

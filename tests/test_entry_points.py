@@ -58,12 +58,12 @@ def fitted_random_alpha():
 
 
 def test_the_wrappers_are_installed_on_this_pymc():
-    assert pm.sample_posterior_predictive.__wrapped__ is _entry_points._ORIGINAL_PPC
-    assert pm.find_MAP.__wrapped__ is _entry_points._ORIGINAL_FIND_MAP
-    assert pm.sampling.mcmc.assign_step_methods.__wrapped__ is _entry_points._ORIGINAL_ASSIGN
-    assert pm.smc.kernels.SMC_KERNEL.__init__.__wrapped__ is _entry_points._ORIGINAL_SMC_INIT
+    assert pm.sample_posterior_predictive.__wrapped__ is _entry_points.ORIGINAL_PPC
+    assert pm.find_MAP.__wrapped__ is _entry_points.ORIGINAL_FIND_MAP
+    assert pm.sampling.mcmc.assign_step_methods.__wrapped__ is _entry_points.ORIGINAL_ASSIGN
+    assert pm.smc.kernels.SMC_KERNEL.__init__.__wrapped__ is _entry_points.ORIGINAL_SMC_INIT
     assert pymc_integration.install()  # idempotent: still PyMC's functions underneath
-    assert pm.sample_posterior_predictive.__wrapped__ is _entry_points._ORIGINAL_PPC
+    assert pm.sample_posterior_predictive.__wrapped__ is _entry_points.ORIGINAL_PPC
 
 
 # -- pm.sample_posterior_predictive ------------------------------------------------------------

@@ -70,7 +70,7 @@ def test_convergence_report_leaves_out_labels_and_per_slot_parameters(monkeypatc
         seen["names"] = [v.name for v in proxy.free_RVs]
         return []
 
-    monkeypatch.setattr(_convergence, "_original", capture)
+    monkeypatch.setattr(_convergence, "ORIGINAL", capture)
     draws = {"z": np.zeros((2, 3, 5), dtype=int), "n_clusters": np.ones((2, 3))}
     idata = az.from_dict(posterior=draws, sample_stats={"log_joint": np.zeros((2, 3))})
     _convergence.run_convergence_checks(idata, model)

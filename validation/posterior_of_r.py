@@ -52,7 +52,7 @@ from scipy.special import gammaln
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp.cli.reproduce.data import _digits, _old_faithful, _simulation
+from pymc_pcrp.cli.reproduce.data import digits_data_set, old_faithful_data_set, simulation_data_set
 from pymc_pcrp.cli.reproduce.moves import ALGORITHM_1, paper_prior
 from pymc_pcrp.cli.reproduce.paper_values import K_TRUE, PAPER_SETTINGS
 from pymc_pcrp.cli.reproduce.protocol import FULL_PROTOCOL
@@ -72,13 +72,17 @@ def load(key: str, mnist: str | None, large: bool = False):
     """Return ``(name, clustered X, CV train, CV test, paper's r or None)`` for a data set."""
     protocol, seed = FULL_PROTOCOL, BASE_SEED
     if key == "sim1":
-        data = _simulation("Sim 1", "sim1", sim1, K_TRUE["Sim 1"], SIM1_PARAMS, protocol, seed)
+        data = simulation_data_set(
+            "Sim 1", "sim1", sim1, K_TRUE["Sim 1"], SIM1_PARAMS, protocol, seed
+        )
     elif key == "sim2":
-        data = _simulation("Sim 2", "sim2", sim2, K_TRUE["Sim 2"], SIM2_PARAMS, protocol, seed)
+        data = simulation_data_set(
+            "Sim 2", "sim2", sim2, K_TRUE["Sim 2"], SIM2_PARAMS, protocol, seed
+        )
     elif key == "digits":
-        data = _digits(protocol, seed, mnist)
+        data = digits_data_set(protocol, seed, mnist)
     else:
-        data, _ = _old_faithful(protocol, seed)
+        data, _ = old_faithful_data_set(protocol, seed)
     power = PAPER_SETTINGS[data.name]["power"]
     # the smaller clustered size (300, 1000; Old Faithful has one, 172), or the larger
     sample = data.samples[-1 if large else 0]

@@ -12,13 +12,13 @@ seats the other points ``S`` of the clusters involved in those two groups:
   predictive given the points seated so far (Dahl, 2005);
 - :func:`_restricted_scan` re-seats each point of ``S`` from its restricted
   Gibbs conditional (only the two groups allowed);
-- :func:`_launch` chains the three into the move's proposal and returns the
+- :func:`launch_proposal` chains the three into the move's proposal and returns the
   log probability of the final choices (drawn for a split, or, with
   ``forced``, the current partition's choices scored for a merge).
 
 Both allocation functions return the log probability of the choices they made,
 which is the proposal term of the Metropolis-Hastings test. Every weight is
-``r log n + log p(x | group)``; :func:`_seat_constants` tabulates its
+``r log n + log p(x | group)``; :func:`seat_constants` tabulates its
 size-dependent part. The maths is in the docstring of
 :mod:`pymc_pcrp._kernels.splitmerge`.
 """
@@ -86,7 +86,7 @@ def _group_norm2(
 
 
 @numba.njit(**NJIT_KWARGS)
-def _seat_constants(n_max: int, d: int, power: float, kappa0: float, nu0: float) -> np.ndarray:
+def seat_constants(n_max: int, d: int, power: float, kappa0: float, nu0: float) -> np.ndarray:
     """``r log n + const[n]`` for ``n = 0..n_max`` (``const`` of ``predictive_constants``).
 
     Reading the pCRP weight and the size part of the predictive from this table
@@ -99,7 +99,7 @@ def _seat_constants(n_max: int, d: int, power: float, kappa0: float, nu0: float)
 
 
 @numba.njit(**NJIT_KWARGS)
-def _choose(rng: np.random.Generator, w0: float, w1: float, forced: int) -> tuple[int, float]:
+def choose_group(rng: np.random.Generator, w0: float, w1: float, forced: int) -> tuple[int, float]:
     """Pick group 0 or 1 with probabilities proportional to ``exp(w0)`` and ``exp(w1)``.
 
     With ``forced`` equal to 0 or 1 that group is taken instead of a draw.
@@ -136,7 +136,7 @@ def _sequential_allocation(
     seated so far, or, when ``forced`` is true, joins group ``target[t]``;
     ``side`` receives the groups. Returns the log probability of the choices
     made (the proposal probability of a SAMS move). ``seats``, ``groups`` and
-    ``work`` are the tuples of :func:`_launch`.
+    ``work`` are the tuples of :func:`launch_proposal`.
 
     The log probability only falls as points are seated, so once it is below
     ``floor`` the rest cannot lift it back: the allocation stops there and
@@ -165,7 +165,7 @@ def _sequential_allocation(
             gain = math.log1p(u * kappa_n / (kappa_n + 1.0))
             lw[g] = gain
             w[g] = seat_const[n_g] - 0.5 * glogdet[g] - 0.5 * (nu0 + n_g + 1.0) * gain
-        # _choose, written out
+        # choose_group, written out
         delta = w[1] - w[0]
         e = math.exp(-abs(delta))
         top = 1 if delta >= 0.0 else 0
@@ -214,7 +214,7 @@ def _restricted_scan(
     point is re-seated by a draw from its restricted conditional given all the
     other points, or, when ``forced`` is true, put in group ``target[t]``.
     Returns the log probability, under the restricted conditionals, of the
-    choices made. ``seats``, ``groups`` and ``work`` are the tuples of :func:`_launch`.
+    choices made. ``seats``, ``groups`` and ``work`` are the tuples of :func:`launch_proposal`.
     """
     members, m, side, target = seats
     gcount, gsum, _, gchol, glogdet = groups
@@ -251,9 +251,9 @@ def _restricted_scan(
             u_o = _group_norm2(o, xc, p, gcount, gsum, gchol, kappa0, y)
             w_other = log_predictive(n_o, u_o, glogdet[o], kappa0, nu0, seat_const[n_o])
             if g == 0:
-                new, log_p = _choose(rng, w_own, w_other, forced_g)
+                new, log_p = choose_group(rng, w_own, w_other, forced_g)
             else:
-                new, log_p = _choose(rng, w_other, w_own, forced_g)
+                new, log_p = choose_group(rng, w_other, w_own, forced_g)
             if new != g:
                 shift_point(groups, g, xc, p, -1, params, v, buf)
                 shift_point(groups, new, xc, p, 1, params, v, buf)
@@ -264,7 +264,7 @@ def _restricted_scan(
                 n_h = gcount[h]
                 u_h = _group_norm2(h, xc, p, gcount, gsum, gchol, kappa0, y)
                 w[h] = log_predictive(n_h, u_h, glogdet[h], kappa0, nu0, seat_const[n_h])
-            new, log_p = _choose(rng, w[0], w[1], forced_g)
+            new, log_p = choose_group(rng, w[0], w[1], forced_g)
             shift_point(groups, new, xc, p, 1, params, v, buf)
         side[t] = new
         log_q += log_p
@@ -272,7 +272,7 @@ def _restricted_scan(
 
 
 @numba.njit(**NJIT_KWARGS)
-def _launch(
+def launch_proposal(
     rng: np.random.Generator, xc: np.ndarray, proposal: tuple, groups: tuple, work: tuple
 ) -> tuple[float, float]:
     """Build one proposal over ``S`` from the anchors ``i`` (group 0) and ``j`` (group 1).

@@ -22,7 +22,7 @@ from pymc_pcrp._kernels.moves import (
 )
 from pymc_pcrp._kernels.pair_moves import pair_moves
 from pymc_pcrp._kernels.partitions import canonical_labels
-from pymc_pcrp._kernels.splitmerge import _split_merge_moves
+from pymc_pcrp._kernels.splitmerge import run_split_merge
 from pymc_pcrp._kernels.sweep import NIWParams, SweepState, gibbs_sweeps, log_joint
 
 __all__ = ["advance", "finish_draw", "labels_match", "run_moves", "with_log_alpha"]
@@ -62,7 +62,7 @@ def run_moves(rng: np.random.Generator, chain: tuple, plan: tuple, counts: np.nd
             # then two int64, the type a call from Python has, and calls from Python
             # reuse this compilation of the move instead of compiling their own.
             pair_rule = (rule, np.int64(SMALL_SIZE))
-            found = _split_merge_moves(
+            found = run_split_merge(
                 rng, (xc, state, params), (n_moves, n_scans), seat_const, pair_rule
             )
             add_counts(counts, found)

@@ -23,7 +23,7 @@ import numpy as np
 
 from pymc_pcrp._kernels import moves
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.allocation import _choose
+from pymc_pcrp._kernels.allocation import choose_group
 from pymc_pcrp._kernels.diag_state import (
     DiagParams,
     DiagState,
@@ -80,7 +80,7 @@ def _seat(
     the points seated before it. With ``scan``, one restricted Gibbs scan: each
     point is re-seated given all the others (its own group scored with the point
     left out). ``forced`` puts ``members[t]`` in group ``target[t]`` instead of
-    drawing it (see :func:`pymc_pcrp._kernels.allocation._launch`). Sequential
+    drawing it (see :func:`pymc_pcrp._kernels.allocation.launch_proposal`). Sequential
     allocation stops as soon as its log probability falls below ``floor``
     (``-inf`` never stops), as in
     :func:`pymc_pcrp._kernels.allocation._sequential_allocation`.
@@ -96,7 +96,7 @@ def _seat(
         if not scan:
             w0 = _group_weight(groups, 0, xc, p, seat, a0)
             w1 = _group_weight(groups, 1, xc, p, seat, a0)
-            g, log_p = _choose(rng, w0, w1, forced_g)
+            g, log_p = choose_group(rng, w0, w1, forced_g)
             log_q += log_p
             if log_q < floor:
                 return log_q
@@ -111,9 +111,9 @@ def _seat(
         w_own = seat[n_g - 1] - 0.5 * groups[4][g] - (a0 + 0.5 * (n_g - 1)) * big_l
         w_other = _group_weight(groups, 1 - g, xc, p, seat, a0)
         if g == 0:
-            new, log_p = _choose(rng, w_own, w_other, forced_g)
+            new, log_p = choose_group(rng, w_own, w_other, forced_g)
         else:
-            new, log_p = _choose(rng, w_other, w_own, forced_g)
+            new, log_p = choose_group(rng, w_other, w_own, forced_g)
         log_q += log_p
         if new != g:
             _shift_group(groups, g, xc, p, -1, params)
@@ -123,10 +123,10 @@ def _seat(
 
 
 @numba.njit(**NJIT_KWARGS)
-def _launch(
+def launch_proposal(
     rng: np.random.Generator, xc: np.ndarray, proposal: tuple, groups, work: tuple
 ) -> tuple[float, float]:
-    """Build one proposal (see :func:`pymc_pcrp._kernels.allocation._launch`); return log q, log u.
+    """Build one proposal (as ``allocation.launch_proposal``); return log q and log u.
 
     ``proposal`` is ``(i, j, seats, forced, n_scans, bound)`` and ``work`` is
     ``(params, seat)``; ``bound = (base, weight)`` lets a SAMS merge draw its
@@ -143,7 +143,7 @@ def _launch(
     _shift_group(groups, 1, xc, j, 1, work[0])
     sams = n_scans < 0
     log_u, floor = moves.merge_bound(rng, forced and sams, bound)
-    # As in allocation._launch: the allocation, then n_scans + 1 scans (none for SAMS).
+    # As in allocation.launch_proposal: the allocation, then n_scans + 1 scans (none for SAMS).
     log_q = _seat(rng, xc, seats, forced and sams, groups, work, False, floor)
     for t in range(n_scans + 1):
         log_q = _seat(rng, xc, seats, forced and t == n_scans, groups, work, True, -math.inf)
@@ -185,7 +185,7 @@ def diag_split_merge_moves(
     allocation alone (SAMS, the default move set), ``t >= 0`` adds ``t``
     intermediate and one final restricted scan. ``pairs`` is
     ``(pair_rule, small)``, how each move draws its pair of points, as in
-    :func:`~pymc_pcrp._kernels.splitmerge._split_merge_moves` (the ratio of the
+    :func:`~pymc_pcrp._kernels.splitmerge.run_split_merge` (the ratio of the
     pair's probabilities enters the test).
     """
     n, d = xc.shape
@@ -209,7 +209,7 @@ def diag_split_merge_moves(
         base = 0.0
         if merge:
             # The rest of the merge's log ratio, known before the launch scores
-            # log q (see allocation._launch); the union's rates in group slot 0.
+            # log q (see allocation.launch_proposal); the union's rates in group slot 0.
             sizes = (state.counts[si], state.counts[sj])
             moves.merge_into_group(state, si, sj, gcount, gsum, gsumsq)
             refresh_at(gcount, gsum, gsumsq, gbn, glogb, gmean, ghinv, 0, kappa0, params.b0)
@@ -218,7 +218,7 @@ def diag_split_merge_moves(
             base += moves.selection_log_ratio(pairs[0], k_now, sizes, False)
         bound = (base, 1.0 if merge else 0.0)
         proposal = (i, j, seats, merge, n_scans, bound)
-        log_q, log_u = _launch(rng, xc, proposal, groups, (params, seat))
+        log_q, log_u = launch_proposal(rng, xc, proposal, groups, (params, seat))
         if not merge:
             n_split += 1
             stats = (glogb[0], glogb[1], state.logb[sj])

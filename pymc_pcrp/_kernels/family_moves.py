@@ -66,7 +66,7 @@ from numba.extending import overload
 
 from pymc_pcrp._kernels import moves
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.allocation import _choose
+from pymc_pcrp._kernels.allocation import choose_group
 from pymc_pcrp._kernels.draws import shuffle_in_place, shuffle_pair_prefix, sweep_order
 from pymc_pcrp._kernels.hyperprior import alpha_proposal
 from pymc_pcrp._kernels.log_joint import drifted
@@ -386,7 +386,7 @@ def seat(rng, data, seats, forced, groups, work, scan, floor):
             refresh(gstats, gcache, g, params)
         w0 = seat_w[gcount[0]] + score(gcache, 0, data, p, params)
         w1 = seat_w[gcount[1]] + score(gcache, 1, data, p, params)
-        new, log_p = _choose(rng, w0, w1, forced_g)
+        new, log_p = choose_group(rng, w0, w1, forced_g)
         log_q += log_p
         if not scan and log_q < floor:
             return log_q

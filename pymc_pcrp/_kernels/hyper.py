@@ -80,7 +80,7 @@ __all__ = [
     "set_nu0",
 ]
 
-_LOG_PI = math.log(math.pi)
+LOG_PI = math.log(math.pi)
 
 # Values of ``ScaleGrid.current[1]``: what the step did to the state since the last call.
 IN_SYNC = 0  # the state's factors already use the current s
@@ -235,7 +235,7 @@ def nu0_constants(
         kappa_n = kappa0 + n
         nu_n = nu0 + n
         const += (
-            -0.5 * n * d * _LOG_PI
+            -0.5 * n * d * LOG_PI
             + log_multigamma(0.5 * nu_n, d)
             - log_multigamma(0.5 * nu0, d)
             + 0.5 * d * math.log(kappa0 / kappa_n)

@@ -39,7 +39,7 @@ __all__ = [
     "scale_matrix",
 ]
 
-_LOG_PI = math.log(math.pi)
+LOG_PI = math.log(math.pi)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -129,7 +129,7 @@ def log_det_at(chol: np.ndarray, slot: int) -> float:
 @numba.njit(**NJIT_KWARGS)
 def log_multigamma(a: float, d: int) -> float:
     """Log of the multivariate gamma function ``Gamma_d(a)``."""
-    acc = 0.25 * d * (d - 1) * _LOG_PI
+    acc = 0.25 * d * (d - 1) * LOG_PI
     for j in range(d):
         acc += math.lgamma(a - 0.5 * j)
     return acc
@@ -161,7 +161,7 @@ def log_marginal_from_logdet(
     kappa_n = kappa0 + n
     nu_n = nu0 + n
     return (
-        -0.5 * n * d * _LOG_PI
+        -0.5 * n * d * LOG_PI
         + log_multigamma(0.5 * nu_n, d)
         - log_multigamma(0.5 * nu0, d)
         + 0.5 * nu0 * logdet0
@@ -189,7 +189,7 @@ def predictive_constants(n_max: int, d: int, kappa0: float, nu0: float) -> np.nd
         out[n] = (
             math.lgamma(0.5 * (nu_n + 1.0))
             - math.lgamma(0.5 * (nu_n - d + 1.0))
-            - 0.5 * d * _LOG_PI
+            - 0.5 * d * LOG_PI
             - 0.5 * d * math.log((kappa_n + 1.0) / kappa_n)
         )
     return out

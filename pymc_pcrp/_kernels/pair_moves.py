@@ -39,7 +39,7 @@ import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.moves import accepts, block_log_weight
-from pymc_pcrp._kernels.niw import _LOG_PI
+from pymc_pcrp._kernels.niw import LOG_PI
 from pymc_pcrp._kernels.state import NIWParams, SweepState, factorise, grow_if_full, place_point
 
 __all__ = ["grow_by_two", "no_pairs", "pair_moves", "pair_picks"]
@@ -119,7 +119,7 @@ def grow_by_two(
         return block_log_weight(params, power, 2, logdet_grown, d)
     nu_n = params.nu0 + n
     kappa_n = params.kappa0 + n
-    acc = power * math.log(n * (n + 1.0)) - d * _LOG_PI
+    acc = power * math.log(n * (n + 1.0)) - d * LOG_PI
     acc += 0.5 * d * math.log(kappa_n / (kappa_n + 2.0))
     for j in range(d):
         acc += math.log(0.5 * (nu_n - j))

@@ -108,7 +108,7 @@ def log_gamma_table(n: int) -> np.ndarray:
 
 
 @numba.njit(**NJIT_KWARGS)
-def _log_stirling_next_column(
+def log_stirling_next_column(
     prev: np.ndarray, k: int, r: float, lgam: np.ndarray, out: np.ndarray
 ) -> None:
     """Fill ``out[m] = log S_r(m, k)`` for all ``m`` from column ``k - 1``.
@@ -187,7 +187,7 @@ def log_stirling_r_table(n: int, r: float, k_max: int) -> np.ndarray:
     cols = np.full((k_max + 1, n + 1), -np.inf)
     cols[0, 0] = 0.0
     for k in range(1, min(k_max, n) + 1):
-        _log_stirling_next_column(cols[k - 1], k, r, lgam, cols[k])
+        log_stirling_next_column(cols[k - 1], k, r, lgam, cols[k])
     table = np.empty((n + 1, k_max + 1))
     for m in range(n + 1):
         for k in range(k_max + 1):
@@ -196,7 +196,7 @@ def log_stirling_r_table(n: int, r: float, k_max: int) -> np.ndarray:
 
 
 @numba.njit(**NJIT_KWARGS)
-def _log_add(a: float, b: float) -> float:
+def log_add(a: float, b: float) -> float:
     """Return ``log(exp(a) + exp(b))`` without overflow.
 
     Parameters
@@ -219,7 +219,7 @@ def _log_add(a: float, b: float) -> float:
 
 
 @numba.njit(**NJIT_KWARGS)
-def _log_stirling_rows(n: int) -> tuple[np.ndarray, np.ndarray]:
+def log_stirling_rows(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Last rows of the classical Stirling triangles, in log space.
 
     Parameters
@@ -246,8 +246,8 @@ def _log_stirling_rows(n: int) -> tuple[np.ndarray, np.ndarray]:
     for m in range(n):
         log_m = math.log(m) if m > 0 else -np.inf
         for k in range(m + 1, 0, -1):
-            first[k] = _log_add(log_m + first[k], first[k - 1])
-            second[k] = _log_add(math.log(k) + second[k], second[k - 1])
+            first[k] = log_add(log_m + first[k], first[k - 1])
+            second[k] = log_add(math.log(k) + second[k], second[k - 1])
         first[0] = -np.inf
         second[0] = -np.inf
     return first, second
@@ -260,7 +260,7 @@ def log_stirling_bounds(n: int, r: float) -> np.ndarray:
     The bounds are those listed in the module docstring; ``b[0]`` is ``log
     S_r(n, 0)`` itself (``0`` for ``n = 0``, else ``-inf``).
     """
-    first, second = _log_stirling_rows(n)
+    first, second = log_stirling_rows(n)
     bound = np.empty(n + 1)
     bound[0] = 0.0 if n == 0 else -np.inf
     for k in range(1, n + 1):
@@ -353,7 +353,7 @@ def table_and_log_weights(
         best = -np.inf
         for k in range(1, n + 1):
             column = np.empty(n + 1)
-            _log_stirling_next_column(columns[-1], k, r, lgam, column)
+            log_stirling_next_column(columns[-1], k, r, lgam, column)
             columns.append(column)
             best = max(best, k * log_alpha + column[n])
             if truncation_certified(k, log_alpha, best, bound):

@@ -7,10 +7,10 @@ occupied cluster. This module holds what it reads while doing so:
   computed once per data set and parameters;
 * the per-slot caches (posterior mean, inverse diagonal of the Cholesky factor,
   the constant part of the log weight, eigenvalue bounds), refreshed by
-  :func:`_sync_slot` when a cluster changes;
+  :func:`sync_slot` when a cluster changes;
 * the logarithm-free bounds that let the sweep skip far clusters
   (:func:`loo_lower_bound`, :func:`log_weight_upper_bound`, :data:`SKIP_NATS`),
-  and :func:`_draw_with_skipped`, which completes a draw exactly when a skipped
+  and :func:`draw_with_skipped`, which completes a draw exactly when a skipped
   cluster might matter.
 
 Everything works on the sweep's plain arrays and a
@@ -83,7 +83,7 @@ def _new_cluster_log_weights(xc: np.ndarray, params: NIWParams) -> np.ndarray:
 
 
 @numba.njit(**NJIT_KWARGS)
-def _sample_log_weights(rng: np.random.Generator, logw: np.ndarray, m: int) -> int:
+def sample_log_weights(rng: np.random.Generator, logw: np.ndarray, m: int) -> int:
     """Draw an index in ``0..m-1`` with probabilities proportional to ``exp(logw)``."""
     top = logw[0]
     for j in range(1, m):
@@ -140,23 +140,23 @@ def sweep_tables(xc: np.ndarray, params: NIWParams) -> tuple[np.ndarray, np.ndar
 
 
 @numba.njit(**NJIT_KWARGS)
-def _sync_slot(state: SweepState, slot: int, by_size: np.ndarray, caches: tuple) -> None:
+def sync_slot(state: SweepState, slot: int, by_size: np.ndarray, caches: tuple) -> None:
     """Refresh the cached per-slot quantities the sweep scores points with.
 
     ``caches`` is ``(mean, inv_diag, const, inv_eig)``, arrays with a row per
     slot: ``mean`` (posterior mean), ``inv_diag`` (inverse diagonal of the
     Cholesky factor ``L``), ``const`` (the size- and determinant-dependent part
     of the log weight) and, for ``D > 2``, ``inv_eig``, the eigenvalue bounds of
-    :func:`_sync_eigen_bounds`.
+    :func:`sync_eigen_bounds`.
     """
-    _sync_moments(state, slot, by_size, caches)
+    sync_moments(state, slot, by_size, caches)
     if caches[0].shape[1] > 2:
-        _sync_eigen_bounds(state, slot, caches[3])
+        sync_eigen_bounds(state, slot, caches[3])
 
 
 @numba.njit(**NJIT_KWARGS)
-def _sync_moments(state: SweepState, slot: int, by_size: np.ndarray, caches: tuple) -> None:
-    """Refresh ``mean``, ``inv_diag`` and ``const`` of a slot (see :func:`_sync_slot`)."""
+def sync_moments(state: SweepState, slot: int, by_size: np.ndarray, caches: tuple) -> None:
+    """Refresh ``mean``, ``inv_diag`` and ``const`` of a slot (see :func:`sync_slot`)."""
     mean, inv_diag, const, _ = caches
     n = state.counts[slot]
     inv_kappa = by_size[n, 3]
@@ -167,7 +167,7 @@ def _sync_moments(state: SweepState, slot: int, by_size: np.ndarray, caches: tup
 
 
 @numba.njit(**NJIT_KWARGS)
-def _sync_eigen_bounds(state: SweepState, slot: int, inv_eig: np.ndarray) -> None:
+def sync_eigen_bounds(state: SweepState, slot: int, inv_eig: np.ndarray) -> None:
     """Bounds on the eigenvalues of ``Psi_n = L L^T`` that bracket distances.
 
     They bracket the Mahalanobis distance by the Euclidean one,
@@ -182,7 +182,7 @@ def _sync_eigen_bounds(state: SweepState, slot: int, inv_eig: np.ndarray) -> Non
 
     Both carry a relative margin of ``1e-9`` for rounding: the bounds must hold.
     This costs ``O(D^3)``; between exact refreshes the sweep keeps the bounds
-    valid in ``O(D)`` per move with :func:`_widen_eigen_bounds`.
+    valid in ``O(D)`` per move with :func:`widen_eigen_bounds`.
     """
     chol = state.chol
     d = chol.shape[1]
@@ -214,7 +214,7 @@ def _sync_eigen_bounds(state: SweepState, slot: int, inv_eig: np.ndarray) -> Non
 
 
 @numba.njit(**NJIT_KWARGS)
-def _widen_eigen_bounds(inv_eig: np.ndarray, slot: int, vv: float, sign: float) -> None:
+def widen_eigen_bounds(inv_eig: np.ndarray, slot: int, vv: float, sign: float) -> None:
     """Keep a slot's eigenvalue bounds valid after ``Psi -> Psi + sign v v^T``, ``|v|^2 = vv``.
 
     Adding ``v v^T`` cannot lower ``lambda_min`` and raises ``lambda_max`` by at
@@ -230,7 +230,7 @@ def _widen_eigen_bounds(inv_eig: np.ndarray, slot: int, vv: float, sign: float) 
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
-def _forward_norm2(
+def forward_norm2(
     chol: np.ndarray,
     slot: int,
     xc: np.ndarray,
@@ -267,12 +267,12 @@ def _forward_norm2(
 
 
 # A partial distance is compared with its limit after every PARTIAL_ROWS rows of the
-# triangular solve (_forward_norm2_capped); data of at most that many dimensions never stop.
+# triangular solve (forward_norm2_capped); data of at most that many dimensions never stop.
 PARTIAL_ROWS = 4
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
-def _forward_norm2_capped(
+def forward_norm2_capped(
     chol: np.ndarray,
     slot: int,
     xc: np.ndarray,
@@ -282,16 +282,16 @@ def _forward_norm2_capped(
     y: np.ndarray,
     limit: float,
 ) -> float:
-    """:func:`_forward_norm2` that gives up once the distance is known to exceed ``limit``.
+    """:func:`forward_norm2` that gives up once the distance is known to exceed ``limit``.
 
     The first ``j`` rows of the solve give ``sum_{a < j} y_a^2``, a lower bound on
     the squared norm (the rest adds non-negative terms, in floating point too).
     After every :data:`PARTIAL_ROWS` rows that partial sum is compared with
     ``limit``; when it is larger the solve stops and ``-1.0`` is returned.
     Otherwise the full squared norm is returned, computed by the same operations
-    in the same order as :func:`_forward_norm2`, bit for bit. The sweep uses it
+    in the same order as :func:`forward_norm2`, bit for bit. The sweep uses it
     for ``D > PARTIAL_ROWS`` only (below that no solve can stop early). The loop
-    is written out here and in :func:`_forward_norm2` rather than shared, so that
+    is written out here and in :func:`forward_norm2` rather than shared, so that
     the common full solve carries no limit test.
     """
     d = xc.shape[1]
@@ -447,7 +447,7 @@ def sweep_workspace(n: int, skip_nats: float) -> tuple:
 
 
 @numba.njit(**NJIT_KWARGS)
-def _draw_with_skipped(
+def draw_with_skipped(
     rng_value: float,
     total: float,
     bound: float,
@@ -494,7 +494,7 @@ def _draw_with_skipped(
             m = state.counts[slot]
             u = skipped_u[s]
             if u < 0.0:
-                u = _forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
+                u = forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
             lw = const[slot] + by_size[m, 1] * math.log(1.0 + u * by_size[m, 2])
         wsk[s] = math.exp(lw - top)
         big += wsk[s]

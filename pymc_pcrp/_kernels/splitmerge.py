@@ -15,7 +15,7 @@ One move
 1. Two distinct points ``i`` and ``j`` are drawn uniformly (the sampler's
    speck moves draw them among the small clusters instead, and multiply the
    ratio of the pair's probabilities into the test; see
-   :func:`_split_merge_moves`). ``S`` is the set of
+   :func:`run_split_merge`). ``S`` is the set of
    the *other* points of the clusters holding ``i`` and ``j`` (one cluster if
    they share it). Two groups are formed: group 0 is anchored by ``i`` and
    group 1 by ``j``.
@@ -86,7 +86,7 @@ is always drawn, so the launch draws it right after its shuffle (where the full
 computation drew it: scoring draws nothing) and stops once ``log q`` is below
 ``log u - base``. Decisions and random stream are those of the full
 computation; a merge of two well separated clusters then costs one
-factorisation (:func:`pymc_pcrp._kernels.allocation._launch`).
+factorisation (:func:`pymc_pcrp._kernels.allocation.launch_proposal`).
 
 An accepted move writes the proposed clusters' statistics into the
 :class:`~pymc_pcrp._kernels.state.SweepState` with freshly computed Cholesky
@@ -112,7 +112,7 @@ import numpy as np
 
 from pymc_pcrp._kernels import moves
 from pymc_pcrp._kernels._config import NJIT_KWARGS
-from pymc_pcrp._kernels.allocation import _launch, _seat_constants
+from pymc_pcrp._kernels.allocation import launch_proposal, seat_constants
 from pymc_pcrp._kernels.state import NIWParams, SweepState, factorise, grow_if_full
 
 __all__ = ["split_merge_moves"]
@@ -211,7 +211,7 @@ def _merge_base(
 
 
 @numba.njit(**NJIT_KWARGS)
-def _split_merge_moves(
+def run_split_merge(
     rng: np.random.Generator, chain: tuple, plan: tuple, seat_const: np.ndarray, pairs: tuple
 ) -> tuple[int, int, int, int]:
     """Run :func:`split_merge_moves` with a size table and a pair rule.
@@ -221,7 +221,7 @@ def _split_merge_moves(
     ``pairs`` is ``(pair_rule, small)``, which the sampler passes as
     ``(pair_rule, np.int64(SMALL_SIZE))``.
 
-    ``seat_const`` is :func:`_seat_constants` up to some size (it is regrown
+    ``seat_const`` is :func:`seat_constants` up to some size (it is regrown
     when a move needs larger sizes); the sweep's own table (column 0 of
     ``by_size`` of :func:`~pymc_pcrp._kernels.scores.sweep_tables`, sizes up to
     ``N``) is the same thing, so :func:`~pymc_pcrp._kernels.chain.advance`
@@ -276,7 +276,7 @@ def _split_merge_moves(
         m = moves.gather_members(head, nxt, si, sj, i, j, members, target)
         if m + 2 >= seat_const.shape[0]:
             size = min(n, max(m + 2, 2 * seat_const.shape[0]))
-            seat_const = _seat_constants(size, d, params.power, params.kappa0, params.nu0)
+            seat_const = seat_constants(size, d, params.power, params.kappa0, params.nu0)
 
         # The proposal draws the split, or (merge) scores the current one; a merge
         # passes the rest of its ratio so that the launch can stop once it must fail.
@@ -288,7 +288,7 @@ def _split_merge_moves(
             base = _merge_base(state, params, si, sj, k_now, groups, buf, pairs)
         bound = (base, 1.0 if merge else 0.0)
         proposal = (i, j, seats, merge, n_restricted_scans, bound)
-        log_q, log_u = _launch(rng, xc, proposal, groups, work)
+        log_q, log_u = launch_proposal(rng, xc, proposal, groups, work)
 
         if is_split:
             n_split += 1
@@ -353,7 +353,7 @@ def split_merge_moves(
         n_merge_accepted)``.
     """
     d = xc.shape[1]
-    seat_const = _seat_constants(min(xc.shape[0], 16), d, params.power, params.kappa0, params.nu0)
+    seat_const = seat_constants(min(xc.shape[0], 16), d, params.power, params.kappa0, params.nu0)
     plan = (n_moves, n_restricted_scans)
     pairs = (np.int64(moves.UNIFORM_PAIRS), np.int64(0))  # as the sampler's (chain.run_moves)
-    return _split_merge_moves(rng, (xc, state, params), plan, seat_const, pairs)
+    return run_split_merge(rng, (xc, state, params), plan, seat_const, pairs)

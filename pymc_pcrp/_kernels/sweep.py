@@ -28,20 +28,20 @@ from pymc_pcrp._kernels.niw import log_marginal_from_logdet
 from pymc_pcrp._kernels.scores import (
     PARTIAL_ROWS,
     SKIP_NATS,
-    _draw_with_skipped,
-    _forward_norm2,
-    _forward_norm2_capped,
-    _sample_log_weights,
-    _sync_eigen_bounds,
-    _sync_moments,
-    _sync_slot,
-    _widen_eigen_bounds,
     distance_limit,
+    draw_with_skipped,
+    forward_norm2,
+    forward_norm2_capped,
     log_weight_upper_bound,
     loo_log_weight,
     loo_lower_bound,
+    sample_log_weights,
     sweep_tables,
     sweep_workspace,
+    sync_eigen_bounds,
+    sync_moments,
+    sync_slot,
+    widen_eigen_bounds,
 )
 from pymc_pcrp._kernels.state import (
     NIWParams,
@@ -80,25 +80,25 @@ def _move_point(
     """Move point ``i`` from ``old`` to ``slot``, keeping the caches in step.
 
     ``caches`` is ``(mean, inv_diag, const, inv_eig)`` of
-    :func:`~pymc_pcrp._kernels.scores._sync_slot`. The eigenvalue bounds are
-    widened in ``O(D)`` (:func:`_widen_eigen_bounds`) rather than recomputed in
+    :func:`~pymc_pcrp._kernels.scores.sync_slot`. The eigenvalue bounds are
+    widened in ``O(D)`` (:func:`widen_eigen_bounds`) rather than recomputed in
     ``O(D^3)``; a slot that opens gets exact ones.
     """
     d = xc.shape[1]
     inv_eig = caches[3]
     vv = place_point(state, xc, i, old, -1, params, v, buf)
     if state.counts[old] > 0:
-        _sync_moments(state, old, by_size, caches)
+        sync_moments(state, old, by_size, caches)
         if d > 2:
-            _widen_eigen_bounds(inv_eig, old, vv, -1.0)
+            widen_eigen_bounds(inv_eig, old, vv, -1.0)
     opened = state.counts[slot] == 0
     vv = place_point(state, xc, i, slot, 1, params, v, buf)
-    _sync_moments(state, slot, by_size, caches)
+    sync_moments(state, slot, by_size, caches)
     if d > 2:
         if opened:
-            _sync_eigen_bounds(state, slot, inv_eig)
+            sync_eigen_bounds(state, slot, inv_eig)
         else:
-            _widen_eigen_bounds(inv_eig, slot, vv, 1.0)
+            widen_eigen_bounds(inv_eig, slot, vv, 1.0)
     state.labels[i] = slot
 
 
@@ -128,18 +128,18 @@ def _reseat_by_removal(
     place_point(state, xc, i, old, -1, params, v, buf)
     if state.counts[old] > 0:
         # Exact bounds: this path is rare, and the point is added back below.
-        _sync_slot(state, old, by_size, caches)
+        sync_slot(state, old, by_size, caches)
     k = state.k[0]
     for p in range(k):
         slot = state.order[p]
         m = state.counts[slot]
-        u = _forward_norm2(state.chol, slot, xc, i, mean, inv_diag, y)
+        u = forward_norm2(state.chol, slot, xc, i, mean, inv_diag, y)
         logw[p] = const[slot] + by_size[m, 1] * math.log(1.0 + u * by_size[m, 2])
     logw[k] = log_new[i]
-    choice = _sample_log_weights(rng, logw, k + 1)
+    choice = sample_log_weights(rng, logw, k + 1)
     slot = state.order[choice]
     place_point(state, xc, i, slot, 1, params, v, buf)
-    _sync_slot(state, slot, by_size, caches)
+    sync_slot(state, slot, by_size, caches)
     state.labels[i] = slot
     return 1 if slot != old else 0
 
@@ -189,10 +189,10 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     lower bound on ``log(1 + t)`` read off the float's exponent and mantissa
     (:func:`~pymc_pcrp._kernels.scores.log1p_lower_bound`, within 0.026 nats)
     gives an upper bound without a logarithm (for ``D > 2`` a
-    lower bound on ``u`` from the Euclidean distance, see :func:`_sync_slot`,
+    lower bound on ``u`` from the Euclidean distance, see :func:`sync_slot`,
     first saves the triangular solve too, and for ``D > 4`` the solve stops once
     the partial distance of its first rows is already beyond the cluster's
-    limit, :func:`~pymc_pcrp._kernels.scores._forward_norm2_capped`; a solve
+    limit, :func:`~pymc_pcrp._kernels.scores.forward_norm2_capped`; a solve
     that runs to the end is the full one, bit for bit, so the draws are those of
     the full solve). The reference is a lower bound on
     the largest weight: the larger of the new cluster's log weight and a
@@ -206,7 +206,7 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     ``exp(-skip_nats)``; only when ``v`` falls in the top fraction
     ``bound / (S + bound)`` (about ``2.5e-3`` per skipped option) are the
     skipped options scored exactly and the draw completed by
-    :func:`_draw_with_skipped`. When everything but the own cluster is
+    :func:`draw_with_skipped`. When everything but the own cluster is
     skipped, which for well separated clusters is most updates, the point stays with
     probability ``1 / (1 + bound)`` without a single logarithm or
     exponential. The chosen cluster has exactly the full conditional
@@ -216,7 +216,7 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     # indexing locals. Taking a view (``xc[i]``) or passing arrays to a helper
     # costs numba atomic reference counting on every call, which measured about
     # three times the arithmetic itself at D = 2; hence the written-out draw, and
-    # the distances from _forward_norm2, which numba inlines. Helpers that take
+    # the distances from forward_norm2, which numba inlines. Helpers that take
     # arrays run only on the less common paths (a move, a draw that needs the
     # skipped clusters); the scalar bound functions are free.
     xc, state, params, tables = chain
@@ -231,7 +231,7 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     const = np.empty(cap)
     inv_eig = np.empty((cap, 2))
     for p in range(state.k[0]):
-        _sync_slot(state, state.order[p], by_size, (mean, inv_diag, const, inv_eig))
+        sync_slot(state, state.order[p], by_size, (mean, inv_diag, const, inv_eig))
     logw, skipped, skipped_u, skipped_w, skip_weight = sweep_workspace(n, SKIP_NATS)
     y = np.empty(d)
     v = np.empty(d)
@@ -251,7 +251,7 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
             #    (loo_log_weight). Only its cheap lower bound (loo_lower_bound)
             #    is taken here; the logarithms wait until they are needed. For
             #    D > 2 the triangular solve waits too: the bound then uses the
-            #    bracket of the distance from the Euclidean one (_sync_slot).
+            #    bracket of the distance from the Euclidean one (sync_slot).
             low_own = -math.inf
             own_a = 0.0
             own_e = 0.0
@@ -276,7 +276,7 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
                         low_own = loo_lower_bound(own_a, own_e, own_b, own_c, u_lo, u_hi)
                         exact_own = False
                 if exact_own:
-                    u = _forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
+                    u = forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
                     shrink = 1.0 - own_c * u
                     if not shrink > 1e-10:
                         # Leave-one-out numerically unsafe: remove the point instead.
@@ -336,7 +336,7 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
                 if d > PARTIAL_ROWS:
                     # the solve stops once a partial distance rules the cluster out
                     limit = distance_limit(const[slot], e, bm, cut)
-                    u = _forward_norm2_capped(chol, slot, xc, i, mean, inv_diag, y, limit)
+                    u = forward_norm2_capped(chol, slot, xc, i, mean, inv_diag, y, limit)
                     if u < 0.0:
                         logw[p] = -math.inf
                         skipped[n_skipped] = p
@@ -344,7 +344,7 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
                         n_skipped += 1
                         continue
                 else:
-                    u = _forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
+                    u = forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
                 tb = u * bm
                 if log_weight_upper_bound(const[slot], e, tb) < cut:
                     logw[p] = -math.inf
@@ -375,7 +375,7 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
                     continue
                 if not exact_own:
                     # 1 - c u >= 1 - c u_hi > 1e-10: the leave-one-out formula is safe.
-                    own_u = _forward_norm2(chol, old, xc, i, mean, inv_diag, y)
+                    own_u = forward_norm2(chol, old, xc, i, mean, inv_diag, y)
                 for j in range(k + 1):
                     logw[j] = 0.0
                 logw[state.where[old]] = 1.0
@@ -385,7 +385,7 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
                 # 3b. Weights relative to the top; skipped clusters weigh 0.
                 if counts[old] > 1:  # a singleton's own cluster is not an option
                     if not exact_own:
-                        own_u = _forward_norm2(chol, old, xc, i, mean, inv_diag, y)
+                        own_u = forward_norm2(chol, old, xc, i, mean, inv_diag, y)
                     lw_own = loo_log_weight(own_a, own_e, own_b, own_c, own_u)
                     logw[state.where[old]] = lw_own
                     if lw_own > top:
@@ -397,7 +397,7 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
                     logw[j] = w
                     total += w
                 bound = n_skipped * skip_weight
-            # 4. The draw (_sample_log_weights inlined, new cluster last).
+            # 4. The draw (sample_log_weights inlined, new cluster last).
             target = uniform * (total + bound)
             if n_skipped == 0 or target < total:
                 acc = 0.0
@@ -408,7 +408,7 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
                         choice = j
                         break
             else:
-                choice = _draw_with_skipped(
+                choice = draw_with_skipped(
                     uniform,
                     total,
                     bound,
@@ -448,7 +448,7 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
             # after the last sweep: the caches are this call's own, and the next call
             # computes them afresh).
             for p in range(n_occupied[0]):
-                _sync_eigen_bounds(state, order[p], inv_eig)
+                sync_eigen_bounds(state, order[p], inv_eig)
     return moved
 
 

@@ -52,7 +52,7 @@ from pymc_pcrp._kernels.hyper import (
 )
 from pymc_pcrp._kernels.log_joint import resync_state
 from pymc_pcrp._kernels.niw import log_marginal_from_logdet, log_predictive
-from pymc_pcrp._kernels.scores import _sample_log_weights
+from pymc_pcrp._kernels.scores import sample_log_weights
 from pymc_pcrp._kernels.state import NIWParams, SweepState, grow_if_full, place_point
 
 __all__ = [
@@ -118,7 +118,7 @@ def tempered_sweeps(
                 log_pred = log_predictive(m, u, state.logdet[slot], kappa0, nu0, pred_const[m])
                 logw[p] = power * math.log(m) + beta * log_pred
             logw[k] = log_alpha + beta * (log_new[i] - log_alpha)
-            choice = _sample_log_weights(rng, logw, k + 1)
+            choice = sample_log_weights(rng, logw, k + 1)
             slot = state.order[choice]
             place_point(state, xc, i, slot, 1, params, v, buf)
             state.labels[i] = slot

@@ -63,7 +63,7 @@ from pymc_pcrp._kernels.log_joint import (
     partition_log_joint,
 )
 from pymc_pcrp._kernels.niw import cholesky_lower, log_det_chol, log_multigamma, solve_lower
-from pymc_pcrp._kernels.partitions import _log_add, canonical_labels
+from pymc_pcrp._kernels.partitions import canonical_labels, log_add
 from pymc_pcrp._kernels.state import NIWParams
 
 __all__ = [
@@ -84,7 +84,7 @@ MAX_TEMPLATE_CLUSTERS = 10
 # share of the sum is below a double's rounding, see _log_permanent).
 PERMANENT_CUTOFF = 60.0
 
-_LOG_PI = math.log(math.pi)
+LOG_PI = math.log(math.pi)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -93,7 +93,7 @@ def _log_ratio(kappa: float, nu: float, logdet_without: float, logdet_with: floa
     return (
         log_multigamma(0.5 * (nu + 1.0), d)
         - log_multigamma(0.5 * nu, d)
-        - 0.5 * d * _LOG_PI
+        - 0.5 * d * LOG_PI
         + 0.5 * d * math.log(kappa / (kappa + 1.0))
         + 0.5 * nu * logdet_without
         - 0.5 * (nu + 1.0) * logdet_with
@@ -231,7 +231,7 @@ def _log_permanent(block: np.ndarray) -> float:
             used += bits & 1
             bits >>= 1
         if used == b:
-            result = _log_add(result, value)
+            result = log_add(result, value)
             continue
         for c in range(k):
             if not (subset >> c) & 1:
@@ -239,7 +239,7 @@ def _log_permanent(block: np.ndarray) -> float:
                 if step + rest[used + 1] < floor:
                     continue
                 nxt = subset | (1 << c)
-                f[nxt] = _log_add(f[nxt], step)
+                f[nxt] = log_add(f[nxt], step)
     return result
 
 
@@ -332,7 +332,7 @@ def mixture_log_probability(templates: TemplateSet, labels: np.ndarray) -> float
         values[t] = _log_permanent(_block_log_weights(w, k, labels, b))
     total = -np.inf
     for t in range(m):
-        total = _log_add(total, values[t])
+        total = log_add(total, values[t])
     return total - math.log(m)
 
 

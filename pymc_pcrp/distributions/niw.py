@@ -202,7 +202,7 @@ class ScaleMarginalGrad(Op):
         output_storage[0][0] = out
 
 
-def _static_length(z: TensorVariable) -> int | None:
+def static_length(z: TensorVariable) -> int | None:
     """Length of a label vector when it is known before sampling."""
     if z.type.shape and z.type.shape[0] is not None:
         return int(z.type.shape[0])
@@ -390,7 +390,7 @@ def _check_observed(observed, z, prior: NIWPrior) -> None:
             f"Argument 'observed' has D = {data.shape[1]} columns but 'prior' has dimension "
             f"{prior.dim}; build the prior from the same data, e.g. NIWPrior.from_data(X)."
         )
-    n = _static_length(pt.as_tensor_variable(z))
+    n = static_length(pt.as_tensor_variable(z))
     if n is not None and n != data.shape[0]:
         raise ValueError(
             f"Argument 'observed' has N = {data.shape[0]} points but 'z' labels {n} items; "

@@ -56,11 +56,11 @@ from pytensor.graph.traversal import graph_inputs
 from pymc_pcrp._kernels.normaliser import normaliser_recursion, row_log_normaliser
 from pymc_pcrp._kernels.partitions import (
     TRUNCATION_NATS,
-    _log_stirling_next_column,
-    _log_stirling_rows,
     check_prior_args,
     log_gamma_table,
     log_stirling_bounds,
+    log_stirling_next_column,
+    log_stirling_rows,
     truncation_certified,
 )
 from pymc_pcrp._validation import depends_on_random_variable
@@ -82,7 +82,7 @@ __all__ = [
 @functools.lru_cache(maxsize=8)
 def _classical_rows(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Return the cached ``log |s(n, k)|`` and ``log S(n, k)`` (Stirling numbers of both kinds)."""
-    first, second = _log_stirling_rows(n)
+    first, second = log_stirling_rows(n)
     first.flags.writeable = False
     second.flags.writeable = False
     return first, second
@@ -121,7 +121,7 @@ class _LogStirlingRow:
         """Compute column ``k + 1`` of the table from column ``k`` and keep its last entry."""
         k = self._row.size
         column = np.empty(self.n + 1)
-        _log_stirling_next_column(self._column, k, self.r, self._lgam, column)
+        log_stirling_next_column(self._column, k, self.r, self._lgam, column)
         self._column = column
         self._row = np.append(self._row, column[self.n])
 

@@ -453,6 +453,6 @@ class TableMixture(Continuous):
 
 def _label_length(z) -> int | None:
     """Length of a label vector when it is known before sampling."""
-    from pymc_pcrp.distributions.niw import _static_length
+    from pymc_pcrp.distributions.niw import static_length
 
-    return _static_length(pt.as_tensor_variable(z))
+    return static_length(pt.as_tensor_variable(z))

@@ -10,7 +10,7 @@ import numpy as np
 
 from pymc_pcrp._validation import check_positive_scalar
 from pymc_pcrp.plots._common import MARKERS, k_draws, label_vector, new_axes
-from pymc_pcrp.prior import _check_n, prior_num_clusters
+from pymc_pcrp.prior import check_n, prior_num_clusters
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -207,7 +207,7 @@ def plot_prior_num_clusters(
         raise ImportError(
             "plot_prior_num_clusters needs matplotlib; install it with `pip install matplotlib`."
         ) from err
-    n = _check_n(n)
+    n = check_n(n)
     alpha = check_positive_scalar(alpha, "alpha")
     powers = [check_positive_scalar(r, "powers") for r in np.atleast_1d(powers)]
     if not powers:

@@ -8,10 +8,10 @@ import numpy as np
 
 from pymc_pcrp.posterior.similarity import (
     PointEstimate,
-    _canonical,
-    _check_similarity,
-    _flat_draws,
-    _is_similarity,
+    check_similarity,
+    first_appearance_labels,
+    flat_draws,
+    is_similarity,
     point_estimate,
     posterior_similarity,
 )
@@ -64,12 +64,12 @@ def plot_similarity(
     """
     import matplotlib.pyplot as plt
 
-    if _is_similarity(psm_or_idata):
-        psm = _check_similarity(psm_or_idata)
+    if is_similarity(psm_or_idata):
+        psm = check_similarity(psm_or_idata)
         source = psm
         default_loss = "binder"
     else:
-        draws = _flat_draws(psm_or_idata, var_name)
+        draws = flat_draws(psm_or_idata, var_name)
         psm = posterior_similarity(draws)
         source = draws
         default_loss = "vi"
@@ -84,7 +84,7 @@ def plot_similarity(
             f"Argument 'labels' must be {n} integer labels, but got dtype {labels.dtype} and "
             f"shape {labels.shape}."
         )
-    labels = _canonical(labels)
+    labels = first_appearance_labels(labels)
     sizes = np.bincount(labels)
     cohesion = np.zeros(n)
     for k in range(sizes.shape[0]):

@@ -29,7 +29,7 @@ from pymc_pcrp.posterior.pointwise import log_likelihood
 
 __all__ = ["compute_log_density"]
 
-_original = getattr(
+ORIGINAL = getattr(
     _log_density.compute_log_density, "__wrapped__", _log_density.compute_log_density
 )
 
@@ -58,7 +58,7 @@ def compute_log_density(
         "compile_kwargs": compile_kwargs,
     }
     if kind != "likelihood":
-        return _original(
+        return ORIGINAL(
             idata, var_names=var_names, extend_inferencedata=extend_inferencedata, **kwargs
         )
     model = modelcontext(model)
@@ -67,7 +67,7 @@ def compute_log_density(
     mixtures = [rv.name for rv in model.observed_RVs if is_niw_mixture(rv)]
     mixtures = [name for name in requested if name in mixtures]
     if not mixtures:
-        return _original(
+        return ORIGINAL(
             idata, var_names=var_names, extend_inferencedata=extend_inferencedata, **kwargs
         )
     if tuple(sample_dims) != ("chain", "draw"):
@@ -78,7 +78,7 @@ def compute_log_density(
     parts = []
     others = [name for name in requested if name not in mixtures]
     if others:
-        parts.append(_original(idata, var_names=others, extend_inferencedata=False, **kwargs))
+        parts.append(ORIGINAL(idata, var_names=others, extend_inferencedata=False, **kwargs))
     for name in mixtures:
         try:
             parts.append(
@@ -102,4 +102,4 @@ def compute_log_density(
     return idata
 
 
-compute_log_density.__wrapped__ = _original
+compute_log_density.__wrapped__ = ORIGINAL

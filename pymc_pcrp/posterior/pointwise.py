@@ -83,7 +83,7 @@ from pymc_pcrp.distributions._niw_numpy import check_prior
 
 __all__ = ["log_likelihood", "pointwise_log_likelihood"]
 
-_LOG_PI = float(np.log(np.pi))
+LOG_PI = float(np.log(np.pi))
 
 
 #: Draws are processed in blocks whose ``(draws, K_max, N)`` arrays hold about this many floats.
@@ -150,7 +150,7 @@ def _chunk(
     const = (
         gammaln(0.5 * (df + d))
         - gammaln(0.5 * df)
-        - 0.5 * d * _LOG_PI
+        - 0.5 * d * LOG_PI
         - 0.5 * logdet
         - 0.5 * d * np.log((kappa + 1.0) / kappa)
     )
@@ -165,7 +165,7 @@ def _chunk(
     u_i = np.take_along_axis(u, local[:, None, :], axis=1)[:, 0]
     shrink = np.log1p(-np.minimum(u_i * kappa_i / (kappa_i - 1.0), 1.0 - 1e-16))
     log_own = (
-        -0.5 * d * _LOG_PI
+        -0.5 * d * LOG_PI
         + multigammaln(0.5 * nu_i, d)
         - multigammaln(0.5 * (nu_i - 1.0), d)
         + 0.5 * d * np.log((kappa_i - 1.0) / kappa_i)

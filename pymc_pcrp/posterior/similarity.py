@@ -54,7 +54,7 @@ _BLAS_SPEEDUP = 30
 _BLAS_MIN_N = 512
 
 
-def _flat_draws(idata_or_draws, var_name: str | None) -> np.ndarray:
+def flat_draws(idata_or_draws, var_name: str | None) -> np.ndarray:
     """Return the label draws as a C-contiguous int64 array of shape ``(S, N)``."""
     if isinstance(idata_or_draws, az.InferenceData):
         draws = label_draws(idata_or_draws, var_name)
@@ -194,7 +194,7 @@ def posterior_similarity(
     dtype = np.dtype(dtype)
     if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
         raise ValueError(f"Argument 'dtype' must be float32 or float64, but got {dtype}.")
-    draws = _flat_draws(idata_or_draws, var_name)
+    draws = flat_draws(idata_or_draws, var_name)
     if dtype == np.float32 and draws.shape[0] > _FLOAT32_EXACT:
         raise ValueError(
             f"{draws.shape[0]} draws exceed what float32 counts exactly (2**24); use float64."
@@ -298,7 +298,7 @@ class _BinderObjective:
         return salso.binder_loss(self.c, self.psm, self.a)
 
 
-def _canonical(c: np.ndarray) -> np.ndarray:
+def first_appearance_labels(c: np.ndarray) -> np.ndarray:
     """Renumber a label vector ``0, 1, ...`` by order of first appearance."""
     _, first, inverse = np.unique(c, return_index=True, return_inverse=True)
     rank = np.empty(first.shape[0], dtype=np.int64)
@@ -330,11 +330,11 @@ def _run(obj, n: int, rng: np.random.Generator, max_sweeps: int, max_zealous: in
     return best
 
 
-def _is_similarity(arr) -> bool:
+def is_similarity(arr) -> bool:
     return isinstance(arr, np.ndarray) and np.issubdtype(arr.dtype, np.floating)
 
 
-def _check_similarity(psm: np.ndarray) -> np.ndarray:
+def check_similarity(psm: np.ndarray) -> np.ndarray:
     if psm.ndim != 2 or psm.shape[0] != psm.shape[1] or psm.shape[0] == 0:
         raise ValueError(
             f"A similarity matrix must be square with N >= 1, but got shape {psm.shape}."
@@ -352,7 +352,7 @@ def _max_clusters(max_clusters: int | None, default: int, n: int) -> int:
 
 def _objective(idata_or_draws, loss: str, a: float, var_name, max_draws, max_clusters):
     """Return the search objective for the input, the number of points and of draws used."""
-    if _is_similarity(idata_or_draws):
+    if is_similarity(idata_or_draws):
         if loss != "binder":
             raise ValueError(
                 "A similarity matrix determines only Binder's loss; pass the label draws "
@@ -360,13 +360,13 @@ def _objective(idata_or_draws, loss: str, a: float, var_name, max_draws, max_clu
             )
         if var_name is not None:
             raise ValueError("Argument 'var_name' applies only to InferenceData input.")
-        psm = _check_similarity(idata_or_draws)
+        psm = check_similarity(idata_or_draws)
         n = psm.shape[0]
         n_draws = 0
         kcap = _max_clusters(max_clusters, n, n)
         obj = _BinderObjective(psm, a, kcap)
     else:
-        draws = _thin(_flat_draws(idata_or_draws, var_name), max_draws)
+        draws = _thin(flat_draws(idata_or_draws, var_name), max_draws)
         n_draws, n = draws.shape
         dense, n_blocks = salso.dense_labels(draws)
         kcap = _max_clusters(max_clusters, int(n_blocks.max()), n)
@@ -492,7 +492,7 @@ def point_estimate(
         if best_c is None or run_losses[r] < run_losses[:r].min():
             best_c = obj.c.copy()
     return PointEstimate(
-        labels=_canonical(best_c),
+        labels=first_appearance_labels(best_c),
         expected_loss=float(run_losses.min()),
         loss=loss,
         n_draws=n_draws,
@@ -539,15 +539,15 @@ def expected_loss(
             f"Argument 'labels' must be a 1-D integer array, but got dtype {c.dtype} and "
             f"shape {c.shape}."
         )
-    c = _canonical(c)
-    if _is_similarity(idata_or_draws):
+    c = first_appearance_labels(c)
+    if is_similarity(idata_or_draws):
         if loss != "binder":
             raise ValueError("A similarity matrix determines only Binder's loss.")
-        psm = _check_similarity(idata_or_draws)
+        psm = check_similarity(idata_or_draws)
     else:
         if max_draws is not None:
             max_draws = _check_int(max_draws, "max_draws", 1)
-        draws = _thin(_flat_draws(idata_or_draws, var_name), max_draws)
+        draws = _thin(flat_draws(idata_or_draws, var_name), max_draws)
         psm = None
     n = psm.shape[0] if psm is not None else draws.shape[1]
     if c.shape[0] != n:

@@ -36,7 +36,7 @@ from pymc_pcrp.step_methods._slot_likelihood import slot_parameters
 
 __all__ = ["run_convergence_checks"]
 
-_original = getattr(_mcmc.run_convergence_checks, "__wrapped__", _mcmc.run_convergence_checks)
+ORIGINAL = getattr(_mcmc.run_convergence_checks, "__wrapped__", _mcmc.run_convergence_checks)
 
 
 def run_convergence_checks(idata, model):
@@ -52,7 +52,7 @@ def run_convergence_checks(idata, model):
         rv for rv in model.free_RVs if rv.owner is not None and isinstance(rv.owner.op, label_ops)
     ]
     if not blocks:
-        return _original(idata, model)
+        return ORIGINAL(idata, model)
     try:
         return _label_invariant_checks(idata, model, blocks)
     except Exception as exc:  # never lose a finished run to the report
@@ -62,7 +62,7 @@ def run_convergence_checks(idata, model):
             RuntimeWarning,
             stacklevel=2,
         )
-        return _original(idata, model)
+        return ORIGINAL(idata, model)
 
 
 def _label_invariant_checks(idata, model, blocks):
@@ -88,7 +88,7 @@ def _label_invariant_checks(idata, model, blocks):
     # A number of clusters that never changes is a healthy outcome, but ArviZ
     # divides by its zero variance; keep that from printing a RuntimeWarning.
     with np.errstate(invalid="ignore", divide="ignore"):
-        return _original(idata, proxy)
+        return ORIGINAL(idata, proxy)
 
 
-run_convergence_checks.__wrapped__ = _original
+run_convergence_checks.__wrapped__ = ORIGINAL

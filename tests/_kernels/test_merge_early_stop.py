@@ -3,7 +3,7 @@
 A split-merge merge is accepted when ``log u < log q + base``, where ``log q``
 (the probability that the reverse split's sequential allocation makes the
 current partition's choices) only falls as points are scored. The launch
-(``_launch`` of either covariance family) draws ``u`` right after its shuffle
+(``launch_proposal`` of either covariance family) draws ``u`` right after its shuffle
 when ``base < 0`` and stops scoring once the merge can no longer pass. These
 tests run the same launch with and without that bound, from the same seed, and
 check that it draws the uniform the test would have drawn, that a stopped
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from pymc_pcrp._kernels import allocation, diag_splitmerge, splitmerge
-from pymc_pcrp._kernels.allocation import _seat_constants
+from pymc_pcrp._kernels.allocation import seat_constants
 from pymc_pcrp._kernels.diag_state import diag_tables, make_diag_params
 from pymc_pcrp._kernels.state import make_params
 
@@ -38,9 +38,12 @@ def _data(d: int, seed: int, gap: float):
 def _full_launch(xc, members, target, seed, forced, scans, bound):
     n, d = xc.shape
     params = make_params(1.0, 1.3, 0.5, d + 2.0, 0.5 * np.eye(d))
-    seat = _seat_constants(n, d, params.power, params.kappa0, params.nu0)
+    seat = seat_constants(n, d, params.power, params.kappa0, params.nu0)
     groups = splitmerge.group_workspace(d)
-    launch, work = allocation._launch, (params, seat, np.empty(d), np.empty(d), np.empty((d, d)))
+    launch, work = (
+        allocation.launch_proposal,
+        (params, seat, np.empty(d), np.empty(d), np.empty((d, d))),
+    )
     return _run(launch, xc, members, target, seed, forced, scans, bound, groups, work)
 
 
@@ -49,7 +52,7 @@ def _diag_launch(xc, members, target, seed, forced, scans, bound):
     params = make_diag_params(1.0, 1.3, 0.5, 3.0, 0.5 * np.ones(d))
     seat = np.ascontiguousarray(diag_tables(xc, params)[2][:, 0])
     groups = diag_splitmerge.group_workspace(d)
-    launch, work = diag_splitmerge._launch, (params, seat)
+    launch, work = diag_splitmerge.launch_proposal, (params, seat)
     return _run(launch, xc, members, target, seed, forced, scans, bound, groups, work)
 
 

@@ -10,11 +10,11 @@ import scipy.stats
 from enumeration import log_pcrp_prior_unnorm, set_partitions
 
 from pymc_pcrp._kernels.partitions import (
-    _log_stirling_rows,
     canonical_labels,
     log_prior_k,
     log_stirling_bounds,
     log_stirling_r_table,
+    log_stirling_rows,
 )
 from pymc_pcrp._kernels.prior_draws import sample_partition, sample_partitions
 from pymc_pcrp.distributions.normaliser import log_normaliser
@@ -193,7 +193,7 @@ def test_adaptive_truncation_keeps_a_distant_second_mode():
 
 def test_classical_stirling_rows():
     n = 12
-    first, second = _log_stirling_rows(n)
+    first, second = log_stirling_rows(n)
     exact_first = unsigned_stirling_first_kind(n)[n]
     exact_second = [0] * (n + 1)
     for k in range(1, n + 1):  # explicit formula for the second kind

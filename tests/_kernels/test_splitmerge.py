@@ -34,10 +34,10 @@ from enumeration import exact_posterior, log_pcrp_prior_unnorm, set_partitions
 from kernel_variants import split_merge_variant
 from reference import log_pcrp_joint
 
-from pymc_pcrp._kernels.allocation import _seat_constants
+from pymc_pcrp._kernels.allocation import seat_constants
 from pymc_pcrp._kernels.moves import SMALL_PAIRS, UNIFORM_PAIRS
 from pymc_pcrp._kernels.partitions import canonical_labels
-from pymc_pcrp._kernels.splitmerge import _split_merge_moves, split_merge_moves
+from pymc_pcrp._kernels.splitmerge import run_split_merge, split_merge_moves
 from pymc_pcrp._kernels.sweep import (
     gibbs_sweeps,
     init_state,
@@ -63,7 +63,7 @@ CASES = [(1.0, 1.0), (0.5, 1.5), (2.0, 2.0)]
 # The compiled helpers below are deliberately not cached: numba's cache of a
 # function does not notice changes in the functions it calls, so a cached
 # helper would keep testing an old version of the kernel. They take the move as
-# their first argument: the shipped _split_merge_moves or a variant of
+# their first argument: the shipped run_split_merge or a variant of
 # tests/kernel_variants.py. The shipped move is called with the argument types the
 # sampler's own call has (int64 counts, a pair rule of two int64), so that the fast
 # tier reuses the sampler's compilation of the move. Inside compiled code a global
@@ -93,12 +93,12 @@ def _encode(labels):
 def _run_moves(move, rng, xc, params, starts, n_steps, n_scans):
     """From each start partition run ``n_steps`` single moves, coding the partition after each.
 
-    ``move`` is ``_split_merge_moves`` or a variant of it. Returns the codes
+    ``move`` is ``run_split_merge`` or a variant of it. Returns the codes
     (start-major) and the summed move counts.
     """
     out = np.empty(starts.shape[0] * n_steps, dtype=np.int64)
     tally = np.zeros(4, dtype=np.int64)
-    table = _seat_constants(np.int64(2), xc.shape[1], params.power, params.kappa0, params.nu0)
+    table = seat_constants(np.int64(2), xc.shape[1], params.power, params.kappa0, params.nu0)
     for s in range(starts.shape[0]):
         state = init_state(xc, starts[s], params)
         for t in range(n_steps):
@@ -119,7 +119,7 @@ def _run_rule_moves(move, rng, xc, params, starts, n_scans, pairs):
     """
     out = np.empty(starts.shape[0], dtype=np.int64)
     tally = np.zeros(4, dtype=np.int64)
-    table = _seat_constants(np.int64(2), xc.shape[1], params.power, params.kappa0, params.nu0)
+    table = seat_constants(np.int64(2), xc.shape[1], params.power, params.kappa0, params.nu0)
     for s in range(starts.shape[0]):
         state = init_state(xc, starts[s], params)
         got = move(rng, (xc, state, params), (np.int64(1), n_scans), table, pairs)
@@ -129,21 +129,21 @@ def _run_rule_moves(move, rng, xc, params, starts, n_scans, pairs):
     return out, tally
 
 
-def _one_move_each(rng, xc, params, starts, n_scans, move=_split_merge_moves):
+def _one_move_each(rng, xc, params, starts, n_scans, move=run_split_merge):
     """Apply one move to each start partition."""
     return _run_moves(move, rng, xc, params, starts, 1, n_scans)
 
 
 def _chain(rng, xc, params, labels, n_steps, n_scans):
     """A chain of ``n_steps`` exact moves from ``labels``."""
-    return _run_moves(_split_merge_moves, rng, xc, params, labels[None, :], n_steps, n_scans)
+    return _run_moves(run_split_merge, rng, xc, params, labels[None, :], n_steps, n_scans)
 
 
 def _rule_move(rule, selection_ratio=True):
     """The move under pair rule ``rule`` of RULES, with or without its selection ratio."""
     if rule == "first" or not selection_ratio:
         return split_merge_variant(cluster_first=rule == "first", selection_ratio=selection_ratio)
-    return _split_merge_moves
+    return run_split_merge
 
 
 def _code(labels):
@@ -181,7 +181,7 @@ def _exact_draws(rng, partitions, probs, size):
     return table[rng.choice(len(partitions), size=size, p=probs)]
 
 
-def _one_move_tv(d, alpha, r, move=_split_merge_moves, seed=SEED, n_scans=2):
+def _one_move_tv(d, alpha, r, move=run_split_merge, seed=SEED, n_scans=2):
     xc, params, partitions, probs = _problem(d, alpha, r)
     rng = np.random.default_rng(seed)
     starts = _exact_draws(rng, partitions, probs, N_DRAWS)

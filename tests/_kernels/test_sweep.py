@@ -219,20 +219,20 @@ def test_log1p_lower_bound_is_below_the_log_and_within_its_stated_gap():
 
 def _one_cluster(x, params):
     """All of ``x`` in slot 0: the state, the size table and the slot's sweep caches."""
-    from pymc_pcrp._kernels.scores import _sync_slot
+    from pymc_pcrp._kernels.scores import sync_slot
 
     n, d = x.shape
     state = init_state(x, np.zeros(n, dtype=np.int64), params)
     by_size = sweep_tables(x, params)[2]
     cap = state.counts.shape[0]
     caches = (np.zeros((cap, d)), np.zeros((cap, d)), np.zeros(cap), np.zeros((cap, 2)))
-    _sync_slot(state, 0, by_size, caches)
+    sync_slot(state, 0, by_size, caches)
     return state, by_size, caches
 
 
 @pytest.mark.parametrize("d", [3, 5, 10])
 def test_eigenvalue_bounds_bracket_the_distance(d):
-    from pymc_pcrp._kernels.scores import _forward_norm2
+    from pymc_pcrp._kernels.scores import forward_norm2
 
     rng = np.random.default_rng(SEED + d)
     finite = []
@@ -248,7 +248,7 @@ def test_eigenvalue_bounds_bracket_the_distance(d):
         probes = np.r_[x[:50], rng.normal(size=(50, d)) * 5.0]
         y = np.empty(d)
         for i in range(len(probes)):
-            u = _forward_norm2(state.chol, 0, probes, i, mean, inv_diag, y)
+            u = forward_norm2(state.chol, 0, probes, i, mean, inv_diag, y)
             dist2 = np.sum((probes[i] - mean[0]) ** 2)
             assert dist2 * inv_eig[0, 0] <= u * (1 + 1e-12)
             assert u <= dist2 * inv_eig[0, 1] * (1 + 1e-12)
@@ -264,9 +264,9 @@ def test_capped_solve_stops_only_past_its_limit_and_is_otherwise_the_full_solve(
     # distance is beyond the limit, where the log weight's bound is below the cut.
     from pymc_pcrp._kernels.scores import (
         PARTIAL_ROWS,
-        _forward_norm2,
-        _forward_norm2_capped,
         distance_limit,
+        forward_norm2,
+        forward_norm2_capped,
         log_weight_upper_bound,
     )
 
@@ -280,10 +280,10 @@ def test_capped_solve_stops_only_past_its_limit_and_is_otherwise_the_full_solve(
     y = np.empty(d)
     stopped = 0
     for i in range(len(probes)):
-        u = _forward_norm2(state.chol, 0, probes, i, mean, inv_diag, y)
+        u = forward_norm2(state.chol, 0, probes, i, mean, inv_diag, y)
         for cut in const[0] + e * np.array([0.05, 0.3, 0.6, 0.9, 0.99, 1.5]):
             limit = distance_limit(const[0], e, bm, cut)
-            capped = _forward_norm2_capped(state.chol, 0, probes, i, mean, inv_diag, y, limit)
+            capped = forward_norm2_capped(state.chol, 0, probes, i, mean, inv_diag, y, limit)
             if capped < 0.0:
                 stopped += 1
                 assert d > PARTIAL_ROWS
@@ -309,7 +309,7 @@ def test_capped_solve_stops_only_past_its_limit_and_is_otherwise_the_full_solve(
 
 
 def test_widened_eigenvalue_bounds_stay_valid_over_moves():
-    from pymc_pcrp._kernels.scores import _sync_slot
+    from pymc_pcrp._kernels.scores import sync_slot
     from pymc_pcrp._kernels.sweep import _move_point
 
     rng = np.random.default_rng(SEED + 21)
@@ -323,7 +323,7 @@ def test_widened_eigenvalue_bounds_stay_valid_over_moves():
     mean, inv_diag = np.zeros((cap, d)), np.zeros((cap, d))
     const, inv_eig = np.zeros(cap), np.zeros((cap, 2))
     for slot in (0, 1):
-        _sync_slot(state, slot, by_size, (mean, inv_diag, const, inv_eig))
+        sync_slot(state, slot, by_size, (mean, inv_diag, const, inv_eig))
     v, buf = np.empty(d), np.empty((d, d))
     widened = 0
     for _ in range(300):

@@ -3,7 +3,7 @@
 ``gibbs_sweeps`` bounds a cluster's log weight before scoring it and skips the
 cluster when the bound is more than ``skip_nats`` below the top; the draw is
 then completed exactly, scoring the skipped clusters only when the uniform
-lands in the small region where they could matter (``_draw_with_skipped``).
+lands in the small region where they could matter (``draw_with_skipped``).
 With the default ``skip_nats = 6`` that rare branch runs for about one point
 update in a few hundred, too seldom for a test on tiny data to notice an error
 in it. These tests therefore run copies of the kernel (``tests/kernel_variants.py``)

@@ -21,7 +21,7 @@ from pymc_pcrp._kernels.pair_moves import pair_moves, pair_picks
 from pymc_pcrp._kernels.partitions import canonical_labels, log_prior_k
 from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp._kernels.scores import sweep_tables
-from pymc_pcrp._kernels.splitmerge import _split_merge_moves
+from pymc_pcrp._kernels.splitmerge import run_split_merge
 from pymc_pcrp._kernels.state import init_state, make_params
 from pymc_pcrp._kernels.sweep import gibbs_sweeps
 from pymc_pcrp.step_methods import _convergence
@@ -176,7 +176,7 @@ def _kernel_sweeps(step, rng, start, n_sweeps):
             moves = whole + int(frac > 0 and rng.random() < frac)
             if moves:
                 pairs = (rule, SMALL_SIZE)
-                _split_merge_moves(rng, (xc, state, params), (np.int64(moves), scans), seat, pairs)
+                run_split_merge(rng, (xc, state, params), (np.int64(moves), scans), seat, pairs)
         whole = int(step.pair_moves)
         moves = whole + int(step.pair_moves > whole and rng.random() < step.pair_moves - whole)
         if moves:
@@ -372,7 +372,7 @@ def test_convergence_report_uses_n_clusters_not_labels():
         for w in _convergence.run_convergence_checks(idata, model)
         if w.kind == WarningType.CONVERGENCE
     ]
-    pymcs = [w for w in _convergence._original(idata, model) if w.kind == WarningType.CONVERGENCE]
+    pymcs = [w for w in _convergence.ORIGINAL(idata, model) if w.kind == WarningType.CONVERGENCE]
     assert pymcs, "PyMC's own report would flag the labels"
     assert ours == []
     # a chain stuck at a different K is still reported
@@ -397,14 +397,14 @@ def test_convergence_patch_is_installed():
 
 def test_pm_sample_keeps_its_trace_when_pymc_reads_more_of_the_model(monkeypatch):
     """A PyMC release whose report reads one more model attribute must not lose the run."""
-    real = _convergence._original
+    real = _convergence.ORIGINAL
     read = []
 
     def reads_one_more_attribute(idata, model):
         read.append(model.potentials)  # the stand-in model has no such attribute
         return real(idata, model)
 
-    monkeypatch.setattr(_convergence, "_original", reads_one_more_attribute)
+    monkeypatch.setattr(_convergence, "ORIGINAL", reads_one_more_attribute)
     with _model(_data(12)):
         with pytest.warns(RuntimeWarning, match="label-invariant convergence report"):
             idata = pm.sample(

@@ -21,7 +21,7 @@ from pymc_pcrp.stats.cross_validation import split_train_test
 
 
 @dataclass(frozen=True)
-class _Sample:
+class PaperSample:
     """One clustered data set at one size."""
 
     n: int
@@ -31,20 +31,20 @@ class _Sample:
 
 
 @dataclass(frozen=True)
-class _DataSet:
+class PaperDataSet:
     """A data set of the paper: its clustered samples and its cross-validation data."""
 
     name: str
     key: str
     k_true: int
-    samples: tuple[_Sample, ...]
+    samples: tuple[PaperSample, ...]
     cv_train: np.ndarray
     cv_test: np.ndarray
     cv_seed: int
     note: str
 
 
-_SEED_OFFSETS = {
+SEED_OFFSETS = {
     "sim1": (1, 2, 3),
     "sim2": (11, 12, 13),
     "digits": (21, 22, 23),
@@ -53,14 +53,15 @@ _SEED_OFFSETS = {
 """Data seeds are ``seed + offset``: one per clustered size, then the CV sample."""
 
 
-def _simulation(
+def simulation_data_set(
     name: str, key: str, draw: Callable, k_true: int, params, protocol: Protocol, seed: int
-) -> _DataSet:
-    offsets = _SEED_OFFSETS[key]
+) -> PaperDataSet:
+    """Return a simulated data set at the protocol's sizes (seeds offset by ``SEED_OFFSETS``)."""
+    offsets = SEED_OFFSETS[key]
     samples = []
     for n, offset in zip(protocol.sim_sizes, offsets[:-1], strict=True):
         x, labels = draw(n, seed=seed + offset)
-        samples.append(_Sample(n=n, X=x, labels=labels, seed=seed + offset))
+        samples.append(PaperSample(n=n, X=x, labels=labels, seed=seed + offset))
     n_train, n_test = protocol.sim_cv
     cv_seed = seed + offsets[-1]
     cv_x, _ = draw(n_train + n_test, seed=cv_seed)
@@ -73,11 +74,12 @@ def _simulation(
         f"(not standardised). CV: an independent sample (seed {cv_seed}) of "
         f"{n_train} training + {n_test} held-out points."
     )
-    return _DataSet(name, key, k_true, tuple(samples), train, test, cv_seed, note)
+    return PaperDataSet(name, key, k_true, tuple(samples), train, test, cv_seed, note)
 
 
-def _digits(protocol: Protocol, seed: int, mnist: str | Path | None) -> _DataSet:
-    offsets = _SEED_OFFSETS["digits"]
+def digits_data_set(protocol: Protocol, seed: int, mnist: str | Path | None) -> PaperDataSet:
+    """Return the digits 1-4 at the protocol's sizes (the 8x8 stand-in when ``mnist`` is None)."""
+    offsets = SEED_OFFSETS["digits"]
     used: list[np.ndarray] = []
     replace = False
     samples = []
@@ -97,7 +99,7 @@ def _digits(protocol: Protocol, seed: int, mnist: str | Path | None) -> _DataSet
     for n, offset in zip(protocol.digit_sizes, offsets[:-1], strict=True):
         data = draw(n, seed + offset)
         used.append(data.indices)
-        samples.append(_Sample(n=n, X=data.X, labels=data.labels, seed=seed + offset))
+        samples.append(PaperSample(n=n, X=data.X, labels=data.labels, seed=seed + offset))
     cv_seed = seed + offsets[-1]
     cv_data = draw(protocol.digit_cv, cv_seed)
     half = protocol.digit_cv // 2
@@ -118,7 +120,7 @@ def _digits(protocol: Protocol, seed: int, mnist: str | Path | None) -> _DataSet
         f"its own and split {half} training / {protocol.digit_cv - half} held-out."
     )
     k_true = K_TRUE["Digits 1-4"]
-    return _DataSet("Digits 1-4", "digits", k_true, tuple(samples), train, test, cv_seed, note)
+    return PaperDataSet("Digits 1-4", "digits", k_true, tuple(samples), train, test, cv_seed, note)
 
 
 def _faithful_manual_labels(durations: np.ndarray) -> np.ndarray:
@@ -126,11 +128,12 @@ def _faithful_manual_labels(durations: np.ndarray) -> np.ndarray:
     return (durations >= 3.0).astype(np.int64)
 
 
-def _old_faithful(protocol: Protocol, seed: int) -> tuple[_DataSet, int]:
+def old_faithful_data_set(protocol: Protocol, seed: int) -> tuple[PaperDataSet, int]:
+    """Old Faithful (standardised) and the seed of its split for cross-validation."""
     raw = load_old_faithful()
     x = load_old_faithful(standardize=True)
     labels = _faithful_manual_labels(raw[:, 0])
-    (offset,) = _SEED_OFFSETS["old_faithful"]
+    (offset,) = SEED_OFFSETS["old_faithful"]
     split_seed = seed + offset
     order = np.random.default_rng(split_seed).permutation(x.shape[0])
     cv_rows, kept = order[: protocol.faithful_cv], np.sort(order[protocol.faithful_cv :])
@@ -146,8 +149,8 @@ def _old_faithful(protocol: Protocol, seed: int) -> tuple[_DataSet, int]:
         f"a 2-component Gaussian mixture fitted by EM to the standardised data "
         f"(scikit-learn, 5 starts) disagrees with it on {disagreements} eruption(s)."
     )
-    sample = _Sample(n=int(kept.size), X=x[kept], labels=labels[kept], seed=split_seed)
-    data = _DataSet(
+    sample = PaperSample(n=int(kept.size), X=x[kept], labels=labels[kept], seed=split_seed)
+    data = PaperDataSet(
         "Old Faithful",
         "old_faithful",
         K_TRUE["Old Faithful"],

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pymc_pcrp.cli.reproduce.data import (
-    _DataSet,
-    _Sample,
+    PaperDataSet,
+    PaperSample,
 )
 from pymc_pcrp.cli.reproduce.moves import paper_prior
 from pymc_pcrp.cli.reproduce.paper_values import (
@@ -51,14 +51,15 @@ def _true_density(params, grid: np.ndarray) -> np.ndarray:
     )
 
 
-def _figures_for_sample(
-    data: _DataSet,
-    sample: _Sample,
+def figures_for_sample(
+    data: PaperDataSet,
+    sample: PaperSample,
     fits: dict[str, tuple[RunResult, az.InferenceData, np.ndarray]],
     out: Path,
     protocol: Protocol,
     result: ReproductionResult,
 ) -> None:
+    """Draw the figures of one sample of a data set (posterior of K, cluster plots) into ``out``."""
     from pymc_pcrp.plots import (
         plot_cluster_sizes,
         plot_clusters_2d,
@@ -119,9 +120,10 @@ def _figures_for_sample(
         _save(fig, out / f"fig7_cluster_sizes_{tag}.png", result)
 
 
-def _figures_for_dataset(
-    data: _DataSet, result: ReproductionResult, out: Path, cv: CVRun | None
+def figures_for_dataset(
+    data: PaperDataSet, result: ReproductionResult, out: Path, cv: CVRun | None
 ) -> None:
+    """Draw a data set's summary figures (K posteriors across sizes, the CV curve) into ``out``."""
     from pymc_pcrp.plots import plot_cv_curve, plot_k_posterior
 
     fig, axes = _new_figure(len(data.samples))

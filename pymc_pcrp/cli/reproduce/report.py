@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from pymc_pcrp.cli.reproduce import paper_values
-from pymc_pcrp.cli.reproduce.data import _SEED_OFFSETS
+from pymc_pcrp.cli.reproduce.data import SEED_OFFSETS
 from pymc_pcrp.cli.reproduce.moves import (
     ALGORITHM_1_LABEL,
     DEFAULT_MOVES,
@@ -384,12 +384,12 @@ def _settings_section(result: ReproductionResult) -> list[str]:
     lines += ["", "Data seeds (base seed plus a fixed offset per sample):", ""]
     for name, key in (("Sim 1", "sim1"), ("Sim 2", "sim2"), ("Digits 1-4", "digits")):
         sizes = sorted({r.n for r in result.runs if r.dataset == name})
-        offsets = _SEED_OFFSETS[key]
+        offsets = SEED_OFFSETS[key]
         parts = [f"N = {n}: {result.seed + o}" for n, o in zip(sizes, offsets, strict=False)]
         parts.append(f"CV sample: {result.seed + offsets[-1]}")
         lines.append(f"- {name}: " + ", ".join(parts))
     lines.append(
-        f"- Old Faithful: CV/clustered split: {result.seed + _SEED_OFFSETS['old_faithful'][0]}"
+        f"- Old Faithful: CV/clustered split: {result.seed + SEED_OFFSETS['old_faithful'][0]}"
     )
     return lines
 

@@ -18,13 +18,13 @@ import numpy as np
 
 from pymc_pcrp._runtime.logging import quiet_loggers
 from pymc_pcrp.cli.reproduce.data import (
-    _DataSet,
-    _digits,
-    _old_faithful,
-    _Sample,
-    _simulation,
+    PaperDataSet,
+    PaperSample,
+    digits_data_set,
+    old_faithful_data_set,
+    simulation_data_set,
 )
-from pymc_pcrp.cli.reproduce.figures import _figures_for_dataset, _figures_for_sample
+from pymc_pcrp.cli.reproduce.figures import figures_for_dataset, figures_for_sample
 from pymc_pcrp.cli.reproduce.moves import (
     ALGORITHM_1,
     DEFAULT_MOVES,
@@ -136,7 +136,7 @@ def _say(stream: TextIO, message: str) -> None:
 
 
 def _cross_validate(
-    data: _DataSet, protocol: Protocol, seed: int, stream: TextIO
+    data: PaperDataSet, protocol: Protocol, seed: int, stream: TextIO
 ) -> tuple[CVRun, list[str]]:
     start = time.perf_counter()
     with quiet_loggers("pymc"), warnings.catch_warnings(record=True) as caught:
@@ -168,8 +168,8 @@ def _cross_validate(
 
 
 def _fit_method(
-    data: _DataSet,
-    sample: _Sample,
+    data: PaperDataSet,
+    sample: PaperSample,
     method: str,
     power: float,
     protocol: Protocol,
@@ -231,8 +231,8 @@ def _fit_method(
 
 
 def _fit_sample(
-    data: _DataSet,
-    sample: _Sample,
+    data: PaperDataSet,
+    sample: PaperSample,
     power: float,
     protocol: Protocol,
     seeds: list[int],
@@ -278,14 +278,14 @@ def _announce(stream: TextIO, result: ReproductionResult, out: Path) -> None:
     )
 
 
-def _prepare_data(protocol: Protocol, seed: int, mnist: str | Path | None) -> list[_DataSet]:
+def _prepare_data(protocol: Protocol, seed: int, mnist: str | Path | None) -> list[PaperDataSet]:
     """Build the four data sets of the paper in the order of its tables."""
     datasets = [
-        _simulation("Sim 1", "sim1", _sim1, K_TRUE["Sim 1"], SIM1_PARAMS, protocol, seed),
-        _simulation("Sim 2", "sim2", _sim2, K_TRUE["Sim 2"], SIM2_PARAMS, protocol, seed),
-        _digits(protocol, seed, mnist),
+        simulation_data_set("Sim 1", "sim1", _sim1, K_TRUE["Sim 1"], SIM1_PARAMS, protocol, seed),
+        simulation_data_set("Sim 2", "sim2", _sim2, K_TRUE["Sim 2"], SIM2_PARAMS, protocol, seed),
+        digits_data_set(protocol, seed, mnist),
     ]
-    faithful, _ = _old_faithful(protocol, seed)
+    faithful, _ = old_faithful_data_set(protocol, seed)
     datasets.append(faithful)
     return datasets
 
@@ -363,9 +363,9 @@ def run_reproduction(
             done += len(METHODS)
             power = cv.result.chosen_power
             fits = _fit_sample(data, sample, power, protocol, seeds, total, result, stream)
-            _figures_for_sample(data, sample, fits, out, protocol, result)
+            figures_for_sample(data, sample, fits, out, protocol, result)
             del fits
-        _figures_for_dataset(data, result, out, cv)
+        figures_for_dataset(data, result, out, cv)
         _say(stream, f"  {data.name} done; {time.perf_counter() - wall:.0f} s elapsed")
 
     result.seconds = time.perf_counter() - wall
