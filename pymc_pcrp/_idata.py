@@ -145,6 +145,8 @@ _DRAWS = {"alpha": "pcrp_alpha_draws", "power": "pcrp_power_draws"}
 #: Posterior variables written by :func:`record_model` for a random alpha or power that is
 #: an expression of other variables rather than a variable of the posterior itself.
 DERIVED_VARIABLES = {"alpha": "pcrp_alpha", "power": "pcrp_power"}
+#: The record's attribute names, for the record of another family (:mod:`pymc_pcrp._table_record`).
+RECORD_ATTR, COVARIANCE_ATTR, DRAW_ATTRS = _MARK, _COVARIANCE, _DRAWS
 
 _FIX = (
     "Sample the model with pymc_pcrp imported (pm.sample records them unless the PyMC "
@@ -273,6 +275,10 @@ def _posterior_draws(idata: az.InferenceData, var: str, name: str) -> np.ndarray
     if not np.all(np.isfinite(values) & (values > 0)):
         raise ValueError(f"The draws of {var!r} (the model's {name}) must be finite and > 0.")
     return values
+
+
+#: The draws of a random alpha or power named by a record (shared with the table record).
+posterior_draws = _posterior_draws
 
 
 def _same(a, b) -> bool:

@@ -340,11 +340,6 @@ def fit(
     checks = sample_kwargs.get("compute_convergence_checks", True)
     idata_kwargs = dict(sample_kwargs.pop("idata_kwargs", None) or {})
     pointwise = idata_kwargs.pop("log_likelihood", False)
-    if pointwise and family == "table":
-        raise ValueError(
-            "idata_kwargs={'log_likelihood': True} is not available for family='table' yet; "
-            "leave it out."
-        )
     if idata_kwargs:
         sample_kwargs["idata_kwargs"] = idata_kwargs
     if cores == 1:  # chains one after another: one Ctrl-C stops them all

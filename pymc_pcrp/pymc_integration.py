@@ -64,6 +64,7 @@ import pymc.tuning.starting as _starting
 
 from pymc_pcrp import _entry_points
 from pymc_pcrp._idata import store_model_parameters
+from pymc_pcrp._table_record import spec_of_variable, store_table_parameters
 from pymc_pcrp.posterior import _pymc_hook
 from pymc_pcrp.step_methods import _convergence
 
@@ -323,14 +324,18 @@ def _prior_of(obs) -> object:
 
 
 def _pcrp_pairs(model) -> list:
-    """Return the model's observed NIWMixture variables with PowerCRP labels, with the labels."""
+    """Return the model's observed NIWMixture and TableMixture variables with PowerCRP labels.
+
+    Each with its labels.
+    """
     from pymc_pcrp.distributions.niw import NIWMixtureRV
     from pymc_pcrp.distributions.pcrp import PowerCRPRV
+    from pymc_pcrp.distributions.table import TableMixtureRV
 
     observed = [
         rv
         for rv in model.observed_RVs
-        if rv.owner is not None and isinstance(rv.owner.op, NIWMixtureRV)
+        if rv.owner is not None and isinstance(rv.owner.op, NIWMixtureRV | TableMixtureRV)
     ]
     pairs = []
     for obs in observed:
@@ -386,7 +391,7 @@ def _record_value(model, z, index: int, what: str, idata: az.InferenceData):
 
 
 def record_model(idata: az.InferenceData, model=None) -> bool:
-    """Record the pCRP power, alpha and NIW prior of ``model`` in ``idata`` (in place).
+    """Record the pCRP power, alpha and NIW prior (or table spec) of ``model`` in ``idata``.
 
     The record is what :func:`~pymc_pcrp.predict`, :func:`~pymc_pcrp.posterior.log_likelihood`
     and :func:`~pymc_pcrp.posterior.predictive_density` read: fixed values go
@@ -408,7 +413,9 @@ def record_model(idata: az.InferenceData, model=None) -> bool:
     -------
     bool
         Whether a record was written: False when the model has no observed
-        NIWMixture with PowerCRP labels (nothing to record).
+        NIWMixture or TableMixture with PowerCRP labels (nothing to record). For
+        a TableMixture the record holds the column spec (kinds, levels, priors)
+        and the observed cells (:mod:`pymc_pcrp._table_record`).
 
     Raises
     ------
@@ -430,6 +437,17 @@ def record_model(idata: az.InferenceData, model=None) -> bool:
     if "posterior" not in idata.groups():
         raise ValueError("Argument 'idata' has no posterior group; pass the output of pm.sample.")
     ((obs, z),) = pairs
+    if getattr(obs.owner.op, "covariance", "full") == "table":
+        spec, mask = spec_of_variable(obs)
+        store_table_parameters(
+            idata,
+            power=_record_value(model, z, 1, "power", idata),
+            alpha=_record_value(model, z, 0, "alpha", idata),
+            spec=spec,
+            mask=mask,
+            observed=obs.name,
+        )
+        return True
     prior = _prior_of(obs)
     dims = model.named_vars_to_dims.get(obs.name) or ()
     if len(dims) == 2:

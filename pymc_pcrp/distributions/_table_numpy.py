@@ -35,7 +35,15 @@ import numpy as np
 
 from scipy.special import gammaln
 
-__all__ = ["column_log_marginals", "table_log_predictive", "table_loglik"]
+__all__ = [
+    "centred_values",
+    "cluster_statistics",
+    "column_log_marginals",
+    "log_predictive",
+    "row_statistics",
+    "table_log_predictive",
+    "table_loglik",
+]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -133,4 +141,103 @@ def table_log_predictive(x, x_mask, block, block_mask, kind, nlev, conc, hyp) ->
         vals = np.vstack([block, x[i]])
         seen = np.vstack([block_mask, x_mask[i]])
         out[i] = table_loglik(vals, seen, labels, *args) - base
+    return out
+
+
+def cluster_statistics(values, mask, index, n_clusters, kind, nlev) -> list[tuple]:
+    """Each column's sufficient statistics of clusters ``0..n_clusters-1`` (rows' ``index``).
+
+    Per column a tuple ``(n, a, q)`` of arrays over the clusters: ``n`` the
+    number of observed cells; ``a`` the level counts ``(K, nlev)`` of a
+    categorical column, the sum of the counts of a count column, the sum of a
+    Gaussian column's values centred at ``mu0`` (``q``: their sum of squares);
+    ``q`` is None for the other kinds. Gaussian values must already be centred
+    (:func:`centred_values`).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    mask = np.asarray(mask, dtype=bool)
+    index = np.asarray(index, dtype=np.int64)
+    out = []
+    for j in range(values.shape[1]):
+        seen = mask[:, j]
+        lab, x = index[seen], values[seen, j]
+        n = np.bincount(lab, minlength=n_clusters).astype(np.float64)
+        if kind[j] == 0:
+            counts = np.zeros((n_clusters, int(nlev[j])))
+            np.add.at(counts, (lab, x.astype(np.int64)), 1.0)
+            out.append((n, counts, None))
+        elif kind[j] == 1:
+            out.append((n, np.bincount(lab, weights=x, minlength=n_clusters), None))
+        else:
+            s = np.bincount(lab, weights=x, minlength=n_clusters)
+            out.append((n, s, np.bincount(lab, weights=x * x, minlength=n_clusters)))
+    return out
+
+
+def centred_values(values, kind, hyp) -> np.ndarray:
+    """``values`` with each Gaussian column centred at its prior mean ``mu0``."""
+    values = np.array(values, dtype=np.float64)
+    gaussian = np.asarray(kind) == 2
+    values[:, gaussian] -= np.asarray(hyp, dtype=np.float64)[gaussian, 3]
+    return values
+
+
+def row_statistics(values, mask, kind, nlev) -> list[tuple]:
+    """Return the statistics of :func:`cluster_statistics` of each row alone (one per row)."""
+    n = np.asarray(values).shape[0]
+    return cluster_statistics(values, mask, np.arange(n), n, kind, nlev)
+
+
+def log_predictive(stats, values, mask, kind, nlev, conc, hyp, *, paired=False) -> np.ndarray:
+    """Log posterior predictive of rows ``values`` under clusters with statistics ``stats``.
+
+    ``stats`` as :func:`cluster_statistics` returns them (Gaussian values
+    centred); a cluster with zero counts gives the prior predictive. Returns
+    shape ``(K, M)``: cluster ``k`` and row ``m``; with ``paired`` the
+    statistics have one entry per row and the result, shape ``(M,)``, is each
+    row under its own statistics. Missing cells (``mask`` false) contribute
+    nothing. It equals :func:`table_log_predictive` (a difference of marginals).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    mask = np.asarray(mask, dtype=bool)
+    hyp = np.asarray(hyp, dtype=np.float64)
+    concs = _concentrations(kind, nlev, conc)
+    m = values.shape[0]
+    shape = (m,) if paired else (len(stats[0][0]) if stats else 0, m)
+    out = np.zeros(shape)
+    rows = np.arange(m)
+    for j, (n, a, q) in enumerate(stats):
+        seen = mask[:, j]
+        x = np.where(seen, values[:, j], 0.0)
+        n_ = n if paired else n[:, None]
+        if kind[j] == 0:
+            level = x.astype(np.int64)
+            c = a[rows, level] if paired else a[:, level]
+            term = np.log(c + concs[j][level]) - np.log(n_ + concs[j].sum())
+        elif kind[j] == 1:
+            post_a = hyp[j, 0] + (a if paired else a[:, None])
+            post_b = hyp[j, 1] + n_
+            term = (
+                gammaln(post_a + x)
+                - gammaln(post_a)
+                - gammaln(x + 1.0)
+                + post_a * np.log(post_b / (post_b + 1.0))
+                - x * np.log(post_b + 1.0)
+            )
+        else:
+            kappa0, a0, b0, _ = hyp[j]
+            s_ = a if paired else a[:, None]
+            q_ = q if paired else q[:, None]
+            kappa_n = kappa0 + n_
+            a_n = a0 + 0.5 * n_
+            b_n = b0 + 0.5 * np.maximum(q_ - s_ * s_ / kappa_n, 0.0)
+            scale2 = b_n * (kappa_n + 1.0) / (a_n * kappa_n)
+            df = 2.0 * a_n
+            term = (
+                gammaln(0.5 * (df + 1.0))
+                - gammaln(0.5 * df)
+                - 0.5 * np.log(df * np.pi * scale2)
+                - 0.5 * (df + 1.0) * np.log1p((x - s_ / kappa_n) ** 2 / (df * scale2))
+            )
+        out += np.where(seen, term, 0.0)
     return out

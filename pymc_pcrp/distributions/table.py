@@ -137,6 +137,23 @@ class TableSpec:
                 values[~missing, j] = vals
         return values, mask
 
+    def unseen_levels(self, X) -> list[tuple[object, object]]:
+        """``(column name, level)``: the first cell of each categorical column outside its levels.
+
+        Missing cells are never unseen; the columns of ``X`` are taken in the
+        spec's order (as :meth:`encode` takes them).
+        """
+        out = []
+        for (name, raw), col in zip(_columns_of(X), self.columns, strict=False):
+            if col.kind not in ("bernoulli", "categorical"):
+                continue
+            known = set(col.levels)
+            for v, m in zip(raw, _missing(raw), strict=True):
+                if not m and _level_key(v) not in known:
+                    out.append((name, _level_key(v)))
+                    break
+        return out
+
 
 def _columns_of(X) -> list[tuple[object, np.ndarray]]:
     """``(name, values)`` of each column of a DataFrame, a 2-D array or a mapping."""
@@ -420,7 +437,9 @@ class TableMixture(Continuous):
                 f"Argument 'observed' has N = {values.shape[0]} rows but 'z' labels {n} items; "
                 f"create the labels with n={values.shape[0]}."
             )
-        return super().__new__(cls, name, z, spec, mask, observed=values, **kwargs)
+        var = super().__new__(cls, name, z, spec, mask, observed=values, **kwargs)
+        var.tag.table_spec = spec  # the names and levels, for the record of the model
+        return var
 
     @classmethod
     def dist(cls, z, spec: TableSpec, mask, **kwargs):

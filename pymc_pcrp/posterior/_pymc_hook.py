@@ -1,4 +1,4 @@
-"""Make ``pm.compute_log_likelihood`` store the pointwise log-likelihood of an NIWMixture.
+"""Make ``pm.compute_log_likelihood`` store the pointwise log-likelihood of a pCRP mixture.
 
 PyMC's :func:`pymc.compute_log_likelihood` evaluates each observed variable's
 log density with ``sum=False``. An :class:`~pymc_pcrp.NIWMixture` has one joint
@@ -8,7 +8,9 @@ This module wraps :func:`pymc.stats.log_density.compute_log_density`, which
 both ``pm.compute_log_likelihood`` and ``pm.sample(idata_kwargs={"log_likelihood":
 True})`` call: for every requested NIWMixture it stores
 :func:`pymc_pcrp.posterior.log_likelihood` instead (one term per point and
-draw); other observed variables, and ``pm.compute_log_prior``, are left to
+draw), and for every TableMixture the table family's pointwise term
+(:mod:`pymc_pcrp.posterior.table_prediction`, from the model's record, which
+it writes first); other observed variables, and ``pm.compute_log_prior``, are left to
 PyMC. When the pointwise term cannot be computed the wrapper raises a
 ``ValueError`` saying why and naming the function to call; it never falls back
 to the one-total version.
@@ -24,6 +26,7 @@ import xarray as xr
 
 from pymc.model import modelcontext
 
+from pymc_pcrp.distributions.table import TableMixtureRV
 from pymc_pcrp.posterior._model_terms import is_niw_mixture
 from pymc_pcrp.posterior.pointwise import log_likelihood
 
@@ -32,6 +35,11 @@ __all__ = ["compute_log_density"]
 ORIGINAL = getattr(
     _log_density.compute_log_density, "__wrapped__", _log_density.compute_log_density
 )
+
+
+def _is_table_mixture(rv) -> bool:
+    """Whether ``rv`` is a :class:`~pymc_pcrp.TableMixture` variable."""
+    return rv.owner is not None and isinstance(rv.owner.op, TableMixtureRV)
 
 
 def compute_log_density(
@@ -64,7 +72,8 @@ def compute_log_density(
     model = modelcontext(model)
     kwargs["model"] = model
     requested = [rv.name for rv in model.observed_RVs] if var_names is None else list(var_names)
-    mixtures = [rv.name for rv in model.observed_RVs if is_niw_mixture(rv)]
+    tables = [rv.name for rv in model.observed_RVs if _is_table_mixture(rv)]
+    mixtures = [rv.name for rv in model.observed_RVs if is_niw_mixture(rv)] + tables
     mixtures = [name for name in requested if name in mixtures]
     if not mixtures:
         return ORIGINAL(
@@ -81,6 +90,12 @@ def compute_log_density(
         parts.append(ORIGINAL(idata, var_names=others, extend_inferencedata=False, **kwargs))
     for name in mixtures:
         try:
+            if name in tables:  # read from the record, written here before pm.sample writes it
+                from pymc_pcrp.pymc_integration import record_model
+
+                record_model(idata, model)
+                parts.append(log_likelihood(idata, var_name=name, extend_inferencedata=False))
+                continue
             parts.append(
                 log_likelihood(idata, model=model, var_name=name, extend_inferencedata=False)
             )

@@ -78,6 +78,7 @@ from pymc_pcrp._idata import (
     per_draw,
     resolve_model_parameters,
 )
+from pymc_pcrp._table_record import is_table_record
 from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.distributions._niw_numpy import check_prior
 
@@ -348,6 +349,8 @@ def log_likelihood(
 
     ``pm.compute_log_likelihood`` and ``pm.sample(idata_kwargs={"log_likelihood":
     True})`` call this function for an observed :class:`~pymc_pcrp.NIWMixture`
+    (a posterior of a :class:`~pymc_pcrp.TableMixture` is handled from its
+    record, with the definition of :mod:`pymc_pcrp.posterior.table_prediction`)
     (``import pymc_pcrp`` installs the hook), and so does
     :func:`pymc_pcrp.fit` with the same ``idata_kwargs``.
 
@@ -393,6 +396,11 @@ def log_likelihood(
     >>> pcrp.posterior.log_likelihood(idata)  # doctest: +SKIP
     >>> az.loo(idata)  # doctest: +SKIP
     """
+    if model is None and is_table_record(idata):  # pymc_pcrp.posterior.table_prediction
+        from pymc_pcrp.posterior.table_prediction import table_pointwise
+
+        terms, values = table_pointwise(idata, power, alpha, prior, labels_name)
+        return _store(idata, terms, values, extend_inferencedata)
     if model is not None:
         if any(v is not None for v in (power, alpha, prior)):
             raise ValueError(
@@ -420,6 +428,11 @@ def log_likelihood(
         scales=scales,
         nu0s=nu0s,
     ).reshape(n_chains, n_draws, n)
+    return _store(idata, terms, values, extend_inferencedata)
+
+
+def _store(idata, terms: dict, values: np.ndarray, extend_inferencedata: bool):
+    """Return the pointwise values as a dataset, added to ``idata.log_likelihood`` if asked."""
     post = idata.posterior
     dims = ("chain", "draw", terms["obs_dim"])
     dataset = xr.Dataset(

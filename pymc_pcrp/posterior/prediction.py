@@ -60,6 +60,7 @@ from pymc_pcrp._idata import (
     per_draw,
     resolve_model_parameters,
 )
+from pymc_pcrp._table_record import is_table_record
 from pymc_pcrp._validation import check_data
 from pymc_pcrp.distributions import NIWPrior
 from pymc_pcrp.distributions._niw_numpy import PartitionPredictor, check_prior, prediction_weights
@@ -341,7 +342,11 @@ def predict(
         Output of :func:`pymc_pcrp.fit` (or ``pm.sample`` on a model with one
         pCRP label vector and one observed :class:`~pymc_pcrp.NIWMixture`).
     X_new : array_like or pandas.DataFrame, shape (M, D), or (M,) for 1-D data
-        The new points; they must have the features of the clustered data, on
+        The new points (for a :class:`~pymc_pcrp.TableMixture`, a table with
+        the fitted columns, matched by name, missing cells allowed, and no
+        level a categorical column did not have in training:
+        :mod:`pymc_pcrp.posterior.table_prediction`); they must have the
+        features of the clustered data, on
         the same scale (standardise them the same way if the training data
         were standardised). A DataFrame's columns are matched by name to the
         fitted data's features (its ``feature`` coordinate) and reordered;
@@ -398,6 +403,11 @@ def predict(
     >>> result.probabilities.sum(axis=1)  # doctest: +SKIP
     array([1., 1.])
     """
+    if is_table_record(idata):  # a TableMixture: pymc_pcrp.posterior.table_prediction
+        from pymc_pcrp.posterior.table_prediction import predict_table
+
+        kwargs = dict(power=power, alpha=alpha, prior=prior, point=point, max_draws=max_draws)
+        return predict_table(idata, X_new, **kwargs)
     power, alpha, prior = resolve_model_parameters(idata, power, alpha, prior)
     x = observed_points(idata)
     draws = label_draws(idata)
