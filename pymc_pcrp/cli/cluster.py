@@ -86,6 +86,7 @@ from pymc_pcrp.cli.cluster_report import (
     power_choice,
     summary,
 )
+from pymc_pcrp.cli.cluster_table import check_table_inputs, table_fit_settings, table_prior_text
 from pymc_pcrp.cli.io import (
     ClusterData,
     InputError,
@@ -194,6 +195,8 @@ def _check_inputs(
     ``--power auto`` and the NIW prior; raises InputError if anything is invalid.
     """
     data = load_data(args)
+    if data.frame is not None:  # the table family: pymc_pcrp.cli.cluster_table
+        return check_table_inputs(args, data)
     x, scaling = data.x, None
     if args.standardize:
         x, mean, sd = standardize(x)
@@ -363,7 +366,7 @@ def _fit_settings(args: argparse.Namespace, prior: NIWPrior, *, cv: bool) -> dic
         draws, tune, chains = args.draws, args.tune, args.chains
     return {
         "alpha": args.alpha,
-        "prior": prior,
+        **({"prior": prior} if prior is not None else table_fit_settings(args.kinds)),
         "draws": draws,
         "tune": tune,
         "chains": chains,
@@ -416,7 +419,9 @@ def _record_settings(idata, run: ClusterRun) -> None:
         pcrp_data_file=str(args.data),
         pcrp_columns=", ".join(data.names),
         pcrp_standardized=int(args.standardize),
-        pcrp_prior="NIWPrior.from_data of observed_data",
+        pcrp_prior="NIWPrior.from_data of observed_data"
+        if data.frame is None
+        else f"table_spec of the data: {table_prior_text(data)}",
         pcrp_seed=seed,
     )
     if scaling is not None:
@@ -507,13 +512,12 @@ def _run_and_publish(args, plan, data, model_data, n_train, seed, start, seqs) -
         try:
             power, cv_info = _choose_power(args, x, n_train, split_seq, cv_seq, prior)
             choice = None
+            # a DataFrame, so that the InferenceData keeps the file's column names
+            frame = data.frame if data.frame is not None else pd.DataFrame(x, columns=data.names)
             if args.power == "auto":
-                # a DataFrame, so that the InferenceData keeps the file's column names
-                frame = pd.DataFrame(x, columns=data.names)
                 choice = _sample_auto(args, frame, prior, fit_seq, _seed_int(estimate_seq))
                 idata, power = choice.idata, choice.chosen_power
             else:
-                frame = pd.DataFrame(x, columns=data.names)
                 idata = _sample(args, frame, power, prior, fit_seq)
             report = _report_convergence(idata)
             comparison = _report_chain_comparison(idata, report, _seed_int(compare_seq))

@@ -20,16 +20,21 @@ __all__ = ["write_figures"]
 def write_figures(
     tmp: Path,
     idata: az.InferenceData,
-    x: np.ndarray,
+    x: np.ndarray,  # or the table's DataFrame
     names: list[str],
     estimate: PointEstimate,
-    prior: NIWPrior,
+    prior: NIWPrior | None,
     power: float,
     alpha: float,
     cv: CVResult | None,
     comparison: ChainComparison | None = None,
 ) -> list[str]:
-    """Draw the run's figures into ``tmp`` and return their file names."""
+    """Draw the run's figures into ``tmp`` and return their file names.
+
+    ``prior`` None means the table family (``x`` a DataFrame): only the figures
+    of K and the similarity matrix are drawn
+    (:data:`~pymc_pcrp.cli.cluster_table.SKIPPED_FIGURES` says why).
+    """
     from pymc_pcrp.plots import (
         cluster_projection,
         plot_chain_groups,
@@ -53,7 +58,9 @@ def write_figures(
     written = ["k_trace.png", "k_posterior.png"]
     save_figure(tmp / "k_trace.png", k_trace, (7.0, 3.5))
     save_figure(tmp / "k_posterior.png", k_posterior)
-    if x.shape[1] == 1:
+    if prior is None:  # the table family: no plane or line to draw the rows in
+        pass
+    elif x.shape[1] == 1:
 
         def density(ax):
             plot_predictive_density(idata, power=power, alpha=alpha, prior=prior, ax=ax)

@@ -91,6 +91,35 @@ def _n_jobs(text: str) -> int:
     return value
 
 
+#: The column kinds of the table family (pymc_pcrp.distributions.table.COLUMN_KINDS).
+TABLE_KINDS = ("bernoulli", "categorical", "poisson", "gaussian")
+
+
+def _kinds_option(text: str) -> dict[str, str]:
+    """Parse ``NAME=KIND,NAME=KIND`` into a mapping of column names to kinds."""
+    kinds = {}
+    for item in (part.strip() for part in text.split(",")):
+        if not item:
+            continue
+        name, sep, kind = item.rpartition("=")
+        name, kind = name.strip(), kind.strip().lower()
+        if not sep or not name:
+            raise argparse.ArgumentTypeError(
+                f"expected NAME=KIND pairs separated by commas (e.g. visits=poisson,"
+                f"smoker=bernoulli), got {item!r}"
+            )
+        if kind not in TABLE_KINDS:
+            raise argparse.ArgumentTypeError(
+                f"column {name!r}: the kind must be one of {', '.join(TABLE_KINDS)}, got {kind!r}"
+            )
+        if name in kinds:
+            raise argparse.ArgumentTypeError(f"column {name!r} is given twice")
+        kinds[name] = kind
+    if not kinds:
+        raise argparse.ArgumentTypeError("expected at least one NAME=KIND pair")
+    return kinds
+
+
 #: Largest cross-validation grid: every power costs a separate set of fits.
 MAX_GRID_SIZE = 200
 
@@ -172,9 +201,19 @@ convergence: R-hat and bulk ESS of the number of clusters and of the log joint a
 data: a .npy file (1-D or 2-D numeric array), a Parquet file (.parquet, needs pyarrow)
   or a delimited text file (comma, tab, semicolon, pipe or spaces, detected, or see
   --delimiter; quoted numbers and a UTF-8 byte order mark are fine). With --header auto
-  the first non-empty line is a header when none of its cells is a number. Every
-  selected cell must be a finite number: columns of dates, categories or text, and
-  missing values (empty, NA) are refused naming the column or the line.
+  the first non-empty line is a header when none of its cells is a number. For the
+  Gaussian family every selected cell must be a finite number; missing values (empty,
+  NA) are refused naming the line (--family table integrates them out).
+
+table family: a text file whose selected columns are not all numeric (text, category
+  or true/false columns) is clustered with the table family (pymc_pcrp.TableMixture,
+  docs/tables.md), each column's kind inferred as pymc_pcrp.fit infers it: numbers ->
+  gaussian, true/false -> bernoulli, text -> categorical; --kinds gives kinds
+  (e.g. --kinds visits=poisson,smoker=bernoulli). Missing cells are integrated out.
+  Columns of dates or times, and numeric columns with a stray text cell, are refused
+  naming the line. --standardize, --power cv, pair moves and template jumps are for the
+  Gaussian family; clusters_2d.png, chain_groups.png and density_1d.png are skipped
+  (summary.md says why).
 
 output safety: results are written into a temporary directory beside DIR and swapped
   into place at the end in one atomic step, so DIR never holds a half-written result.
@@ -253,6 +292,22 @@ def _add_model_and_data_options(parser: argparse.ArgumentParser) -> None:
         metavar="COLS",
         help="comma-separated columns to cluster, by header name or 0-based index, e.g. "
         "'x,y' or '0,2' (a header name wins over an index); default: all columns",
+    )
+    data.add_argument(
+        "--family",
+        choices=("auto", "gaussian", "table"),
+        default="auto",
+        help="likelihood: 'gaussian' (NIW mixture of numeric columns), 'table' (columns of "
+        "any kind, missing cells allowed), or 'auto': table when a selected column of a text "
+        "file is not numeric or --kinds is given, else gaussian (default: auto)",
+    )
+    data.add_argument(
+        "--kinds",
+        type=_kinds_option,
+        default=None,
+        metavar="NAME=KIND,...",
+        help="the table family's column kinds (bernoulli, categorical, poisson, gaussian) "
+        "for the columns named, the others inferred, e.g. 'visits=poisson,smoker=bernoulli'",
     )
     data.add_argument(
         "--standardize",

@@ -13,6 +13,7 @@ import arviz as az
 import numpy as np
 
 from pymc_pcrp._runtime.logging import quiet_loggers
+from pymc_pcrp.cli.cluster_table import SKIPPED_FIGURES, table_model_lines
 from pymc_pcrp.cli.io import ClusterData
 from pymc_pcrp.posterior import PointEstimate
 from pymc_pcrp.sampler.options import SPECK_SIZE, auto_pair_moves, auto_speck_moves
@@ -48,6 +49,10 @@ def _full_command(args: argparse.Namespace, seed: int, power_text: str) -> str:
         parts += ["--columns", args.columns]
     if args.standardize:
         parts.append("--standardize")
+    if getattr(args, "family", "auto") != "auto":
+        parts += ["--family", args.family]
+    if getattr(args, "kinds", None):
+        parts += ["--kinds", ",".join(f"{name}={kind}" for name, kind in args.kinds.items())]
     parts += ["--header", args.header]
     if args.delimiter is not None:
         parts += ["--delimiter", args.delimiter]
@@ -73,7 +78,7 @@ def _full_command(args: argparse.Namespace, seed: int, power_text: str) -> str:
 
 
 def _data_section(args, data: ClusterData, scaling) -> list[str]:
-    n, d = data.x.shape
+    n, d = data.shape
     lines = ["", "### Data", ""]
     lines.append(f"- file: `{args.data}` ({'with' if data.has_header else 'no'} header row)")
     lines.append(f"- N = {n} rows, D = {d} column(s): {', '.join(f'`{c}`' for c in data.names)}")
@@ -133,14 +138,19 @@ def _model_section(
     rate: str,
     idata: az.InferenceData | None = None,
     sensitivity: PowerSensitivity | None = None,
+    table_lines: list[str] | None = None,
 ) -> list[str]:
     lines = ["", "### Model and sampler", ""]
     how = power_choice(cv, sensitivity)
     lines.append(f"- power r = {power:g} ({how}); alpha = {args.alpha:g}")
-    lines.append("- NIW prior: `NIWPrior.from_data` of the clustered data (defaults)")
+    if table_lines is None:
+        lines.append("- NIW prior: `NIWPrior.from_data` of the clustered data (defaults)")
+    else:  # the table family: no pair moves
+        lines += table_lines
     on = args.split_merge is None or args.split_merge > 0
     specks = auto_speck_moves(float(on)) if args.speck_moves is None else args.speck_moves
-    pairs = auto_pair_moves(float(on), *shape) if args.pair_moves is None else args.pair_moves
+    pairs = auto_pair_moves(float(on), *shape, table_lines is None)
+    pairs = pairs if args.pair_moves is None else args.pair_moves
     moves = f"{rate} split-merge proposal(s) per sweep" + (
         f" and {specks:g} among the clusters of at most {SPECK_SIZE} points" if specks else ""
     )
@@ -442,8 +452,10 @@ def summary(
     lines += _answer_section(idata, estimate, power, power_choice(cv, run.sensitivity))
     lines += _trust_section(report, run.sensitivity, estimate, power)
     lines += ["", "## Figures", ""]
-    notes = _figure_notes(data.x.shape[1], estimate.n_clusters)
+    notes = _figure_notes(data.shape[1], estimate.n_clusters)
     lines += [f"- `{name}`: {notes[name]}." for name in files if name in notes]
+    if data.frame is not None:
+        lines.append(f"- {SKIPPED_FIGURES}.")
     lines += ["", "## Terms", ""] + [f"- {term}" for term in _TERMS]
     power_text = {"auto": "auto", "cv": "cv"}.get(str(args.power), repr(power))
     lines += ["", "## Command", ""]
@@ -454,10 +466,18 @@ def summary(
     lines += ["", "## Details"]
     lines += _data_section(args, data, scaling)
     lines += _model_section(
-        args, data.x.shape, power, seed, cv, _split_merge_text(args, idata), idata, run.sensitivity
+        args,
+        data.shape,
+        power,
+        seed,
+        cv,
+        _split_merge_text(args, idata),
+        idata,
+        run.sensitivity,
+        None if data.frame is None else table_model_lines(data),
     )
     if cv_info is not None:
-        lines += _cv_section(args, data.x.shape[0], *cv_info)
+        lines += _cv_section(args, data.shape[0], *cv_info)
     lines += _k_section(idata)
     lines += _convergence_section(idata, report)
     if comparison is not None:

@@ -16,7 +16,7 @@ import argparse
 import csv
 import re
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -32,11 +32,24 @@ class InputError(Exception):
 
 @dataclass(frozen=True)
 class ClusterData:
-    """The selected columns of the data file."""
+    """The selected columns of the data file.
 
-    x: np.ndarray  # (N, D) float64, finite
+    For the Gaussian family ``x`` holds them; for the table family (a text
+    file with columns that are not all numeric, or ``--family table``) ``x`` is
+    None and ``frame`` holds them (:mod:`pymc_pcrp.cli.table_io`), with the
+    ``--kinds`` spec in ``kinds``.
+    """
+
+    x: np.ndarray | None  # (N, D) float64, finite; None for the table family
     names: list[str]  # the D selected column names
     has_header: bool
+    frame: object = None  # pandas.DataFrame of the table family
+    kinds: dict = field(default_factory=dict)  # the table's column kinds given (--kinds)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(N, D)``: rows and selected columns."""
+        return tuple(self.frame.shape) if self.frame is not None else self.x.shape
 
 
 def _is_number(cell: str) -> bool:
@@ -49,7 +62,7 @@ def _is_number(cell: str) -> bool:
 
 # Cells read as missing values; "nan" and "inf" are not among them (they are refused as
 # numbers that are not finite, naming the cell).
-_NA_TOKENS = ["", "NA", "N/A", "n/a", "NaN", "null", "NULL", "None", "<NA>"]
+NA_TOKENS = _NA_TOKENS = ["", "NA", "N/A", "n/a", "NaN", "null", "NULL", "None", "<NA>"]
 _DELIMITERS = (",", "\t", ";", "|")
 _SNIFF_LINES = 50
 
@@ -112,6 +125,12 @@ def _where(path: Path, row: int, line: int | None, name: str) -> str:
     return f"{at}, column {name!r}"
 
 
+def cell_location(path: Path, row: int, name: str, has_header: bool, delimiter: str) -> str:
+    """Return where data row ``row`` of column ``name`` is: ``line L (data row R), column 'c'``."""
+    line, _ = _data_line_numbers(path, [row], has_header, delimiter).get(row, (None, ""))
+    return _where(path, row, line, name)
+
+
 def _read_options(path: Path, delimiter: str, has_header: bool, indices: list[int]) -> dict:
     return {
         "sep": r"\s+" if delimiter == " " else delimiter,
@@ -144,7 +163,7 @@ def _first_bad_cell(path: Path, options: dict, names: list[str], indices: list[i
     return None
 
 
-_DATE = re.compile(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|^\d{1,2}:\d{2}")
+DATE_PATTERN = _DATE = re.compile(r"^\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|^\d{1,2}:\d{2}")
 
 
 def _not_a_number(cell: str, where: str, name: str) -> str:
@@ -160,13 +179,18 @@ def _not_a_number(cell: str, where: str, name: str) -> str:
         kind = "text"
         fix = "encode it as numbers"
     return (
-        f"{where}: {cell!r} is not a number (column {name!r} holds {kind}; the current "
-        f"families cluster numeric columns only: leave it out with --columns, or {fix})"
+        f"{where}: {cell!r} is not a number (column {name!r} holds {kind}; the Gaussian "
+        f"family clusters numeric columns only: leave it out with --columns, or {fix})"
     )
 
 
-def _load_text(path: Path, columns: str | None, header: str, delimiter: str | None) -> ClusterData:
+def _load_text(path: Path, args: argparse.Namespace) -> ClusterData:
     import pandas as pd
+
+    from pymc_pcrp.cli.table_io import read_table
+
+    columns, header, delimiter = args.columns, args.header, args.delimiter
+    family, kinds = getattr(args, "family", "gaussian"), getattr(args, "kinds", None) or {}
 
     lines = _first_lines(path, _SNIFF_LINES)
     if not lines:
@@ -184,6 +208,9 @@ def _load_text(path: Path, columns: str | None, header: str, delimiter: str | No
     names = first if has_header else [str(j) for j in range(len(first))]
     indices = _resolve_columns(columns, names, has_header)
     options = _read_options(path, delimiter, has_header, indices)
+    layout = (path, options, [names[j] for j in indices], has_header, delimiter)
+    if family == "table" or kinds:
+        return read_table(*layout, kinds)
     try:
         x = _read_numbers(path, options, len(indices))
     except ValueError as err:  # a cell that is not a number (ParserError is a ValueError)
@@ -193,6 +220,8 @@ def _load_text(path: Path, columns: str | None, header: str, delimiter: str | No
         if bad is None:
             raise InputError(f"cannot read '{path}' as numbers: {err}") from None
         row, index, cell = bad
+        if family == "auto" and not (_is_number(cell) or _DATE.match(cell)):
+            return read_table(*layout, kinds)  # a text column: the table family
         line, _ = _data_line_numbers(path, [row], has_header, delimiter).get(row, (None, ""))
         where = _where(path, row, line, names[index])
         raise InputError(_not_a_number(cell, where, names[index])) from None
@@ -268,8 +297,8 @@ def _check_finite_cells(path: Path, x: np.ndarray, names: list[str], layout: tup
         missing = int(np.isnan(x).sum())
         raise InputError(
             f"{where} is empty or NA ({missing} missing value(s) in the selected columns); the "
-            "current families cannot marginalise missing values yet: fill them in or drop "
-            "those rows before clustering"
+            "Gaussian family cannot marginalise missing values: pass --family table (which "
+            "integrates missing cells out), or fill them in or drop those rows"
         )
     raise InputError(
         f"{where}: '{value}' is not a finite number ({int(bad.sum())} such value(s)); NaN and "
@@ -460,7 +489,7 @@ def load_data(args: argparse.Namespace) -> ClusterData:
         elif suffix in (".parquet", ".pq"):
             data = _load_parquet(path, args.columns)
         else:
-            data = _load_text(path, args.columns, args.header, args.delimiter)
+            data = _load_text(path, args)
     except OSError as err:
         raise InputError(f"cannot read data file '{path}': {err.strerror or err}") from None
     except MemoryError:
@@ -468,10 +497,21 @@ def load_data(args: argparse.Namespace) -> ClusterData:
             f"'{path}' does not fit in memory; select fewer columns with --columns or "
             "cluster a sample of the rows"
         ) from None
-    n = data.x.shape[0]
+    if data.frame is None and (getattr(args, "family", "auto") == "table" or args.kinds):
+        import pandas as pd  # a numeric .npy or Parquet file, clustered as a table
+
+        frame = pd.DataFrame(data.x, columns=data.names)
+        data = ClusterData(None, data.names, data.has_header, frame, dict(args.kinds or {}))
+    n = data.shape[0]
     if n < 2:
         raise InputError(f"'{path}' has {n} data row(s); clustering needs at least 2")
-    constant = [name for name, col in zip(data.names, data.x.T, strict=True) if np.ptp(col) == 0]
+    if data.frame is not None:  # the table family: one value (or none) besides missing cells
+        counts = data.frame.nunique(dropna=True).to_numpy()
+        constant = [name for name, c in zip(data.names, counts, strict=True) if c <= 1]
+    else:
+        constant = [
+            name for name, col in zip(data.names, data.x.T, strict=True) if np.ptp(col) == 0
+        ]
     if constant:
         raise InputError(
             f"column(s) {', '.join(map(repr, constant))} of '{path}' are constant; they carry no "
