@@ -156,7 +156,10 @@ def _model_section(
     )
     if pairs:
         moves += f", {pairs:g} pair move(s) per sweep"
-    moves += _jumps_text(args, idata)
+    if table_lines is None:
+        moves += _jumps_text(args, idata)
+    else:
+        moves += ", no pair moves or template jumps (the table family has none)"
     given = (args.split_merge, args.speck_moves, args.pair_moves, args.template_jumps)
     if all(option is None for option in given):
         moves = f"the step's default moves (PCRPGibbs without options: {moves})"
