@@ -34,6 +34,7 @@ from pymc_pcrp._kernels.state import NIWParams, SweepState
 __all__ = [
     "PARTIAL_ROWS",
     "SKIP_NATS",
+    "below_cut",
     "distance_limit",
     "log1p_lower_bound",
     "log_weight_upper_bound",
@@ -420,6 +421,22 @@ def log_weight_upper_bound(const: float, e: float, t: float) -> float:
     because the bound grows with ``t``.
     """
     return const + e * log1p_lower_bound(t)
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def below_cut(const: float, e: float, t: float, cut: float) -> bool:
+    """Whether :func:`log_weight_upper_bound` of ``const``, ``e``, ``t`` is below ``cut``.
+
+    Tries the cheaper bound ``log(1 + t) >= t / (1 + t)`` first: it is never above
+    :func:`log1p_lower_bound` (tests/_kernels/test_sweep.py checks this), so when it
+    already puts the weight below ``cut`` the tighter bound would too, and the answer
+    is the same as with the tighter bound alone (the draws do not change). It
+    decides most of the clearly far clusters, and inlined it costs one division
+    where the tighter bound costs a call (about a tenth of a plain sweep at D = 2).
+    """
+    if const + e * (t / (1.0 + t)) < cut:
+        return True
+    return const + e * log1p_lower_bound(t) < cut
 
 
 # A cluster whose log weight is certainly this far below the largest one is not

@@ -28,11 +28,11 @@ from pymc_pcrp._kernels.niw import log_marginal_from_logdet
 from pymc_pcrp._kernels.scores import (
     PARTIAL_ROWS,
     SKIP_NATS,
+    below_cut,
     distance_limit,
     draw_with_skipped,
     forward_norm2,
     forward_norm2_capped,
-    log_weight_upper_bound,
     loo_log_weight,
     loo_lower_bound,
     sample_log_weights,
@@ -327,7 +327,7 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
                         ta = xc[i, a] - mean[slot, a]
                         dist2 += ta * ta
                     tb = dist2 * inv_eig[slot, 0] * bm
-                    if log_weight_upper_bound(const[slot], e, tb) < cut:
+                    if below_cut(const[slot], e, tb, cut):
                         logw[p] = -math.inf
                         skipped[n_skipped] = p
                         skipped_u[n_skipped] = -1.0  # distance not computed
@@ -346,7 +346,7 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
                 else:
                     u = forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
                 tb = u * bm
-                if log_weight_upper_bound(const[slot], e, tb) < cut:
+                if below_cut(const[slot], e, tb, cut):
                     logw[p] = -math.inf
                     skipped[n_skipped] = p
                     skipped_u[n_skipped] = u

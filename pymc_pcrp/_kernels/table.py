@@ -150,7 +150,7 @@ def make_table_params(
     )
 
 
-@numba.njit(**NJIT_KWARGS)
+@numba.njit(inline="always", **NJIT_KWARGS)
 def shift(stats, slot, data, i, sign, params):
     """Add (``sign = 1``) or take out (``-1``) row ``i`` from the statistics of ``slot``."""
     kind, soff = params.kind, params.soff
@@ -170,7 +170,7 @@ def shift(stats, slot, data, i, sign, params):
             stats[slot, o + 2] += sign * x * x
 
 
-@numba.njit(**NJIT_KWARGS)
+@numba.njit(inline="always", **NJIT_KWARGS)
 def refresh(stats, cache, slot, params):
     """Recompute the scoring cache of ``slot`` from its statistics (see the module)."""
     kind, soff, coff, hyp = params.kind, params.soff, params.coff, params.hyp
@@ -208,7 +208,7 @@ def refresh(stats, cache, slot, params):
             cache[slot, c + 3] = a_n + 0.5
 
 
-@numba.njit(**NJIT_KWARGS)
+@numba.njit(inline="always", **NJIT_KWARGS)
 def score(cache, slot, data, i, params):
     """Log posterior predictive of row ``i`` under the cluster of ``slot`` (observed cells)."""
     kind, coff = params.kind, params.coff

@@ -217,6 +217,25 @@ def test_log1p_lower_bound_is_below_the_log_and_within_its_stated_gap():
     assert all(log1p_lower_bound(t) >= t / (1.0 + t) for t in tested)
 
 
+def test_below_cut_decides_as_the_tight_bound_does():
+    """The cheap-first skip test gives the tight bound's answer, and never skips a weight >= cut."""
+    from pymc_pcrp._kernels.scores import below_cut, log_weight_upper_bound
+
+    rng = np.random.default_rng(SEED + 11)
+    const = rng.normal(0.0, 5.0, 20_000)
+    e = -rng.uniform(0.5, 20.0, const.size)
+    t = 10.0 ** rng.uniform(-6, 8, const.size)
+    cut = const + e * np.log1p(t) + rng.normal(0.0, 2.0, const.size)
+    cheap = np.array([below_cut(*args) for args in zip(const, e, t, cut, strict=True)])
+    tight = np.array(
+        [log_weight_upper_bound(c, a, b) < d for c, a, b, d in zip(const, e, t, cut, strict=True)]
+    )
+    np.testing.assert_array_equal(cheap, tight)
+    assert 0.2 < cheap.mean() < 0.8  # both answers occur
+    exact = const + e * np.log1p(t)
+    assert np.all(exact[cheap] < cut[cheap])
+
+
 def _one_cluster(x, params):
     """All of ``x`` in slot 0: the state, the size table and the slot's sweep caches."""
     from pymc_pcrp._kernels.scores import sync_slot
