@@ -1,4 +1,4 @@
-"""Data sets of the paper's experiments: two simulations, MNIST digits 1-4 and Old Faithful.
+"""Data sets: the paper's experiments and a mixed table with missing cells.
 
 Lu, Li & Dunson (2018) evaluate the pCRP on two simulated Gaussian mixtures
 (``Sim 1``, ``Sim 2``), on MNIST digits 1 to 4 embedded in a 2-D spectral
@@ -12,8 +12,11 @@ reproducible from a seed:
 * :func:`load_old_faithful` loads the copy of R's ``faithful`` shipped with the
   package.
 
-Every loader returns the data as a ``float64`` array of shape ``(N, D)``, the
-form :func:`pymc_pcrp.fit` takes, and labels as ``int64``.
+These return the data as a ``float64`` array of shape ``(N, D)``, the form
+:func:`pymc_pcrp.fit` takes, and labels as ``int64``. Beyond the paper,
+:func:`load_house_votes` loads the 1984 US House votes shipped with the package
+as a pandas ``DataFrame`` of yes/no columns with missing cells, which
+:func:`pymc_pcrp.fit` clusters with the table family.
 """
 
 from __future__ import annotations
@@ -22,16 +25,21 @@ import gzip
 
 from importlib.resources import files
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+if TYPE_CHECKING:  # pandas comes with PyMC; imported when a loader needs it
+    import pandas as pd
+
 __all__ = [
+    "HOUSE_VOTES",
     "SIM1_PARAMS",
     "SIM2_PARAMS",
     "DigitsData",
     "MixtureParams",
     "load_digits_1to4",
+    "load_house_votes",
     "load_old_faithful",
     "read_idx",
     "sim1",
@@ -228,6 +236,84 @@ def load_old_faithful(*, standardize: bool = False) -> np.ndarray:
     if standardize:
         data = (data - data.mean(axis=0)) / data.std(axis=0)
     return np.ascontiguousarray(data)
+
+
+HOUSE_VOTES = (
+    "handicapped-infants",
+    "water-project-cost-sharing",
+    "adoption-of-the-budget-resolution",
+    "physician-fee-freeze",
+    "el-salvador-aid",
+    "religious-groups-in-schools",
+    "anti-satellite-test-ban",
+    "aid-to-nicaraguan-contras",
+    "mx-missile",
+    "immigration",
+    "synfuels-corporation-cutback",
+    "education-spending",
+    "superfund-right-to-sue",
+    "crime",
+    "duty-free-exports",
+    "export-administration-act-south-africa",
+)
+"""The 16 votes of :func:`load_house_votes`, in the order of the file's columns."""
+
+
+def load_house_votes() -> pd.DataFrame:
+    """Load the 1984 US House votes (UCI "Congressional Voting Records").
+
+    435 members of the US House of Representatives of 1984, each with a party
+    and a vote on 16 bills that Congressional Quarterly identified as key votes:
+    yes (yea, paired or announced for), no (nay, paired or announced against) or
+    missing (present, or did not vote): 392 cells, in 203 rows.
+
+    The file ``pymc_pcrp/data/house_votes_84.csv`` is bundled with the package
+    (no network access is needed) in the raw form of the UCI file: one header
+    line, then ``y``, ``n`` or ``?`` (missing) per vote. See
+    ``pymc_pcrp/data/README.md`` for its provenance, checksum and licence
+    (CC BY 4.0).
+
+    Returns
+    -------
+    pandas.DataFrame
+        435 rows (a ``RangeIndex``, in the file's order) and 17 columns:
+        ``party``, a ``category`` with the levels ``"democrat"`` and
+        ``"republican"`` (267 and 168 members), then the 16 votes of
+        :data:`HOUSE_VOTES`, each of pandas' nullable ``boolean`` dtype: ``True``
+        for yes, ``False`` for no and ``pandas.NA`` for a missing vote. Given
+        the vote columns, :func:`pymc_pcrp.fit` picks the table family and
+        makes each a ``"bernoulli"`` column whose missing cells are
+        integrated out; leave ``party`` out to cluster the votes alone.
+
+    References
+    ----------
+    Schlimmer, J. (1987). Congressional Voting Records [Dataset]. UCI Machine
+    Learning Repository. https://doi.org/10.24432/C5C01P.
+
+    *Congressional Quarterly Almanac*, 98th Congress, 2nd session 1984,
+    Volume XL. Washington, D.C.: Congressional Quarterly Inc., 1985.
+
+    Examples
+    --------
+    >>> from pymc_pcrp.datasets import load_house_votes
+    >>> df = load_house_votes()
+    >>> df.shape
+    (435, 17)
+    >>> df["party"].value_counts().to_dict()
+    {'democrat': 267, 'republican': 168}
+    >>> int(df["export-administration-act-south-africa"].isna().sum())
+    104
+    """
+    import pandas as pd
+
+    resource = files("pymc_pcrp") / "data" / "house_votes_84.csv"
+    with resource.open("r", encoding="utf-8") as handle:
+        raw = pd.read_csv(handle, dtype=str, na_values=["?"], keep_default_na=False)
+    df = pd.DataFrame(index=raw.index)
+    df["party"] = pd.Categorical(raw["party"], categories=["democrat", "republican"])
+    for name in HOUSE_VOTES:
+        df[name] = raw[name].map({"y": True, "n": False}).astype("boolean")
+    return df
 
 
 # --------------------------------------------------------------------------- MNIST IDX files

@@ -1,8 +1,10 @@
 """Tests of the bundled data sets."""
 
 import gzip
+import hashlib
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from scipy import stats
@@ -10,10 +12,12 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import normalized_mutual_info_score
 
 from pymc_pcrp.datasets import (
+    HOUSE_VOTES,
     SIM1_PARAMS,
     SIM2_PARAMS,
     DigitsData,
     load_digits_1to4,
+    load_house_votes,
     load_old_faithful,
     read_idx,
     sim1,
@@ -47,6 +51,70 @@ def test_old_faithful_standardize():
     sd0 = 1.141371 * np.sqrt(271 / 272)
     np.testing.assert_allclose(z[0, 0], (3.6 - 3.487783) / sd0, rtol=1e-5)
     np.testing.assert_array_equal(load_old_faithful(standardize=False), raw)
+
+
+# --------------------------------------------------------------------------- House votes 1984
+
+# Missing votes per bill, in the order of HOUSE_VOTES (R's mlbench::HouseVotes84).
+HOUSE_VOTES_MISSING = [12, 48, 11, 11, 15, 11, 14, 15, 22, 7, 21, 31, 25, 17, 28, 104]
+
+
+def test_house_votes_shape_dtypes_and_levels():
+    df = load_house_votes()
+    assert df.shape == (435, 17)
+    assert list(df.columns) == ["party", *HOUSE_VOTES]
+    assert len(HOUSE_VOTES) == 16
+    assert isinstance(df.index, pd.RangeIndex)
+    assert isinstance(df["party"].dtype, pd.CategoricalDtype)
+    assert list(df["party"].cat.categories) == ["democrat", "republican"]
+    assert df["party"].value_counts().to_dict() == {"democrat": 267, "republican": 168}
+    assert df["party"].notna().all()
+    for name in HOUSE_VOTES:
+        assert df[name].dtype == pd.BooleanDtype(), name
+
+
+def test_house_votes_missing_counts():
+    votes = load_house_votes()[list(HOUSE_VOTES)]
+    assert votes.isna().sum().tolist() == HOUSE_VOTES_MISSING
+    assert int(votes.isna().to_numpy().sum()) == 392
+    per_row = votes.isna().sum(axis=1)
+    assert int((per_row > 0).sum()) == 203
+    assert int((per_row == 16).sum()) == 1  # one member with no recorded vote
+
+
+def test_house_votes_match_the_raw_file():
+    from importlib.resources import files
+
+    resource = files("pymc_pcrp") / "data" / "house_votes_84.csv"
+    raw_bytes = resource.read_bytes()
+    assert hashlib.sha256(raw_bytes).hexdigest() == (
+        "403595ecfde59868dc519759c05cd81ffcd9a9e5c96eac14c40f517c52437419"
+    )
+    lines = raw_bytes.decode("utf-8").splitlines()
+    assert lines[0].split(",") == ["party", *HOUSE_VOTES]
+    assert lines[1] == "republican,n,y,n,y,y,y,n,n,n,y,?,y,y,y,n,y"
+    cells = [line.split(",") for line in lines[1:]]
+    assert {value for row in cells for value in row[1:]} == {"y", "n", "?"}
+    df = load_house_votes()
+    code = {"y": True, "n": False}
+    for i in (0, 1, 2, 183, 434):
+        expected = [code.get(value, pd.NA) for value in cells[i][1:]]
+        got = df.loc[i, list(HOUSE_VOTES)].tolist()
+        assert [g is pd.NA for g in got] == [e is pd.NA for e in expected], i
+        assert [g for g in got if g is not pd.NA] == [e for e in expected if e is not pd.NA], i
+        assert df.loc[i, "party"] == cells[i][0]
+
+
+def test_house_votes_go_to_the_table_family():
+    from pymc_pcrp import table_spec
+    from pymc_pcrp.fitting import choose_family
+
+    votes = load_house_votes()[list(HOUSE_VOTES)]
+    assert choose_family(votes, None, None) == "table"
+    spec = table_spec(votes)
+    assert [c.kind for c in spec.columns] == ["bernoulli"] * 16
+    _, mask = spec.encode(votes)
+    assert int((~mask).sum()) == 392
 
 
 # --------------------------------------------------------------------------- simulations
