@@ -2,7 +2,7 @@ r"""The pCRP moves written once, generic over a cluster family's scores, in numb
 
 A *family* here is any likelihood whose clusters are summarised by a row of
 additive statistics and whose predictive and block marginal follow from that
-row. It registers (:func:`register_family`) four compiled operations on plain
+row. It registers (:func:`register_family`) five compiled operations on plain
 arrays (``stats`` of shape ``(slots, S)``, ``cache`` of shape ``(slots, T)``):
 
 * ``shift(stats, slot, data, i, sign, params)``: add (``sign = 1``) or take
@@ -11,6 +11,9 @@ arrays (``stats`` of shape ``(slots, S)``, ``cache`` of shape ``(slots, T)``):
   ``slot`` from its statistics;
 * ``score(cache, slot, data, i, params)``: the log posterior predictive of row
   ``i`` under the cluster held in ``slot`` (the row not in it);
+* ``loo_score(stats, cache, slot, data, i, params)``: the same for a row that
+  *is* in ``slot``, scored with the row left out, without changing ``stats``
+  or ``cache`` (the sweep scores a row's own cluster with it);
 * ``block_log_marginal(stats, slot, params)``: the log marginal likelihood of
   the rows summarised in ``slot``;
 
@@ -45,10 +48,10 @@ statistics, ``order``, ``where``, ``k``; ``sumsq`` is an empty placeholder) and
 the ``cache``. It is allocated with ``N + 1`` slots, which ``N`` rows can never
 fill, so it never grows.
 
-A sweep takes each row out of its cluster, scores every cluster and a new one
-exactly, draws, and puts the row back; a row that returns to its own cluster
-gets the statistics and cache it had before (saved copies), so nothing drifts
-by rounding then.
+A sweep scores a row's own cluster with the row left out (``loo_score``),
+every other cluster and a new one exactly, and draws; the state changes only
+when the row moves, so a row that stays costs no update and nothing drifts by
+rounding then.
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ __all__ = [
     "advance",
     "block_marginal",
     "init_state",
+    "loo_score",
     "partition_log_joint",
     "refresh",
     "register_family",
@@ -110,6 +114,7 @@ class FamilyOps(NamedTuple):
     shift: Callable
     refresh: Callable
     score: Callable
+    loo_score: Callable
     block_log_marginal: Callable
     sizes: Callable
     with_log_alpha: Callable
@@ -152,6 +157,11 @@ def score(cache, slot, data, i, params):
     raise NotImplementedError("compiled code only: dispatched on the family's parameters")
 
 
+def loo_score(stats, cache, slot, data, i, params):
+    """Log predictive of row ``i`` under ``slot``, which holds it, with the row left out."""
+    raise NotImplementedError("compiled code only: dispatched on the family's parameters")
+
+
 def block_marginal(stats, slot, params):
     """Log marginal of ``slot``'s rows (the family's, chosen by the type of ``params``)."""
     raise NotImplementedError("compiled code only: dispatched on the family's parameters")
@@ -180,6 +190,7 @@ def register_family(params_class: type, ops: FamilyOps) -> None:
         return isinstance(params, types.BaseNamedTuple) and params.instance_class is params_class
 
     op_shift, op_refresh, op_score = ops.shift, ops.refresh, ops.score
+    op_loo = ops.loo_score
     op_marginal, op_sizes, op_alpha = ops.block_log_marginal, ops.sizes, ops.with_log_alpha
 
     @overload(shift, jit_options=NJIT_KWARGS)
@@ -200,6 +211,14 @@ def register_family(params_class: type, ops: FamilyOps) -> None:
     def _score(cache, slot, data, i, params):
         if mine(params):
             return lambda cache, slot, data, i, params: op_score(cache, slot, data, i, params)
+        return None
+
+    @overload(loo_score, jit_options=NJIT_KWARGS)
+    def _loo_score(stats, cache, slot, data, i, params):
+        if mine(params):
+            return lambda stats, cache, slot, data, i, params: op_loo(
+                stats, cache, slot, data, i, params
+            )
         return None
 
     @overload(block_marginal, jit_options=NJIT_KWARGS)
@@ -319,8 +338,6 @@ def sweeps(rng, chain, n_sweeps):
     labels, counts, stats, cache = state.labels, state.counts, state.sums, state.cache
     order, where, k_arr = state.order, state.where, state.k
     logw = np.empty(n + 1)
-    saved_stats = np.empty(stats.shape[1])
-    saved_cache = np.empty(cache.shape[1])
     perm = sweep_order(n)
     moved = 0
     for _ in range(n_sweeps):
@@ -328,31 +345,28 @@ def sweeps(rng, chain, n_sweeps):
         for i in perm:
             old = labels[i]
             single = counts[old] == 1
-            if not single:
-                saved_stats[:] = stats[old]
-                saved_cache[:] = cache[old]
-                counts[old] -= 1
-                shift(stats, old, data, i, -1.0, params)
-                refresh(stats, cache, old, params)
             k = k_arr[0]
             for p in range(k):
                 slot = order[p]
-                if single and slot == old:
+                if slot != old:
+                    logw[p] = by_size[counts[slot], 0] + score(cache, slot, data, i, params)
+                elif single:
                     logw[p] = -math.inf
                 else:
-                    logw[p] = by_size[counts[slot], 0] + score(cache, slot, data, i, params)
+                    logw[p] = by_size[counts[old] - 1, 0] + loo_score(
+                        stats, cache, old, data, i, params
+                    )
             logw[k] = log_new[i]
             choice = _draw_choice(rng, logw, k + 1)
-            if choice == k and single:
-                continue  # a singleton drawing a new cluster stays where it is
-            if not single and choice == where[old]:
-                counts[old] += 1  # back where it was, with the saved statistics
-                stats[old] = saved_stats
-                cache[old] = saved_cache
-                continue
+            if choice == where[old] or (choice == k and single):
+                continue  # stays (a singleton drawing a new cluster stays where it is)
             slot = order[choice]  # read before freeing a slot reorders ``order``
             if single:
                 free_slot(state, old)
+            else:
+                counts[old] -= 1
+                shift(stats, old, data, i, -1.0, params)
+                refresh(stats, cache, old, params)
             if choice == k:
                 open_slot(state, slot)
             counts[slot] += 1

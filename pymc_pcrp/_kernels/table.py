@@ -59,6 +59,34 @@ POISSON = 1
 GAUSSIAN = 2
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+_SMALL_COUNT = 64  # counts below this read log(x!) from a table
+_LOG_FACTORIAL = np.array([math.lgamma(x + 1.0) for x in range(_SMALL_COUNT)])
+_RISING_BY_PRODUCT = 8  # log of a rising factorial of fewer factors: one logarithm
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def _log_factorial(x):
+    """``log(x!)`` of a count ``x`` (a float holding an integer)."""
+    if x < _SMALL_COUNT:
+        return _LOG_FACTORIAL[int(x)]
+    return math.lgamma(x + 1.0)
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def _log_rising(a, lgamma_a, x):
+    """``lgamma(a + x) - lgamma(a)`` for a count ``x``, given ``lgamma_a = lgamma(a)``.
+
+    Small counts multiply the ``x`` factors ``a (a + 1) ... (a + x - 1)`` and take
+    one logarithm instead of a log-gamma.
+    """
+    if x == 0.0:
+        return 0.0
+    if x < _RISING_BY_PRODUCT:
+        prod = a
+        for t in range(1, int(x)):
+            prod *= a + t
+        return math.log(prod)
+    return math.lgamma(a + x) - lgamma_a
 
 
 class TableParams(NamedTuple):
@@ -222,15 +250,61 @@ def score(cache, slot, data, i, params):
             total += cache[slot, c + 1 + int(x)] - cache[slot, c]
         elif kind[j] == POISSON:
             total += (
-                math.lgamma(cache[slot, c] + x)
-                - cache[slot, c + 1]
+                _log_rising(cache[slot, c], cache[slot, c + 1], x)
                 + cache[slot, c + 2]
                 - x * cache[slot, c + 3]
-                - math.lgamma(x + 1.0)
+                - _log_factorial(x)
             )
         else:
             t = x - cache[slot, c + 1]
             total += cache[slot, c] - cache[slot, c + 3] * math.log1p(cache[slot, c + 2] * t * t)
+    return total
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def loo_score(stats, cache, slot, data, i, params):
+    """Log predictive of row ``i``, which ``slot`` holds, under ``slot`` without the row.
+
+    Read from the statistics and the cache with the row's cells taken out by
+    hand; neither is changed.
+    """
+    kind, soff, coff, hyp = params.kind, params.soff, params.coff, params.hyp
+    total = 0.0
+    for j in range(data.shape[1]):
+        x = data[i, j]
+        if math.isnan(x):
+            continue
+        o, c = soff[j], coff[j]
+        n = stats[slot, o] - 1.0  # the column's observed cells without the row
+        if kind[j] == CATEGORICAL:
+            tab_id, logtab = params.tab_id, params.logtab
+            t = o + 1 + int(x)
+            total += logtab[tab_id[t], int(stats[slot, t]) - 1] - logtab[tab_id[o], int(n)]
+        elif kind[j] == POISSON:
+            big_a = cache[slot, c] - x  # a + S without the row
+            big_b = hyp[j, 1] + n
+            log_b1 = math.log(big_b + 1.0)
+            total += (
+                _log_rising(big_a, math.lgamma(big_a), x)
+                + big_a * (math.log(big_b) - log_b1)
+                - x * log_b1
+                - _log_factorial(x)
+            )
+        else:
+            kappa_n = hyp[j, 0] + n
+            a_n = hyp[j, 1] + 0.5 * n
+            s = stats[slot, o + 1] - x
+            w = stats[slot, o + 2] - x * x - s * s / kappa_n
+            b_n = hyp[j, 2] + 0.5 * (w if w > 0.0 else 0.0)
+            t = x - s / kappa_n
+            total += (
+                math.lgamma(a_n + 0.5)
+                - math.lgamma(a_n)
+                - _HALF_LOG_2PI
+                - 0.5 * math.log(b_n)
+                - 0.5 * math.log((kappa_n + 1.0) / kappa_n)
+                - (a_n + 0.5) * math.log1p(kappa_n / (2.0 * b_n * (kappa_n + 1.0)) * t * t)
+            )
     return total
 
 
@@ -325,5 +399,6 @@ def table_tables(data, params):
 
 
 register_family(
-    TableParams, FamilyOps(shift, refresh, score, block_log_marginal, sizes, with_log_alpha)
+    TableParams,
+    FamilyOps(shift, refresh, score, loo_score, block_log_marginal, sizes, with_log_alpha),
 )

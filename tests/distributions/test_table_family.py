@@ -14,7 +14,7 @@ from table_reference import (
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp._kernels import family_moves
+from pymc_pcrp._kernels import family_moves, table
 from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.table import make_table_params, table_tables
@@ -143,6 +143,31 @@ def test_a_draw_leaves_the_state_equal_to_one_rebuilt_from_its_labels():
         np.testing.assert_allclose(state.sums[slot], fresh.sums[slot], atol=1e-9)
         np.testing.assert_allclose(state.cache[slot], fresh.cache[slot], atol=1e-9)
     assert state.k[0] == len(np.unique(state.labels))
+
+
+def test_a_rows_own_cluster_is_scored_as_if_the_row_were_taken_out():
+    # loo_score reads the row's cells out of its cluster by hand; the reference takes
+    # the row out of a copy of the statistics, refreshes the cache and scores it.
+    df = _mixed(n=40, seed=3)
+    df["visits"] = np.random.default_rng(4).choice([0, 1, 3, 7, 9, 70, 200], 40)
+    spec = pcrp.table_spec(df, {"visits": "poisson"})
+    x, params = _kernel_inputs(spec, *spec.encode(df), alpha=0.5, power=1.2)
+    labels = canonical_labels(np.arange(40) % 3)
+    state = family_moves.init_state(x, labels, params)
+    for i in range(40):
+        slot = state.labels[i]
+        stats, cache = state.sums.copy(), state.cache.copy()
+        table.shift(stats, slot, x, i, -1.0, params)
+        table.refresh(stats, cache, slot, params)
+        expected = table.score(cache, slot, x, i, params)
+        got = table.loo_score(state.sums, state.cache, slot, x, i, params)
+        assert got == pytest.approx(expected, rel=1e-10, abs=1e-10)
+    # scores of counts: rising factorials by product or log-gamma, against SciPy
+    empty = np.zeros((0, 4))
+    reference = np.log(0.5) + table_log_predictive(
+        *spec.encode(df), empty, empty, spec.kind, spec.nlev, spec.conc, spec.hyp
+    )
+    np.testing.assert_allclose(table_tables(x, params)[0], reference, rtol=1e-10)
 
 
 def test_table_mixture_logp_is_the_collapsed_marginal():
