@@ -11,9 +11,10 @@ arrays (``stats`` of shape ``(slots, S)``, ``cache`` of shape ``(slots, T)``):
   ``slot`` from its statistics;
 * ``score(cache, slot, data, i, params)``: the log posterior predictive of row
   ``i`` under the cluster held in ``slot`` (the row not in it);
-* ``loo_score(stats, cache, slot, data, i, params)``: the same for a row that
-  *is* in ``slot``, scored with the row left out, without changing ``stats``
-  or ``cache`` (the sweep scores a row's own cluster with it);
+* ``score_slots(stats, cache, order, k, own, data, i, params, out)``: ``score``
+  of row ``i`` under each slot ``order[p]``, ``p < k``, into ``out[p]``, the
+  row's own slot ``own`` scored with the row left out (changing neither
+  ``stats`` nor ``cache``): the sweep's one call per row;
 * ``block_log_marginal(stats, slot, params)``: the log marginal likelihood of
   the rows summarised in ``slot``;
 
@@ -48,7 +49,7 @@ statistics, ``order``, ``where``, ``k``; ``sumsq`` is an empty placeholder) and
 the ``cache``. It is allocated with ``N + 1`` slots, which ``N`` rows can never
 fill, so it never grows.
 
-A sweep scores a row's own cluster with the row left out (``loo_score``),
+A sweep scores a row's own cluster with the row left out (``score_slots``),
 every other cluster and a new one exactly, and draws; the state changes only
 when the row moves, so a row that stays costs no update and nothing drifts by
 rounding then.
@@ -82,11 +83,11 @@ __all__ = [
     "advance",
     "block_marginal",
     "init_state",
-    "loo_score",
     "partition_log_joint",
     "refresh",
     "register_family",
     "score",
+    "score_slots",
     "shift",
     "sizes",
     "split_merge",
@@ -114,7 +115,7 @@ class FamilyOps(NamedTuple):
     shift: Callable
     refresh: Callable
     score: Callable
-    loo_score: Callable
+    score_slots: Callable
     block_log_marginal: Callable
     sizes: Callable
     with_log_alpha: Callable
@@ -122,7 +123,11 @@ class FamilyOps(NamedTuple):
 
 @numba.njit(**NJIT_KWARGS)
 def _draw_choice(rng: np.random.Generator, logw: np.ndarray, m: int) -> int:
-    """Index below ``m`` drawn with probability proportional to ``exp(logw[p])``."""
+    """Index below ``m`` drawn with probability proportional to ``exp(logw[p])``.
+
+    Overwrites ``logw[:m]`` with the running sums of the weights (one
+    exponential each).
+    """
     top = -math.inf
     for p in range(m):
         if logw[p] > top:
@@ -130,15 +135,15 @@ def _draw_choice(rng: np.random.Generator, logw: np.ndarray, m: int) -> int:
     total = 0.0
     for p in range(m):
         total += math.exp(logw[p] - top)
+        logw[p] = total
     target = rng.random() * total
-    acc = 0.0
-    choice = -1
+    choice = m - 1
     for p in range(m):
-        if logw[p] > -math.inf:
-            acc += math.exp(logw[p] - top)
+        if target < logw[p]:
             choice = p
-            if target < acc:
-                break
+            break
+    while logw[choice] == (logw[choice - 1] if choice > 0 else 0.0):
+        choice -= 1  # never an option of weight zero (rounding at the top end)
     return choice
 
 
@@ -157,8 +162,8 @@ def score(cache, slot, data, i, params):
     raise NotImplementedError("compiled code only: dispatched on the family's parameters")
 
 
-def loo_score(stats, cache, slot, data, i, params):
-    """Log predictive of row ``i`` under ``slot``, which holds it, with the row left out."""
+def score_slots(stats, cache, order, k, own, data, i, params, out):
+    """Row ``i``'s scores under slots ``order[:k]`` (its own ``own`` without it), into ``out``."""
     raise NotImplementedError("compiled code only: dispatched on the family's parameters")
 
 
@@ -190,7 +195,7 @@ def register_family(params_class: type, ops: FamilyOps) -> None:
         return isinstance(params, types.BaseNamedTuple) and params.instance_class is params_class
 
     op_shift, op_refresh, op_score = ops.shift, ops.refresh, ops.score
-    op_loo = ops.loo_score
+    op_slots = ops.score_slots
     op_marginal, op_sizes, op_alpha = ops.block_log_marginal, ops.sizes, ops.with_log_alpha
 
     @overload(shift, jit_options=NJIT_KWARGS)
@@ -213,11 +218,11 @@ def register_family(params_class: type, ops: FamilyOps) -> None:
             return lambda cache, slot, data, i, params: op_score(cache, slot, data, i, params)
         return None
 
-    @overload(loo_score, jit_options=NJIT_KWARGS)
-    def _loo_score(stats, cache, slot, data, i, params):
+    @overload(score_slots, jit_options=NJIT_KWARGS)
+    def _score_slots(stats, cache, order, k, own, data, i, params, out):
         if mine(params):
-            return lambda stats, cache, slot, data, i, params: op_loo(
-                stats, cache, slot, data, i, params
+            return lambda stats, cache, order, k, own, data, i, params, out: op_slots(
+                stats, cache, order, k, own, data, i, params, out
             )
         return None
 
@@ -346,16 +351,12 @@ def sweeps(rng, chain, n_sweeps):
             old = labels[i]
             single = counts[old] == 1
             k = k_arr[0]
+            score_slots(stats, cache, order, k, old, data, i, params, logw)
             for p in range(k):
                 slot = order[p]
-                if slot != old:
-                    logw[p] = by_size[counts[slot], 0] + score(cache, slot, data, i, params)
-                elif single:
-                    logw[p] = -math.inf
-                else:
-                    logw[p] = by_size[counts[old] - 1, 0] + loo_score(
-                        stats, cache, old, data, i, params
-                    )
+                logw[p] += by_size[counts[slot] - (slot == old), 0]  # sizes without the row
+            if single:
+                logw[where[old]] = -math.inf
             logw[k] = log_new[i]
             choice = _draw_choice(rng, logw, k + 1)
             if choice == where[old] or (choice == k and single):

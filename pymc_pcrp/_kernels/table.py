@@ -27,7 +27,16 @@ Gaussian cell one logarithm:
 * counts: ``A = a + S``, ``lgamma(A)``, ``A log(B / (B + 1))``, ``log(B + 1)``
   with ``B = b + n`` (the predictive is negative binomial);
 * Gaussian: the Student-t's constant, its location ``S / kappa_n``, ``kappa_n /
-  (2 b_n (kappa_n + 1))`` and the exponent ``a_n + 1/2``.
+  (2 b_n (kappa_n + 1))`` and the exponent ``a_n + 1/2``;
+
+and, after the columns' entries (from ``params.tot``), four sums over columns that
+a row's score needs whatever its cells: the categorical columns' ``log(n + sum_c
+a_c)``, the count columns' ``A log(B / (B + 1))``, the Gaussian columns' constants,
+and the Gaussian columns' common exponent when every one has the same (no missing
+cell among the cluster's rows and one ``a0``; else 0). A row with a missing cell
+takes that column's term back out. The count columns' rising factorials and the
+Gaussian columns' Student-t factors are multiplied and take one logarithm per
+cluster (as the diagonal family's sweep does), not one per cell.
 
 The moves are the generic ones of :mod:`pymc_pcrp._kernels.family_moves`,
 which this module registers for :class:`TableParams`.
@@ -41,6 +50,7 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
+import scipy.special
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.family_moves import FamilyOps, register_family
@@ -93,7 +103,13 @@ class TableParams(NamedTuple):
     """Fixed parameters of a table-family sweep: the pCRP prior and each column's prior.
 
     ``kind``, ``soff``, ``coff`` and ``nlev`` are per column (kind, offsets into
-    the statistics and the cache, number of levels); ``conc`` holds each
+    the statistics and the cache, number of levels); ``cat_cols``,
+    ``count_cols`` and ``gauss_cols`` list the columns of each kind, and ``tot``
+    is where the cache's four sums over columns start (see the module);
+    ``gtab[gtab_id[j], m]`` is the part of a Gaussian column's log predictive
+    constant that depends on its number of cells ``m`` only, ``lgamma(a_m +
+    1/2) - lgamma(a_m) - log(2 pi) / 2 - log((kappa_m + 1) / kappa_m) / 2``;
+    ``conc`` holds each
     categorical level's concentration at its statistic's offset; ``hyp[j]`` is
     ``(sum of concentrations, 0, 0)``, ``(a, b, 0)`` or ``(kappa0, a0, b0)``.
     ``logtab[u, m] = log(m + v_u)`` for ``m = 0..N`` and each distinct value
@@ -115,6 +131,12 @@ class TableParams(NamedTuple):
     n_cache: int
     tab_id: np.ndarray
     logtab: np.ndarray
+    cat_cols: np.ndarray
+    count_cols: np.ndarray
+    gauss_cols: np.ndarray
+    tot: int
+    gtab_id: np.ndarray
+    gtab: np.ndarray
 
 
 def make_table_params(
@@ -141,6 +163,8 @@ def make_table_params(
         else:
             n_stats += 3
             n_cache += 4
+    tot = n_cache
+    n_cache += 4
     flat = np.asarray(conc, dtype=np.float64)
     per_stat = np.zeros(n_stats)
     hyp = np.ascontiguousarray(np.asarray(hyp, dtype=np.float64).reshape(d, -1)[:, :3])
@@ -162,6 +186,22 @@ def make_table_params(
             tab_id[t] = values.index(v)
     m = np.arange(int(n_rows) + 1, dtype=np.float64)
     logtab = np.log(m[None, :] + np.asarray(values, dtype=np.float64)[:, None])
+    pairs, gtab_id = [], np.zeros(d, dtype=np.int64)
+    for j in range(d):
+        if kind[j] == GAUSSIAN:
+            pair = (float(hyp[j, 0]), float(hyp[j, 1]))
+            if pair not in pairs:
+                pairs.append(pair)
+            gtab_id[j] = pairs.index(pair)
+    gtab = np.zeros((max(len(pairs), 1), m.size))
+    for u, (kappa0, a0) in enumerate(pairs):
+        a_m, kappa_m = a0 + 0.5 * m, kappa0 + m
+        gtab[u] = (
+            scipy.special.gammaln(a_m + 0.5)
+            - scipy.special.gammaln(a_m)
+            - _HALF_LOG_2PI
+            - 0.5 * np.log((kappa_m + 1.0) / kappa_m)
+        )
     return TableParams(
         math.log(alpha),
         float(power),
@@ -175,6 +215,12 @@ def make_table_params(
         n_cache,
         tab_id,
         np.ascontiguousarray(logtab.reshape(len(values), m.size)),
+        np.flatnonzero(kind == CATEGORICAL).astype(np.int64),
+        np.flatnonzero(kind == POISSON).astype(np.int64),
+        np.flatnonzero(kind == GAUSSIAN).astype(np.int64),
+        tot,
+        gtab_id,
+        gtab,
     )
 
 
@@ -224,40 +270,203 @@ def refresh(stats, cache, slot, params):
             s = stats[slot, o + 1]
             w = stats[slot, o + 2] - s * s / kappa_n
             b_n = hyp[j, 2] + 0.5 * (w if w > 0.0 else 0.0)
-            cache[slot, c] = (
-                math.lgamma(a_n + 0.5)
-                - math.lgamma(a_n)
-                - _HALF_LOG_2PI
-                - 0.5 * math.log(b_n)
-                - 0.5 * math.log((kappa_n + 1.0) / kappa_n)
-            )
+            cache[slot, c] = params.gtab[params.gtab_id[j], int(n)] - 0.5 * math.log(b_n)
             cache[slot, c + 1] = s / kappa_n
             cache[slot, c + 2] = kappa_n / (2.0 * b_n * (kappa_n + 1.0))
             cache[slot, c + 3] = a_n + 0.5
+    _refresh_sums(cache, slot, params)
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def _refresh_sums(cache, slot, params):
+    """The cache's four sums over columns (see the module), from the columns' entries."""
+    coff, tot = params.coff, params.tot
+    norm = 0.0
+    for j in params.cat_cols:
+        norm += cache[slot, coff[j]]
+    linear = 0.0
+    for j in params.count_cols:
+        linear += cache[slot, coff[j] + 2]
+    const = 0.0
+    power = 0.0
+    for j in params.gauss_cols:
+        c = coff[j]
+        const += cache[slot, c]
+        if power == 0.0:
+            power = cache[slot, c + 3]
+        elif cache[slot, c + 3] != power:
+            power = -1.0
+    cache[slot, tot] = norm
+    cache[slot, tot + 1] = linear
+    cache[slot, tot + 2] = const
+    cache[slot, tot + 3] = power if power > 0.0 else 0.0
+
+
+_PRODUCT_CAP = 1e150  # a running product past this is logged and restarted
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def _row_score(cache, slot, data, i, cols, coff, tot):
+    """:func:`score` on plain arrays: ``cols = (cat_cols, count_cols, gauss_cols)``.
+
+    Each kind of column in its own loop, with the cache's sums over columns (a
+    missing cell takes its column's term back out) and one logarithm per product
+    of count or Gaussian factors (see the module).
+    """
+    cat_cols, count_cols, gauss_cols = cols
+    total = 0.0
+    if cat_cols.shape[0] > 0:
+        norm = cache[slot, tot]
+        for j in cat_cols:
+            x = data[i, j]
+            if math.isnan(x):
+                norm -= cache[slot, coff[j]]
+            else:
+                total += cache[slot, coff[j] + 1 + int(x)]
+        total -= norm
+    if count_cols.shape[0] > 0:
+        total += cache[slot, tot + 1]
+        acc = 0.0
+        prod = 1.0
+        for j in count_cols:
+            x = data[i, j]
+            c = coff[j]
+            if math.isnan(x):
+                total -= cache[slot, c + 2]
+                continue
+            total -= x * cache[slot, c + 3] + _log_factorial(x)
+            if x < _RISING_BY_PRODUCT:
+                a = cache[slot, c]
+                for t in range(int(x)):
+                    prod *= a + t
+                if prod > _PRODUCT_CAP:
+                    acc += math.log(prod)
+                    prod = 1.0
+            else:
+                acc += math.lgamma(cache[slot, c] + x) - cache[slot, c + 1]
+        total += acc + math.log(prod)
+    if gauss_cols.shape[0] > 0:
+        const = cache[slot, tot + 2]
+        power = cache[slot, tot + 3]
+        if power > 0.0:  # one exponent: one logarithm of the product of the factors
+            prod = 1.0
+            acc = 0.0
+            for j in gauss_cols:
+                x = data[i, j]
+                c = coff[j]
+                if math.isnan(x):
+                    const -= cache[slot, c]
+                    continue
+                t = x - cache[slot, c + 1]
+                prod *= 1.0 + cache[slot, c + 2] * t * t
+                if prod > _PRODUCT_CAP:
+                    acc += math.log(prod)
+                    prod = 1.0
+            total += const - power * (acc + math.log(prod))
+        else:
+            for j in gauss_cols:
+                x = data[i, j]
+                c = coff[j]
+                if math.isnan(x):
+                    const -= cache[slot, c]
+                    continue
+                t = x - cache[slot, c + 1]
+                const -= cache[slot, c + 3] * math.log1p(cache[slot, c + 2] * t * t)
+            total += const
+    return total
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
 def score(cache, slot, data, i, params):
     """Log posterior predictive of row ``i`` under the cluster of ``slot`` (observed cells)."""
-    kind, coff = params.kind, params.coff
+    cols = (params.cat_cols, params.count_cols, params.gauss_cols)
+    return _row_score(cache, slot, data, i, cols, params.coff, params.tot)
+
+
+@numba.njit(**NJIT_KWARGS)
+def score_slots(stats, cache, order, k, own, data, i, params, out):
+    """Log predictive of row ``i`` under each slot ``order[p]``, ``p < k``, into ``out[p]``.
+
+    The row's own slot ``own`` is scored with the row left out (:func:`loo_score`).
+    The parameters' arrays are read once per row, not once per slot.
+    """
+    cols = (params.cat_cols, params.count_cols, params.gauss_cols)
+    coff, tot = params.coff, params.tot
+    offsets = (params.soff, coff, tot, params.hyp)
+    tables = (params.tab_id, params.logtab, params.gtab_id, params.gtab)
+    for p in range(k):
+        slot = order[p]
+        if slot == own:
+            out[p] = _row_loo_score(stats, cache, slot, data, i, cols, offsets, tables)
+        else:
+            out[p] = _row_score(cache, slot, data, i, cols, coff, tot)
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def _row_loo_score(stats, cache, slot, data, i, cols, offsets, tables):
+    """:func:`loo_score` on plain arrays (``cols`` as for :func:`_row_score`).
+
+    ``offsets = (soff, coff, tot, hyp)``, ``tables = (tab_id, logtab, gtab_id, gtab)``.
+    """
+    cat_cols, count_cols, gauss_cols = cols
+    soff, coff, tot, hyp = offsets
+    tab_id, logtab, gtab_id, gtab = tables
     total = 0.0
-    for j in range(data.shape[1]):
+    for j in cat_cols:
         x = data[i, j]
         if math.isnan(x):
             continue
-        c = coff[j]
-        if kind[j] == CATEGORICAL:
-            total += cache[slot, c + 1 + int(x)] - cache[slot, c]
-        elif kind[j] == POISSON:
-            total += (
-                _log_rising(cache[slot, c], cache[slot, c + 1], x)
-                + cache[slot, c + 2]
-                - x * cache[slot, c + 3]
-                - _log_factorial(x)
-            )
+        o = soff[j]
+        t = o + 1 + int(x)
+        total += logtab[tab_id[t], int(stats[slot, t]) - 1]
+        total -= logtab[tab_id[o], int(stats[slot, o]) - 1]
+    for j in count_cols:
+        x = data[i, j]
+        if math.isnan(x):
+            continue
+        o, c = soff[j], coff[j]
+        big_a = cache[slot, c] - x  # a + S without the row
+        big_b = hyp[j, 1] + stats[slot, o] - 1.0
+        log_b1 = math.log(big_b + 1.0)
+        if x < _RISING_BY_PRODUCT:
+            rising = _log_rising(big_a, 0.0, x)
         else:
-            t = x - cache[slot, c + 1]
-            total += cache[slot, c] - cache[slot, c + 3] * math.log1p(cache[slot, c + 2] * t * t)
+            rising = cache[slot, c + 1] - math.lgamma(big_a)
+        total += rising + big_a * (math.log(big_b) - log_b1) - x * log_b1 - _log_factorial(x)
+    if gauss_cols.shape[0] > 0:
+        uniform = cache[slot, tot + 3] > 0.0
+        log_rates = 0.0
+        rates = 1.0
+        log_factors = 0.0
+        factors = 1.0
+        for j in gauss_cols:
+            x = data[i, j]
+            if math.isnan(x):
+                continue
+            o = soff[j]
+            m = stats[slot, o] - 1.0  # the column's cells without the row
+            kappa_m = hyp[j, 0] + m
+            s = stats[slot, o + 1] - x
+            w = stats[slot, o + 2] - x * x - s * s / kappa_m
+            b_m = hyp[j, 2] + 0.5 * (w if w > 0.0 else 0.0)
+            t = x - s / kappa_m
+            factor = 1.0 + kappa_m / (2.0 * b_m * (kappa_m + 1.0)) * t * t
+            total += gtab[gtab_id[j], int(m)]
+            rates *= b_m
+            if rates > _PRODUCT_CAP or rates < 1.0 / _PRODUCT_CAP:
+                log_rates += math.log(rates)
+                rates = 1.0
+            if uniform:
+                factors *= factor
+                if factors > _PRODUCT_CAP:
+                    log_factors += math.log(factors)
+                    factors = 1.0
+            else:
+                total -= (hyp[j, 1] + 0.5 * m + 0.5) * math.log(factor)
+        total -= 0.5 * (log_rates + math.log(rates))
+        if uniform:  # every column's exponent without the row: the slot's minus 1/2
+            power = cache[slot, tot + 3] - 0.5
+            total -= power * (log_factors + math.log(factors))
     return total
 
 
@@ -266,46 +475,13 @@ def loo_score(stats, cache, slot, data, i, params):
     """Log predictive of row ``i``, which ``slot`` holds, under ``slot`` without the row.
 
     Read from the statistics and the cache with the row's cells taken out by
-    hand; neither is changed.
+    hand; neither is changed. Gaussian cells multiply their rates and their
+    Student-t factors and take two logarithms in all.
     """
-    kind, soff, coff, hyp = params.kind, params.soff, params.coff, params.hyp
-    total = 0.0
-    for j in range(data.shape[1]):
-        x = data[i, j]
-        if math.isnan(x):
-            continue
-        o, c = soff[j], coff[j]
-        n = stats[slot, o] - 1.0  # the column's observed cells without the row
-        if kind[j] == CATEGORICAL:
-            tab_id, logtab = params.tab_id, params.logtab
-            t = o + 1 + int(x)
-            total += logtab[tab_id[t], int(stats[slot, t]) - 1] - logtab[tab_id[o], int(n)]
-        elif kind[j] == POISSON:
-            big_a = cache[slot, c] - x  # a + S without the row
-            big_b = hyp[j, 1] + n
-            log_b1 = math.log(big_b + 1.0)
-            total += (
-                _log_rising(big_a, math.lgamma(big_a), x)
-                + big_a * (math.log(big_b) - log_b1)
-                - x * log_b1
-                - _log_factorial(x)
-            )
-        else:
-            kappa_n = hyp[j, 0] + n
-            a_n = hyp[j, 1] + 0.5 * n
-            s = stats[slot, o + 1] - x
-            w = stats[slot, o + 2] - x * x - s * s / kappa_n
-            b_n = hyp[j, 2] + 0.5 * (w if w > 0.0 else 0.0)
-            t = x - s / kappa_n
-            total += (
-                math.lgamma(a_n + 0.5)
-                - math.lgamma(a_n)
-                - _HALF_LOG_2PI
-                - 0.5 * math.log(b_n)
-                - 0.5 * math.log((kappa_n + 1.0) / kappa_n)
-                - (a_n + 0.5) * math.log1p(kappa_n / (2.0 * b_n * (kappa_n + 1.0)) * t * t)
-            )
-    return total
+    cols = (params.cat_cols, params.count_cols, params.gauss_cols)
+    offsets = (params.soff, params.coff, params.tot, params.hyp)
+    tables = (params.tab_id, params.logtab, params.gtab_id, params.gtab)
+    return _row_loo_score(stats, cache, slot, data, i, cols, offsets, tables)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -373,6 +549,12 @@ def with_log_alpha(params, log_alpha):
         params.n_cache,
         params.tab_id,
         params.logtab,
+        params.cat_cols,
+        params.count_cols,
+        params.gauss_cols,
+        params.tot,
+        params.gtab_id,
+        params.gtab,
     )
 
 
@@ -400,5 +582,5 @@ def table_tables(data, params):
 
 register_family(
     TableParams,
-    FamilyOps(shift, refresh, score, loo_score, block_log_marginal, sizes, with_log_alpha),
+    FamilyOps(shift, refresh, score, score_slots, block_log_marginal, sizes, with_log_alpha),
 )
