@@ -279,7 +279,7 @@ def refresh(stats, cache, slot, params):
 
 @numba.njit(inline="always", **NJIT_KWARGS)
 def _refresh_sums(cache, slot, params):
-    """The cache's four sums over columns (see the module), from the columns' entries."""
+    """Recompute the cache's four sums over columns (see the module) from its entries."""
     coff, tot = params.coff, params.tot
     norm = 0.0
     for j in params.cat_cols:
