@@ -15,7 +15,8 @@ split-merge). Families:
   sweep (``_kernels.diag_sweep.diag_sweeps``);
 * ``table-bernoulli``, ``table-categorical`` (5 levels), ``table-poisson``,
   ``table-gaussian``: the table family on the generic moves
-  (``_kernels.family_moves.sweeps``).
+  (``_kernels.family_moves.run_sweeps``: the family's own sweep,
+  ``_kernels.table_sweep.table_sweeps``).
 
 Prints the best time per sweep, per point and column (nanoseconds), and each
 table family's ratio to ``diag``; ``--out`` writes them as JSON.
@@ -27,6 +28,7 @@ import argparse
 import json
 import time
 
+import numba
 import numpy as np
 
 from pymc_pcrp._kernels import family_moves
@@ -35,6 +37,12 @@ from pymc_pcrp._kernels.diag_sweep import diag_sweeps
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.table import make_table_params, table_tables
 from pymc_pcrp.distributions.table import table_spec
+
+
+@numba.njit
+def family_sweeps(rng, chain, n_sweeps):
+    """The sweep the sampler runs for the family of ``chain`` (its own or the generic one)."""
+    return family_moves.run_sweeps(rng, chain, n_sweeps)
 
 
 def _classes(n: int, seed: int) -> np.ndarray:
@@ -76,7 +84,7 @@ def table_case(kind: str, n: int, d: int, seed: int):
     params = make_table_params(1.0, 1.1, spec.kind, spec.nlev, spec.conc, spec.hyp, n)
     state = family_moves.init_state(values, canonical_labels(labels), params)
     chain = (values, state, params, table_tables(values, params))
-    return lambda rng, sweeps: family_moves.sweeps(rng, chain, np.int64(sweeps)), state
+    return lambda rng, sweeps: family_sweeps(rng, chain, np.int64(sweeps)), state
 
 
 def main(argv=None) -> dict:

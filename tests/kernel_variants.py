@@ -41,6 +41,7 @@ from pymc_pcrp._kernels.pair_moves import grow_by_two, pair_moves
 from pymc_pcrp._kernels.partitions import log_add
 from pymc_pcrp._kernels.scores import SKIP_NATS
 from pymc_pcrp._kernels.sweep import gibbs_sweeps
+from pymc_pcrp._kernels.table_sweep import table_sweeps
 from pymc_pcrp._runtime.numba_cache import sources_key
 
 __all__ = [
@@ -137,7 +138,7 @@ def _keep_order(rng: np.random.Generator, perm: np.ndarray) -> None:
 def sweep_variant(
     family: str = "full", skip_nats: float = SKIP_NATS, first_point_only: bool = False
 ) -> Callable:
-    """The Gibbs sweep of ``family`` (``"full"`` or ``"diag"``) with other settings.
+    """The Gibbs sweep of ``family`` (``"full"``, ``"diag"`` or ``"table"``) with other settings.
 
     ``skip_nats`` replaces :data:`~pymc_pcrp._kernels.scores.SKIP_NATS` (a low value
     takes the rare branch that scores the skipped options far more often). With
@@ -145,7 +146,7 @@ def sweep_variant(
     many times from the same state can be compared with the full conditional
     (put the point of interest first in the data).
     """
-    kernel = {"full": gibbs_sweeps, "diag": diag_sweeps}[family]
+    kernel = {"full": gibbs_sweeps, "diag": diag_sweeps, "table": table_sweeps}[family]
     names: dict[str, object] = {"SKIP_NATS": float(skip_nats)}
     if first_point_only:
         names.update(sweep_order=_first_point_only, shuffle_in_place=_keep_order)

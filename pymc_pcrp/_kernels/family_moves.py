@@ -18,8 +18,10 @@ arrays (``stats`` of shape ``(slots, S)``, ``cache`` of shape ``(slots, T)``):
 * ``block_log_marginal(stats, slot, params)``: the log marginal likelihood of
   the rows summarised in ``slot``;
 
-and two helpers, ``sizes(params) -> (S, T)`` and ``with_log_alpha(params,
-log_alpha)``. ``params`` is the family's named tuple; its first two fields must
+two helpers, ``sizes(params) -> (S, T)`` and ``with_log_alpha(params,
+log_alpha)``, and optionally a sweep of its own (``sweeps(rng, chain, n_sweeps)``,
+the same conditional written out for speed, as the table family has; without
+one, :func:`sweeps` here serves). ``params`` is the family's named tuple; its first two fields must
 be ``log_alpha`` and ``power``. The same operations serve a sweep state's slots
 and the two-slot groups of a split-merge proposal, since both are arrays of the
 same layout.
@@ -86,6 +88,7 @@ __all__ = [
     "partition_log_joint",
     "refresh",
     "register_family",
+    "run_sweeps",
     "score",
     "score_slots",
     "shift",
@@ -119,6 +122,7 @@ class FamilyOps(NamedTuple):
     block_log_marginal: Callable
     sizes: Callable
     with_log_alpha: Callable
+    sweeps: Callable | None = None  # a written-out sweep, else the generic one
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -182,6 +186,11 @@ def with_log_alpha(params, log_alpha):
     raise NotImplementedError("compiled code only: dispatched on the family's parameters")
 
 
+def run_sweeps(rng, chain, n_sweeps):
+    """Run the family's sweeps (its own, or :func:`sweeps`), chosen by the type of ``params``."""
+    raise NotImplementedError("compiled code only: dispatched on the family's parameters")
+
+
 def register_family(params_class: type, ops: FamilyOps) -> None:
     """Make the generic kernels dispatch to ``ops`` when ``params`` is a ``params_class``.
 
@@ -230,6 +239,15 @@ def register_family(params_class: type, ops: FamilyOps) -> None:
     def _marginal(stats, slot, params):
         if mine(params):
             return lambda stats, slot, params: op_marginal(stats, slot, params)
+        return None
+
+    @overload(run_sweeps, jit_options=NJIT_KWARGS)
+    def _run_sweeps(rng, chain, n_sweeps):
+        if isinstance(chain, types.BaseTuple) and len(chain) == 4 and mine(chain.types[2]):
+            if ops.sweeps is None:
+                return lambda rng, chain, n_sweeps: sweeps(rng, chain, n_sweeps)
+            op_sweeps = ops.sweeps
+            return lambda rng, chain, n_sweeps: op_sweeps(rng, chain, n_sweeps)
         return None
 
     @overload(sizes, jit_options=NJIT_KWARGS)
@@ -537,7 +555,7 @@ def advance(rng, chain, plan, out, alpha_args):
     local = (data, state, params, tables)
     counts[:] = 0
     for _ in range(n_sweeps):
-        sweeps(rng, local, np.int64(1))
+        run_sweeps(rng, local, np.int64(1))
         for rule in (moves.UNIFORM_PAIRS, moves.SMALL_PAIRS):
             rate = n_split_merge if rule == moves.UNIFORM_PAIRS else n_specks
             n_moves = moves.draw_n_moves(rng, rate)

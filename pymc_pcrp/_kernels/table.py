@@ -39,7 +39,9 @@ Gaussian columns' Student-t factors are multiplied and take one logarithm per
 cluster (as the diagonal family's sweep does), not one per cell.
 
 The moves are the generic ones of :mod:`pymc_pcrp._kernels.family_moves`,
-which this module registers for :class:`TableParams`.
+which this module registers for :class:`TableParams`, with the sweep written out
+for speed in :mod:`pymc_pcrp._kernels.table_sweep`; the row scores on plain arrays
+are in :mod:`pymc_pcrp._kernels.table_scores`.
 """
 
 from __future__ import annotations
@@ -54,49 +56,26 @@ import scipy.special
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.family_moves import FamilyOps, register_family
+from pymc_pcrp._kernels.table_scores import HALF_LOG_2PI, row_loo_score, row_score
+from pymc_pcrp._kernels.table_sweep import table_sweeps
 
 __all__ = [
     "CATEGORICAL",
     "GAUSSIAN",
     "POISSON",
     "TableParams",
+    "loo_score",
     "make_table_params",
+    "refresh",
+    "score",
+    "score_slots",
+    "shift",
     "table_tables",
 ]
 
 CATEGORICAL = 0
 POISSON = 1
 GAUSSIAN = 2
-
-_HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
-_SMALL_COUNT = 64  # counts below this read log(x!) from a table
-_LOG_FACTORIAL = np.array([math.lgamma(x + 1.0) for x in range(_SMALL_COUNT)])
-_RISING_BY_PRODUCT = 8  # log of a rising factorial of fewer factors: one logarithm
-
-
-@numba.njit(inline="always", **NJIT_KWARGS)
-def _log_factorial(x):
-    """``log(x!)`` of a count ``x`` (a float holding an integer)."""
-    if x < _SMALL_COUNT:
-        return _LOG_FACTORIAL[int(x)]
-    return math.lgamma(x + 1.0)
-
-
-@numba.njit(inline="always", **NJIT_KWARGS)
-def _log_rising(a, lgamma_a, x):
-    """``lgamma(a + x) - lgamma(a)`` for a count ``x``, given ``lgamma_a = lgamma(a)``.
-
-    Small counts multiply the ``x`` factors ``a (a + 1) ... (a + x - 1)`` and take
-    one logarithm instead of a log-gamma.
-    """
-    if x == 0.0:
-        return 0.0
-    if x < _RISING_BY_PRODUCT:
-        prod = a
-        for t in range(1, int(x)):
-            prod *= a + t
-        return math.log(prod)
-    return math.lgamma(a + x) - lgamma_a
 
 
 class TableParams(NamedTuple):
@@ -199,7 +178,7 @@ def make_table_params(
         gtab[u] = (
             scipy.special.gammaln(a_m + 0.5)
             - scipy.special.gammaln(a_m)
-            - _HALF_LOG_2PI
+            - HALF_LOG_2PI
             - 0.5 * np.log((kappa_m + 1.0) / kappa_m)
         )
     return TableParams(
@@ -302,85 +281,11 @@ def _refresh_sums(cache, slot, params):
     cache[slot, tot + 3] = power if power > 0.0 else 0.0
 
 
-_PRODUCT_CAP = 1e150  # a running product past this is logged and restarted
-
-
-@numba.njit(inline="always", **NJIT_KWARGS)
-def _row_score(cache, slot, data, i, cols, coff, tot):
-    """:func:`score` on plain arrays: ``cols = (cat_cols, count_cols, gauss_cols)``.
-
-    Each kind of column in its own loop, with the cache's sums over columns (a
-    missing cell takes its column's term back out) and one logarithm per product
-    of count or Gaussian factors (see the module).
-    """
-    cat_cols, count_cols, gauss_cols = cols
-    total = 0.0
-    if cat_cols.shape[0] > 0:
-        norm = cache[slot, tot]
-        for j in cat_cols:
-            x = data[i, j]
-            if math.isnan(x):
-                norm -= cache[slot, coff[j]]
-            else:
-                total += cache[slot, coff[j] + 1 + int(x)]
-        total -= norm
-    if count_cols.shape[0] > 0:
-        total += cache[slot, tot + 1]
-        acc = 0.0
-        prod = 1.0
-        for j in count_cols:
-            x = data[i, j]
-            c = coff[j]
-            if math.isnan(x):
-                total -= cache[slot, c + 2]
-                continue
-            total -= x * cache[slot, c + 3] + _log_factorial(x)
-            if x < _RISING_BY_PRODUCT:
-                a = cache[slot, c]
-                for t in range(int(x)):
-                    prod *= a + t
-                if prod > _PRODUCT_CAP:
-                    acc += math.log(prod)
-                    prod = 1.0
-            else:
-                acc += math.lgamma(cache[slot, c] + x) - cache[slot, c + 1]
-        total += acc + math.log(prod)
-    if gauss_cols.shape[0] > 0:
-        const = cache[slot, tot + 2]
-        power = cache[slot, tot + 3]
-        if power > 0.0:  # one exponent: one logarithm of the product of the factors
-            prod = 1.0
-            acc = 0.0
-            for j in gauss_cols:
-                x = data[i, j]
-                c = coff[j]
-                if math.isnan(x):
-                    const -= cache[slot, c]
-                    continue
-                t = x - cache[slot, c + 1]
-                prod *= 1.0 + cache[slot, c + 2] * t * t
-                if prod > _PRODUCT_CAP:
-                    acc += math.log(prod)
-                    prod = 1.0
-            total += const - power * (acc + math.log(prod))
-        else:
-            for j in gauss_cols:
-                x = data[i, j]
-                c = coff[j]
-                if math.isnan(x):
-                    const -= cache[slot, c]
-                    continue
-                t = x - cache[slot, c + 1]
-                const -= cache[slot, c + 3] * math.log1p(cache[slot, c + 2] * t * t)
-            total += const
-    return total
-
-
 @numba.njit(inline="always", **NJIT_KWARGS)
 def score(cache, slot, data, i, params):
     """Log posterior predictive of row ``i`` under the cluster of ``slot`` (observed cells)."""
     cols = (params.cat_cols, params.count_cols, params.gauss_cols)
-    return _row_score(cache, slot, data, i, cols, params.coff, params.tot)
+    return row_score(cache, slot, data, i, cols, params.coff, params.tot)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -397,77 +302,9 @@ def score_slots(stats, cache, order, k, own, data, i, params, out):
     for p in range(k):
         slot = order[p]
         if slot == own:
-            out[p] = _row_loo_score(stats, cache, slot, data, i, cols, offsets, tables)
+            out[p] = row_loo_score(stats, cache, slot, data, i, cols, offsets, tables)
         else:
-            out[p] = _row_score(cache, slot, data, i, cols, coff, tot)
-
-
-@numba.njit(inline="always", **NJIT_KWARGS)
-def _row_loo_score(stats, cache, slot, data, i, cols, offsets, tables):
-    """:func:`loo_score` on plain arrays (``cols`` as for :func:`_row_score`).
-
-    ``offsets = (soff, coff, tot, hyp)``, ``tables = (tab_id, logtab, gtab_id, gtab)``.
-    """
-    cat_cols, count_cols, gauss_cols = cols
-    soff, coff, tot, hyp = offsets
-    tab_id, logtab, gtab_id, gtab = tables
-    total = 0.0
-    for j in cat_cols:
-        x = data[i, j]
-        if math.isnan(x):
-            continue
-        o = soff[j]
-        t = o + 1 + int(x)
-        total += logtab[tab_id[t], int(stats[slot, t]) - 1]
-        total -= logtab[tab_id[o], int(stats[slot, o]) - 1]
-    for j in count_cols:
-        x = data[i, j]
-        if math.isnan(x):
-            continue
-        o, c = soff[j], coff[j]
-        big_a = cache[slot, c] - x  # a + S without the row
-        big_b = hyp[j, 1] + stats[slot, o] - 1.0
-        log_b1 = math.log(big_b + 1.0)
-        if x < _RISING_BY_PRODUCT:
-            rising = _log_rising(big_a, 0.0, x)
-        else:
-            rising = cache[slot, c + 1] - math.lgamma(big_a)
-        total += rising + big_a * (math.log(big_b) - log_b1) - x * log_b1 - _log_factorial(x)
-    if gauss_cols.shape[0] > 0:
-        uniform = cache[slot, tot + 3] > 0.0
-        log_rates = 0.0
-        rates = 1.0
-        log_factors = 0.0
-        factors = 1.0
-        for j in gauss_cols:
-            x = data[i, j]
-            if math.isnan(x):
-                continue
-            o = soff[j]
-            m = stats[slot, o] - 1.0  # the column's cells without the row
-            kappa_m = hyp[j, 0] + m
-            s = stats[slot, o + 1] - x
-            w = stats[slot, o + 2] - x * x - s * s / kappa_m
-            b_m = hyp[j, 2] + 0.5 * (w if w > 0.0 else 0.0)
-            t = x - s / kappa_m
-            factor = 1.0 + kappa_m / (2.0 * b_m * (kappa_m + 1.0)) * t * t
-            total += gtab[gtab_id[j], int(m)]
-            rates *= b_m
-            if rates > _PRODUCT_CAP or rates < 1.0 / _PRODUCT_CAP:
-                log_rates += math.log(rates)
-                rates = 1.0
-            if uniform:
-                factors *= factor
-                if factors > _PRODUCT_CAP:
-                    log_factors += math.log(factors)
-                    factors = 1.0
-            else:
-                total -= (hyp[j, 1] + 0.5 * m + 0.5) * math.log(factor)
-        total -= 0.5 * (log_rates + math.log(rates))
-        if uniform:  # every column's exponent without the row: the slot's minus 1/2
-            power = cache[slot, tot + 3] - 0.5
-            total -= power * (log_factors + math.log(factors))
-    return total
+            out[p] = row_score(cache, slot, data, i, cols, coff, tot)
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
@@ -481,7 +318,7 @@ def loo_score(stats, cache, slot, data, i, params):
     cols = (params.cat_cols, params.count_cols, params.gauss_cols)
     offsets = (params.soff, params.coff, params.tot, params.hyp)
     tables = (params.tab_id, params.logtab, params.gtab_id, params.gtab)
-    return _row_loo_score(stats, cache, slot, data, i, cols, offsets, tables)
+    return row_loo_score(stats, cache, slot, data, i, cols, offsets, tables)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -522,7 +359,7 @@ def block_log_marginal(stats, slot, params):
                 + a0 * math.log(b0)
                 - a_n * math.log(b_n)
                 + 0.5 * math.log(kappa0 / kappa_n)
-                - n * _HALF_LOG_2PI
+                - n * HALF_LOG_2PI
             )
     return total
 
@@ -582,5 +419,7 @@ def table_tables(data, params):
 
 register_family(
     TableParams,
-    FamilyOps(shift, refresh, score, score_slots, block_log_marginal, sizes, with_log_alpha),
+    FamilyOps(
+        shift, refresh, score, score_slots, block_log_marginal, sizes, with_log_alpha, table_sweeps
+    ),
 )

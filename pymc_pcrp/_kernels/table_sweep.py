@@ -1,0 +1,174 @@
+"""The table family's Gibbs sweep, written out for speed, in numba.
+
+The same full conditional as the generic :func:`~pymc_pcrp._kernels.family_moves.sweeps`
+(weight ``n_k^r`` times each occupied cluster's posterior predictive, the row's
+own cluster with the row left out, and ``alpha`` times the prior predictive for
+a new one), computed the way the diagonal family's sweep
+(:func:`~pymc_pcrp._kernels.diag_sweep.diag_sweeps`) computes it:
+
+* the parameters' and the state's arrays are read once per call, not once per
+  row or cluster (numba counts references at every read of a structure's
+  field, which costs more than scoring a few cells);
+* far clusters are bounded and skipped, with an exact draw. Each cell's log
+  predictive of a categorical or count column is a log probability, so at most
+  0; a Gaussian column's is at most its peak, and the columns' product of
+  Student-t factors ``prod_j (1 + u_j)`` is at least ``1 + T``, ``T = sum_j u_j``,
+  with ``log(1 + T) >= T / (1 + T)``. A cluster whose upper bound falls more
+  than ``SKIP_NATS`` below the larger of the own cluster's and the new
+  cluster's exact log weights is not scored further; the uniform of the draw
+  then tells whether the skipped clusters can matter, and only then are they
+  scored exactly (:func:`pymc_pcrp._kernels.diag_sweep.diag_sweeps` gives the
+  argument that every option keeps exactly its conditional probability).
+
+The state changes only when a row moves (by the family's ``shift`` and ``refresh``,
+reached through :mod:`~pymc_pcrp._kernels.family_moves`). The row scores are those
+of :mod:`pymc_pcrp._kernels.table_scores`; :mod:`pymc_pcrp._kernels.table`
+registers this sweep as the table family's.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+
+from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.draws import shuffle_in_place, sweep_order
+from pymc_pcrp._kernels.family_moves import refresh, shift
+from pymc_pcrp._kernels.scores import SKIP_NATS, sweep_workspace
+from pymc_pcrp._kernels.slots import free_slot, open_slot
+from pymc_pcrp._kernels.table_scores import bounded_score, row_loo_score, row_score
+
+__all__ = ["table_sweeps"]
+
+
+@numba.njit(**NJIT_KWARGS)
+def _move_row(state, data, i, old, slot, params):
+    """Move row ``i`` from ``old`` to ``slot``, opening or freeing slots as needed."""
+    if state.counts[old] == 1:
+        free_slot(state, old)
+    else:
+        state.counts[old] -= 1
+        shift(state.sums, old, data, i, -1.0, params)
+        refresh(state.sums, state.cache, old, params)
+    if state.counts[slot] == 0:
+        open_slot(state, slot)
+    state.counts[slot] += 1
+    shift(state.sums, slot, data, i, 1.0, params)
+    refresh(state.sums, state.cache, slot, params)
+    state.labels[i] = slot
+
+
+@numba.njit(**NJIT_KWARGS)
+def table_sweeps(rng, chain, n_sweeps):
+    """Run ``n_sweeps`` sweeps in place; return how many rows changed cluster.
+
+    ``chain`` is ``(data, state, params, tables)`` as for
+    :func:`~pymc_pcrp._kernels.family_moves.sweeps`. Each sweep visits the rows
+    in a fresh uniformly random order and draws each row's cluster from its full
+    conditional given the others; a singleton drawing a new cluster stays.
+    """
+    data, state, params, tables = chain
+    n = data.shape[0]
+    log_new, _, by_size = tables
+    logw, skipped, wts, wsk, skip_weight = sweep_workspace(n, SKIP_NATS)
+    labels, counts, stats, cache = state.labels, state.counts, state.sums, state.cache
+    order, where, k_arr = state.order, state.where, state.k
+    cols = (params.cat_cols, params.count_cols, params.gauss_cols)
+    coff, tot = params.coff, params.tot
+    offsets = (params.soff, coff, tot, params.hyp)
+    loo_tables = (params.tab_id, params.logtab, params.gtab_id, params.gtab)
+    perm = sweep_order(n)
+    moved = 0
+    for _ in range(n_sweeps):
+        shuffle_in_place(rng, perm)
+        for i in perm:
+            old = labels[i]
+            m = counts[old]
+            k = k_arr[0]
+            own_p = where[old]
+            # 1. The own cluster with the row left out, and the new cluster, exactly.
+            w_own = -math.inf
+            if m > 1:
+                w_own = by_size[m - 1, 0] + row_loo_score(
+                    stats, cache, old, data, i, cols, offsets, loo_tables
+                )
+            ref = max(w_own, log_new[i])
+            floor = ref - SKIP_NATS
+            # 2. The other clusters, abandoned once their bound is below the floor.
+            n_skip = 0
+            for p in range(k):
+                if p == own_p:
+                    logw[p] = w_own
+                    continue
+                slot = order[p]
+                seat = by_size[counts[slot], 0]
+                lw = bounded_score(cache, slot, data, i, cols, coff, tot, floor - seat)
+                if lw == -math.inf:
+                    skipped[n_skip] = p
+                    n_skip += 1
+                    logw[p] = -math.inf
+                else:
+                    logw[p] = seat + lw
+            if log_new[i] < floor:
+                skipped[n_skip] = k
+                n_skip += 1
+                logw[k] = -math.inf
+            else:
+                logw[k] = log_new[i]
+            # 3. The exact draw (weights relative to the largest scored one).
+            top = ref
+            for p in range(k + 1):
+                if logw[p] > top:
+                    top = logw[p]
+            total = 0.0
+            for p in range(k + 1):
+                lw = logw[p]
+                wts[p] = 0.0 if lw == -math.inf else math.exp(lw - top)
+                total += wts[p]
+            u = rng.random()
+            a = total / (total + n_skip * skip_weight)
+            in_scored = u < a
+            target = u / a * total if in_scored else 0.0
+            if not in_scored:  # the skipped options may matter: score them exactly
+                big = 0.0
+                for s_ in range(n_skip):
+                    p = skipped[s_]
+                    if p == k:
+                        lw = log_new[i]
+                    else:
+                        slot = order[p]
+                        lw = by_size[counts[slot], 0] + row_score(
+                            cache, slot, data, i, cols, coff, tot
+                        )
+                    wsk[s_] = math.exp(lw - top)
+                    big += wsk[s_]
+                g = total / (total + big)
+                if u < g:
+                    in_scored = True
+                    target = (u - a) / (g - a) * total if g > a else 0.0
+                else:
+                    target = (u - g) / (1.0 - g) * big
+            choice = -1
+            acc = 0.0
+            if in_scored:
+                for p in range(k + 1):
+                    if wts[p] > 0.0:
+                        acc += wts[p]
+                        choice = p
+                        if target < acc:
+                            break
+            else:
+                for s_ in range(n_skip):
+                    if wsk[s_] > 0.0:
+                        acc += wsk[s_]
+                        choice = skipped[s_]
+                        if target < acc:
+                            break
+                if choice < 0:
+                    choice = skipped[n_skip - 1]
+            if choice == own_p or (choice == k and m == 1):
+                continue  # stays (a singleton drawing a new cluster stays where it is)
+            _move_row(state, data, i, old, order[choice], params)
+            moved += 1
+    return moved

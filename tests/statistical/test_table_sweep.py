@@ -1,0 +1,118 @@
+"""The table family's sweeps against the exact posterior, called as kernels.
+
+The sampler runs the table family's written-out sweep
+(``_kernels.table_sweep.table_sweeps``), which skips clusters whose bounded log
+weight is far below the top and completes the draw exactly when the uniform lands
+where they could matter. With the shipped ``SKIP_NATS = 6`` that branch is rare,
+so a copy of the kernel with ``skip_nats = 0.5`` (tests/kernel_variants.py) is run
+too, where most updates skip something. The generic sweep of
+``_kernels.family_moves`` (the sweep of a family without one of its own) is run on
+the same tables. Each must visit the partitions of N = 5 rows with the exact
+posterior's frequencies (tests/table_reference.py, by brute force); a sweep that
+scores the own cluster with the row left in (built here) must fail.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from kernel_variants import recompiled, sweep_variant
+from table_reference import exact_table_posterior
+
+from pymc_pcrp._kernels import family_moves, table_scores
+from pymc_pcrp._kernels.partitions import canonical_labels
+from pymc_pcrp._kernels.table import make_table_params, table_tables
+from pymc_pcrp._kernels.table_sweep import table_sweeps
+from pymc_pcrp.distributions.table import table_spec
+from pymc_pcrp.sampler.inputs import compiled_for
+
+SWEEPS = 20_000
+CHAINS = 2
+TV_MAX = 0.02
+TV_BROKEN = 0.08
+
+
+def _tables():
+    """Tables of 5 rows: every kind with missing cells; Gaussian columns with unequal cells."""
+    mixed = pd.DataFrame(
+        {
+            "flag": pd.array([True, True, None, False, False], dtype="boolean"),
+            "kind": pd.Categorical(["x", "x", "y", "y", "y"]),
+            "n": [1, 0, 12, 7, 9],
+            "g": [0.3, np.nan, -0.2, 2.1, 2.6],
+        }
+    )
+    gaussian = pd.DataFrame({"g": [0.1, 0.3, 3.9, 4.2, 8.0], "h": [-1.0, np.nan, 2.0, 2.4, 5.5]})
+    return {
+        "mixed": (mixed, {"n": "poisson"}, 1.0, 1.2),
+        "gaussian": (gaussian, None, 0.8, 1.3),
+    }
+
+
+def _inputs(df, columns, alpha, r):
+    spec = table_spec(df, columns)
+    values, mask = spec.encode(df)
+    x = values.copy()
+    gaussian = spec.kind == 2
+    x[:, gaussian] -= spec.hyp[gaussian, 3]
+    x[~mask] = np.nan
+    params = make_table_params(alpha, r, spec.kind, spec.nlev, spec.conc, spec.hyp, len(df))
+    return x, params, exact_table_posterior(values, mask, spec, alpha, r)
+
+
+def _tv(sweep, x, params, parts, probs, seed):
+    n = x.shape[0]
+    tables = table_tables(x, params)
+    freq: dict[tuple, float] = {}
+    for chain in range(CHAINS):
+        rng = np.random.default_rng([seed, chain])
+        state = family_moves.init_state(x, np.zeros(n, dtype=np.int64), params)
+        args = (rng, (x, state, params, tables), 1)
+        run = compiled_for(sweep, args)
+        run(rng, (x, state, params, tables), 50)
+        for _ in range(SWEEPS):
+            run(*args)
+            key = tuple(int(v) for v in canonical_labels(state.labels))
+            freq[key] = freq.get(key, 0.0) + 1.0 / (SWEEPS * CHAINS)
+    assert set(freq) <= set(parts)
+    return 0.5 * np.abs(np.array([freq.get(p, 0.0) for p in parts]) - probs).sum()
+
+
+SWEEPS_UNDER_TEST = {
+    "table": lambda: table_sweeps,
+    "table, skip_nats = 0.5": lambda: sweep_variant(family="table", skip_nats=0.5),
+    "generic": lambda: family_moves.sweeps,
+}
+
+
+@pytest.mark.parametrize("case", ["mixed", "gaussian"])
+@pytest.mark.parametrize("kernel", list(SWEEPS_UNDER_TEST))
+def test_table_sweeps_keep_the_exact_posterior(case, kernel):
+    df, columns, alpha, r = _tables()[case]
+    x, params, (parts, probs) = _inputs(df, columns, alpha, r)
+    tv = _tv(SWEEPS_UNDER_TEST[kernel](), x, params, parts, probs, seed=len(kernel))
+    assert tv < TV_MAX, f"{kernel} on {case}: total variation {tv:.4f} from the exact posterior"
+
+
+def test_a_sweep_that_leaves_the_row_in_its_own_cluster_is_caught():
+    # the own cluster scored as any other cluster (the row counted in its statistics)
+    broken = recompiled(table_sweeps, row_loo_score=_row_left_in)
+    df, columns, alpha, r = _tables()["mixed"]
+    x, params, (parts, probs) = _inputs(df, columns, alpha, r)
+    tv = _tv(broken, x, params, parts, probs, seed=5)
+    assert tv > TV_BROKEN, f"the broken sweep is only {tv:.4f} from the exact posterior"
+
+
+def _make_row_left_in():
+    import numba
+
+    row_score = table_scores.row_score
+
+    @numba.njit(cache=False)
+    def row_left_in(stats, cache, slot, data, i, cols, offsets, tables):
+        return row_score(cache, slot, data, i, cols, offsets[1], offsets[2])
+
+    return row_left_in
+
+
+_row_left_in = _make_row_left_in()
