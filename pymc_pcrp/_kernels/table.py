@@ -23,9 +23,12 @@ categorical or binary cell costs two lookups, a count one ``lgamma`` and a
 Gaussian cell one logarithm:
 
 * categorical: ``log(n + sum_c a_c)``, then ``log(n_c + a_c)`` per level (read
-  from tables of ``log(m + a)``, ``m = 0..N``, built with the parameters);
-* counts: ``A = a + S``, ``lgamma(A)``, ``A log(B / (B + 1))``, ``log(B + 1)``
-  with ``B = b + n`` (the predictive is negative binomial);
+  from tables of ``log(m + a)``, ``m = 0..N``, built with the parameters), then the
+  same with one cell fewer, ``log(n - 1 + sum_c a_c)`` and ``log(n_c - 1 + a_c)``
+  (for a row's own cluster without it; 0 where a count is 0);
+* counts: ``A = a + S``, ``lgamma(A)``, ``A log(B / (B + 1))``, ``log(B + 1)``,
+  ``log B`` and ``log(B - 1)`` (0 when ``n = 0``) with ``B = b + n`` (the
+  predictive is negative binomial);
 * Gaussian: the Student-t's constant, its location ``S / kappa_n``, ``kappa_n /
   (2 b_n (kappa_n + 1))`` and the exponent ``a_n + 1/2``;
 
@@ -116,6 +119,7 @@ class TableParams(NamedTuple):
     tot: int
     gtab_id: np.ndarray
     gtab: np.ndarray
+    loff: np.ndarray
 
 
 def make_table_params(
@@ -133,15 +137,17 @@ def make_table_params(
     d = kind.shape[0]
     soff = np.zeros(d, dtype=np.int64)
     coff = np.zeros(d, dtype=np.int64)
+    loff = np.zeros(d, dtype=np.int64)
     n_stats = n_cache = 0
     for j in range(d):
         soff[j], coff[j] = n_stats, n_cache
         if kind[j] == CATEGORICAL:
             n_stats += 1 + nlev[j]
-            n_cache += 1 + nlev[j]
+            loff[j] = n_cache + 1 + nlev[j]
+            n_cache += 2 * (1 + nlev[j])
         else:
             n_stats += 3
-            n_cache += 4
+            n_cache += 6 if kind[j] == POISSON else 4
     tot = n_cache
     n_cache += 4
     flat = np.asarray(conc, dtype=np.float64)
@@ -200,6 +206,7 @@ def make_table_params(
         tot,
         gtab_id,
         gtab,
+        loff,
     )
 
 
@@ -225,50 +232,60 @@ def shift(stats, slot, data, i, sign, params):
 
 @numba.njit(inline="always", **NJIT_KWARGS)
 def refresh(stats, cache, slot, params):
-    """Recompute the scoring cache of ``slot`` from its statistics (see the module)."""
+    """Recompute the scoring cache of ``slot`` from its statistics (see the module).
+
+    The parameters' arrays are read once (each read of a field costs numba a
+    reference count).
+    """
     kind, soff, coff, hyp = params.kind, params.soff, params.coff, params.hyp
+    nlev, loff, tab_id, logtab = params.nlev, params.loff, params.tab_id, params.logtab
+    gtab_id, gtab = params.gtab_id, params.gtab
     for j in range(kind.shape[0]):
         o, c = soff[j], coff[j]
         n = stats[slot, o]
         if kind[j] == CATEGORICAL:
-            tab_id, logtab = params.tab_id, params.logtab
-            cache[slot, c] = logtab[tab_id[o], int(n)]
-            for lvl in range(params.nlev[j]):
-                t = o + 1 + lvl
-                cache[slot, c + 1 + lvl] = logtab[tab_id[t], int(stats[slot, t])]
+            lo = loff[j]
+            for t in range(o, o + 1 + nlev[j]):  # the column's cells, then each level's
+                m = int(stats[slot, t])
+                cache[slot, c + t - o] = logtab[tab_id[t], m]
+                cache[slot, lo + t - o] = logtab[tab_id[t], m - 1] if m > 0 else 0.0
         elif kind[j] == POISSON:
             big_a = hyp[j, 0] + stats[slot, o + 1]
             big_b = hyp[j, 1] + n
             cache[slot, c] = big_a
             cache[slot, c + 1] = math.lgamma(big_a)
-            cache[slot, c + 2] = big_a * math.log(big_b / (big_b + 1.0))
+            log_b = math.log(big_b)
             cache[slot, c + 3] = math.log(big_b + 1.0)
+            cache[slot, c + 2] = big_a * (log_b - cache[slot, c + 3])
+            cache[slot, c + 4] = log_b
+            cache[slot, c + 5] = math.log(big_b - 1.0) if n > 0.0 else 0.0
         else:
             kappa_n = hyp[j, 0] + n
             a_n = hyp[j, 1] + 0.5 * n
             s = stats[slot, o + 1]
             w = stats[slot, o + 2] - s * s / kappa_n
             b_n = hyp[j, 2] + 0.5 * (w if w > 0.0 else 0.0)
-            cache[slot, c] = params.gtab[params.gtab_id[j], int(n)] - 0.5 * math.log(b_n)
+            cache[slot, c] = gtab[gtab_id[j], int(n)] - 0.5 * math.log(b_n)
             cache[slot, c + 1] = s / kappa_n
             cache[slot, c + 2] = kappa_n / (2.0 * b_n * (kappa_n + 1.0))
             cache[slot, c + 3] = a_n + 0.5
-    _refresh_sums(cache, slot, params)
+    cols = (params.cat_cols, params.count_cols, params.gauss_cols)
+    _refresh_sums(cache, slot, cols, coff, params.tot)
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
-def _refresh_sums(cache, slot, params):
+def _refresh_sums(cache, slot, cols, coff, tot):
     """Recompute the cache's four sums over columns (see the module) from its entries."""
-    coff, tot = params.coff, params.tot
+    cat_cols, count_cols, gauss_cols = cols
     norm = 0.0
-    for j in params.cat_cols:
+    for j in cat_cols:
         norm += cache[slot, coff[j]]
     linear = 0.0
-    for j in params.count_cols:
+    for j in count_cols:
         linear += cache[slot, coff[j] + 2]
     const = 0.0
     power = 0.0
-    for j in params.gauss_cols:
+    for j in gauss_cols:
         c = coff[j]
         const += cache[slot, c]
         if power == 0.0:
@@ -297,7 +314,7 @@ def score_slots(stats, cache, order, k, own, data, i, params, out):
     """
     cols = (params.cat_cols, params.count_cols, params.gauss_cols)
     coff, tot = params.coff, params.tot
-    offsets = (params.soff, coff, tot, params.hyp)
+    offsets = (params.soff, coff, params.loff, tot, params.hyp)
     tables = (params.tab_id, params.logtab, params.gtab_id, params.gtab)
     for p in range(k):
         slot = order[p]
@@ -316,7 +333,7 @@ def loo_score(stats, cache, slot, data, i, params):
     Student-t factors and take two logarithms in all.
     """
     cols = (params.cat_cols, params.count_cols, params.gauss_cols)
-    offsets = (params.soff, params.coff, params.tot, params.hyp)
+    offsets = (params.soff, params.coff, params.loff, params.tot, params.hyp)
     tables = (params.tab_id, params.logtab, params.gtab_id, params.gtab)
     return row_loo_score(stats, cache, slot, data, i, cols, offsets, tables)
 
@@ -392,6 +409,7 @@ def with_log_alpha(params, log_alpha):
         params.tot,
         params.gtab_id,
         params.gtab,
+        params.loff,
     )
 
 

@@ -142,68 +142,86 @@ def row_score(cache, slot, data, i, cols, coff, tot):
 def row_loo_score(stats, cache, slot, data, i, cols, offsets, tables):
     """:func:`loo_score` on plain arrays (``cols`` as for :func:`row_score`).
 
-    ``offsets = (soff, coff, tot, hyp)``, ``tables = (tab_id, logtab, gtab_id, gtab)``.
+    ``offsets = (soff, coff, loff, tot, hyp)``, ``tables = (tab_id, logtab, gtab_id,
+    gtab)``. Categorical and count cells read the cache's entries with one cell
+    fewer. A Gaussian cell uses the rank-one identity of the diagonal family's
+    sweep: without the row the rate is ``b' = b r``, ``r = 1 - h (kappa + 1) /
+    (kappa - 1) (x - mean)^2`` (``h`` the cached scale factor), and the log
+    predictive is ``c(m) + a_m log r - log(b) / 2`` with ``m = n - 1``, ``c(m)``
+    the table ``gtab`` and ``-log(b) / 2`` the cached constant less ``c(n)``; one
+    logarithm of the product of the ``r`` when the exponents agree. A cell whose
+    ``r`` is numerically near 0 is scored from the statistics instead.
     """
     cat_cols, count_cols, gauss_cols = cols
-    soff, coff, tot, hyp = offsets
-    tab_id, logtab, gtab_id, gtab = tables
+    soff, coff, loff, tot, hyp = offsets
+    _, _, gtab_id, gtab = tables
     total = 0.0
     for j in cat_cols:
         x = data[i, j]
-        if math.isnan(x):
-            continue
-        o = soff[j]
-        t = o + 1 + int(x)
-        total += logtab[tab_id[t], int(stats[slot, t]) - 1]
-        total -= logtab[tab_id[o], int(stats[slot, o]) - 1]
-    for j in count_cols:
-        x = data[i, j]
-        if math.isnan(x):
-            continue
-        o, c = soff[j], coff[j]
-        big_a = cache[slot, c] - x  # a + S without the row
-        big_b = hyp[j, 1] + stats[slot, o] - 1.0
-        log_b1 = math.log(big_b + 1.0)
-        if x < RISING_BY_PRODUCT:
-            rising = log_rising(big_a, 0.0, x)
-        else:
-            rising = cache[slot, c + 1] - math.lgamma(big_a)
-        total += rising + big_a * (math.log(big_b) - log_b1) - x * log_b1 - log_factorial(x)
+        if not math.isnan(x):
+            total += cache[slot, loff[j] + 1 + int(x)] - cache[slot, loff[j]]
+    if count_cols.shape[0] > 0:
+        acc = 0.0
+        prod = 1.0
+        for j in count_cols:
+            x = data[i, j]
+            if math.isnan(x):
+                continue
+            c = coff[j]
+            big_a = cache[slot, c] - x  # a + S without the row
+            log_b = cache[slot, c + 4]  # log(B' + 1) with B' = B - 1
+            total += big_a * (cache[slot, c + 5] - log_b) - x * log_b - log_factorial(x)
+            if x < RISING_BY_PRODUCT:
+                for t in range(int(x)):
+                    prod *= big_a + t
+                if prod > PRODUCT_CAP:
+                    acc += math.log(prod)
+                    prod = 1.0
+            else:
+                acc += cache[slot, c + 1] - math.lgamma(big_a)
+        total += acc + math.log(prod)
     if gauss_cols.shape[0] > 0:
         uniform = cache[slot, tot + 3] > 0.0
-        log_rates = 0.0
-        rates = 1.0
-        log_factors = 0.0
-        factors = 1.0
+        acc = 0.0
+        prod = 1.0
         for j in gauss_cols:
             x = data[i, j]
             if math.isnan(x):
                 continue
-            o = soff[j]
-            m = stats[slot, o] - 1.0  # the column's cells without the row
-            kappa_m = hyp[j, 0] + m
-            s = stats[slot, o + 1] - x
-            w = stats[slot, o + 2] - x * x - s * s / kappa_m
-            b_m = hyp[j, 2] + 0.5 * (w if w > 0.0 else 0.0)
-            t = x - s / kappa_m
-            factor = 1.0 + kappa_m / (2.0 * b_m * (kappa_m + 1.0)) * t * t
-            total += gtab[gtab_id[j], int(m)]
-            rates *= b_m
-            if rates > PRODUCT_CAP or rates < 1.0 / PRODUCT_CAP:
-                log_rates += math.log(rates)
-                rates = 1.0
+            o, c = soff[j], coff[j]
+            n = stats[slot, o]
+            m = int(n) - 1  # the column's cells without the row
+            kappa = hyp[j, 0] + n
+            t = x - cache[slot, c + 1]
+            r = 1.0 - t * t * cache[slot, c + 2] * (kappa + 1.0) / (kappa - 1.0)
+            if not r > 1e-8:
+                total += _gaussian_loo_from_stats(stats, slot, o, x, hyp[j], gtab[gtab_id[j], m])
+                continue
+            total += gtab[gtab_id[j], m] + cache[slot, c] - gtab[gtab_id[j], m + 1]
             if uniform:
-                factors *= factor
-                if factors > PRODUCT_CAP:
-                    log_factors += math.log(factors)
-                    factors = 1.0
+                prod *= r
+                if prod < 1.0 / PRODUCT_CAP:
+                    acc += math.log(prod)
+                    prod = 1.0
             else:
-                total -= (hyp[j, 1] + 0.5 * m + 0.5) * math.log(factor)
-        total -= 0.5 * (log_rates + math.log(rates))
-        if uniform:  # every column's exponent without the row: the slot's minus 1/2
-            power = cache[slot, tot + 3] - 0.5
-            total -= power * (log_factors + math.log(factors))
+                total += (hyp[j, 1] + 0.5 * m) * math.log(r)
+        if uniform:  # each column's exponent without the row: the slot's less 1
+            total += (cache[slot, tot + 3] - 1.0) * (acc + math.log(prod))
     return total
+
+
+@numba.njit(**NJIT_KWARGS)
+def _gaussian_loo_from_stats(stats, slot, o, x, prior, const):
+    """Return a Gaussian cell's leave-one-out log predictive from the statistics (safe path)."""
+    kappa0, a0, b0 = prior[0], prior[1], prior[2]
+    m = stats[slot, o] - 1.0
+    kappa_m = kappa0 + m
+    s = stats[slot, o + 1] - x
+    w = stats[slot, o + 2] - x * x - s * s / kappa_m
+    b_m = b0 + 0.5 * (w if w > 0.0 else 0.0)
+    t = x - s / kappa_m
+    factor = kappa_m / (2.0 * b_m * (kappa_m + 1.0)) * t * t
+    return const - 0.5 * math.log(b_m) - (a0 + 0.5 * m + 0.5) * math.log1p(factor)
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)

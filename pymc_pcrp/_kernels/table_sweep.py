@@ -76,7 +76,7 @@ def table_sweeps(rng, chain, n_sweeps):
     order, where, k_arr = state.order, state.where, state.k
     cols = (params.cat_cols, params.count_cols, params.gauss_cols)
     coff, tot = params.coff, params.tot
-    offsets = (params.soff, coff, tot, params.hyp)
+    offsets = (params.soff, coff, params.loff, tot, params.hyp)
     loo_tables = (params.tab_id, params.logtab, params.gtab_id, params.gtab)
     perm = sweep_order(n)
     moved = 0

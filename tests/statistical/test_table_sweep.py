@@ -110,7 +110,7 @@ def _make_row_left_in():
 
     @numba.njit(cache=False)
     def row_left_in(stats, cache, slot, data, i, cols, offsets, tables):
-        return row_score(cache, slot, data, i, cols, offsets[1], offsets[2])
+        return row_score(cache, slot, data, i, cols, offsets[1], offsets[3])
 
     return row_left_in
 
