@@ -54,6 +54,10 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from numba.core import types
+from numba.extending import overload
+
+from pymc_pcrp._kernels import family_moves
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.log_joint import (
     block_log_marginal,
@@ -71,8 +75,10 @@ __all__ = [
     "TemplateSet",
     "assignment_log_joint",
     "draw_assignment",
+    "labels_log_joint",
     "mixture_log_probability",
     "pack_templates",
+    "proposal_log_joint",
     "template_jump_chain",
     "template_log_weights",
 ]
@@ -308,6 +314,40 @@ def pack_templates(xc: np.ndarray, templates: list[np.ndarray], params) -> Templ
     return TemplateSet(log_weights, cumulative, columns, labels, sizes, centres, scatter)
 
 
+def proposal_log_joint(xc, templates, t, assign, params, memo):
+    """Log joint of the partition ``assign`` drawn from template ``t`` (by the family)."""
+    raise NotImplementedError("compiled code only: dispatched on the family's parameters")
+
+
+def labels_log_joint(xc, labels, params):
+    """Log joint of canonical ``labels`` (by the family of ``params``)."""
+    raise NotImplementedError("compiled code only: dispatched on the family's parameters")
+
+
+def _is_niw(params) -> bool:
+    return isinstance(params, types.BaseNamedTuple) and params.instance_class is NIWParams
+
+
+@overload(proposal_log_joint, jit_options=NJIT_KWARGS)
+def _proposal_log_joint(xc, templates, t, assign, params, memo):
+    # the full NIW family moves the drawn points from the template's statistics; a family
+    # on the generic moves computes the log joint afresh (its templates carry no moments)
+    if _is_niw(params):
+        return lambda xc, templates, t, assign, params, memo: _assignment_log_joint(
+            xc, templates, t, assign, params, memo
+        )
+    return lambda xc, templates, t, assign, params, memo: family_moves.partition_log_joint(
+        xc, canonical_labels(assign), params
+    )
+
+
+@overload(labels_log_joint, jit_options=NJIT_KWARGS)
+def _labels_log_joint(xc, labels, params):
+    if _is_niw(params):
+        return lambda xc, labels, params: partition_log_joint(xc, labels, params)
+    return lambda xc, labels, params: family_moves.partition_log_joint(xc, labels, params)
+
+
 # template_jump_chain widens its bound on the log ratio by _BOUND_MARGIN * (1 + |w|) nats
 # against rounding, w the drawn labelling's log weight: the permanent adds the same N log
 # weights (all <= 0) in another order, which can differ by about N * 1e-16 * |w|.
@@ -463,13 +503,15 @@ def template_jump_chain(
     xc: np.ndarray,
     labels: np.ndarray,
     templates: TemplateSet,
-    params: NIWParams,
+    params,
     count: int,
 ) -> tuple[np.ndarray, int]:
     """Make ``count`` template-jump proposals from canonical ``labels``.
 
     Each picks a template uniformly, draws a partition from it and accepts it with
-    probability ``min(1, pi(z') q(z) / (pi(z) q(z')))`` (``pi`` at ``params``,
+    probability ``min(1, pi(z') q(z) / (pi(z) q(z')))`` (``pi`` at ``params``, the
+    full NIW family's :class:`~pymc_pcrp._kernels.state.NIWParams` or those of a
+    family on the generic moves, :mod:`pymc_pcrp._kernels.family_templates`;
     ``q`` from :func:`mixture_log_probability`). Returns the final canonical labels
     and the number of proposals accepted.
 
@@ -494,7 +536,7 @@ def template_jump_chain(
         # no template can make the current partition (it has more blocks than any has
         # columns): every proposal would be rejected, so none is drawn
         return current, 0
-    current_log_pi = partition_log_joint(xc, current, params)
+    current_log_pi = labels_log_joint(xc, current, params)
     assign = np.empty(labels.shape[0], dtype=np.int64)
     memo = np.full(templates.sizes.shape, np.nan)  # untouched clusters' log marginals
     accepted = 0
@@ -502,7 +544,7 @@ def template_jump_chain(
     for _ in range(count):
         t = min(int(rng.random() * m), m - 1)
         drawn = draw_assignment(rng, templates, t, assign)
-        log_pi = _assignment_log_joint(xc, templates, t, assign, params, memo)
+        log_pi = proposal_log_joint(xc, templates, t, assign, params, memo)
         bound = log_pi - current_log_pi + current_log_q - drawn + log_m
         margin = _BOUND_MARGIN * (1.0 + abs(drawn))
         if bound < -margin:

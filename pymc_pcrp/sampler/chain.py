@@ -27,7 +27,6 @@ import numpy as np
 
 from pymc_pcrp._kernels.chain import labels_match
 from pymc_pcrp._kernels.hyper import FRESH_CHAIN, REBUILT, params_at, partition_log_joint_scaled
-from pymc_pcrp._kernels.log_joint import partition_log_joint
 from pymc_pcrp._kernels.pair_moves import no_pairs, pair_picks
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp.sampler.families import ClusterFamily
@@ -137,7 +136,7 @@ class Chain:
         self.replicas = None if plan.temper is None else Replicas(plan.temper, plan.sweeps_per_draw)
         # partitions remembered from the tournament, proposed after each kept draw
         self.given = check_templates(plan.templates, self.n)
-        self.jumps = TemplateJumps(plan.template_jumps, self.given)
+        self.jumps = TemplateJumps(plan.template_jumps, self.given, family.pack_templates)
         self.scouted = False  # the scouting tournaments ran (sampler/scouting.py)
         self.kept: KeptState | None = None  # the state after the last draw
         self.compiled: CompiledAdvance | None = None  # see call_advance
@@ -276,7 +275,7 @@ class Chain:
         """Return the log joint of ``labels`` from scratch (scale and ``nu0`` summed out)."""
         labels = canonical_labels(np.asarray(labels, dtype=np.int64))
         if inputs.scale is None:
-            return partition_log_joint(inputs.xc, labels, inputs.params) + inputs.fixed_scale[1]
+            return self.family.log_joint(inputs.xc, labels, inputs.params) + inputs.fixed_scale[1]
         return partition_log_joint_scaled(inputs.xc, labels, inputs.params, inputs.scale)
 
     def template_jump(self, inputs: SweepInputs, new_labels: np.ndarray):

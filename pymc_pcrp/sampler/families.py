@@ -10,14 +10,17 @@ A family is one object with a small interface, chosen by name
 * :meth:`ClusterFamily.advance_kernel`: the compiled kernel that makes one draw
   (sweeps and the default move set in one numba call);
 * :meth:`ClusterFamily.nu0`: the ``nu0`` a draw used (a sample stat);
-* what the family supports (latent values, the pair moves and template jumps,
+* :meth:`ClusterFamily.log_joint` and :meth:`ClusterFamily.pack_templates`: a
+  partition's log joint, and the proposal of the template jumps;
+* what the family supports (latent values, the pair moves, template jumps,
   tempering), so the chain can refuse an option with the reason.
 
 :data:`FULL` (Normal-Inverse-Wishart, full covariances; kernels in
 ``_kernels.state``/``sweep``/``chain``/``hyper``), :data:`DIAG`
 (Normal-Inverse-Gamma per dimension; ``_kernels.diag_*``) and :data:`TABLE`
 (tables of binary, categorical, count and Gaussian columns; the generic moves
-of ``_kernels.family_moves`` over ``_kernels.table``) are the families.
+of ``_kernels.family_moves`` over ``_kernels.table``, its own sweep and the
+template jumps of ``_kernels.family_templates``) are the families.
 docs/architecture.md says how to add one.
 """
 
@@ -39,10 +42,13 @@ from pymc_pcrp._kernels.diag_state import (
     make_diag_grid,
     make_diag_params,
 )
+from pymc_pcrp._kernels.family_templates import pack_family_templates
 from pymc_pcrp._kernels.hyper import advance_scaled, make_scale_grid
+from pymc_pcrp._kernels.log_joint import partition_log_joint
 from pymc_pcrp._kernels.state import init_state, make_params
 from pymc_pcrp._kernels.sweep import sweep_tables
 from pymc_pcrp._kernels.table import make_table_params, table_tables
+from pymc_pcrp._kernels.templates import TemplateSet, pack_templates
 from pymc_pcrp.sampler.inputs import SweepInputs
 
 __all__ = [
@@ -65,8 +71,10 @@ class ClusterFamily:
     name: ClassVar[str] = ""
     #: Whether the family's values may be latent (updated by another step).
     supports_latent: ClassVar[bool] = False
-    #: Whether the pair moves, template jumps and tempering exist for it.
+    #: Whether the pair moves and tempering exist for it.
     supports_local_moves: ClassVar[bool] = False
+    #: Whether the template jumps exist for it.
+    supports_template_jumps: ClassVar[bool] = False
     #: Whether its scale grid also carries a grid of ``nu0`` values.
     has_nu0_grid: ClassVar[bool] = False
 
@@ -107,6 +115,14 @@ class ClusterFamily:
         """Return the ``nu0`` of the draw just made (for the ``niw_nu0`` stat)."""
         return self.fixed_nu0(inputs.params)
 
+    def log_joint(self, xc: np.ndarray, labels: np.ndarray, params) -> float:
+        """Return the log joint of canonical ``labels`` at fixed kernel ``params``."""
+        raise NotImplementedError
+
+    def pack_templates(self, xc: np.ndarray, templates: list[np.ndarray], params) -> TemplateSet:
+        """Return the template jumps' proposal from canonical ``templates`` at ``params``."""
+        raise NotImplementedError(f"no template jumps for covariance='{self.name}'")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
@@ -117,6 +133,7 @@ class FullNIW(ClusterFamily):
     name = "full"
     supports_latent = True
     supports_local_moves = True
+    supports_template_jumps = True
     has_nu0_grid = True
 
     def build_inputs(self, xc, numbers, arrays, kept_scale):
@@ -155,6 +172,14 @@ class FullNIW(ClusterFamily):
     def new_cluster_weights(self, xc, params):
         """See :meth:`ClusterFamily.new_cluster_weights` (a fixed ``Psi_0`` only)."""
         return sweep_tables(xc, params)[0]
+
+    def log_joint(self, xc, labels, params):
+        """See :meth:`ClusterFamily.log_joint` (``_kernels.log_joint.partition_log_joint``)."""
+        return partition_log_joint(xc, labels, params)
+
+    def pack_templates(self, xc, templates, params):
+        """See :meth:`ClusterFamily.pack_templates` (``_kernels.templates.pack_templates``)."""
+        return pack_templates(xc, templates, params)
 
     def nu0(self, inputs):
         """Return the grid's current ``nu0`` with a learned scale, else the fixed one."""
@@ -204,6 +229,7 @@ class TableFamily(ClusterFamily):
     """
 
     name = "table"
+    supports_template_jumps = True
 
     def build_inputs(self, xc, numbers, arrays, kept_scale):
         """See :meth:`ClusterFamily.build_inputs`; ``arrays`` is ``(kind, nlev, conc, hyp)``.
@@ -230,6 +256,14 @@ class TableFamily(ClusterFamily):
     def new_cluster_weights(self, xc, params):
         """See :meth:`ClusterFamily.new_cluster_weights` (``_kernels.table.table_tables``)."""
         return table_tables(xc, params)[0]
+
+    def log_joint(self, xc, labels, params):
+        """See :meth:`ClusterFamily.log_joint` (``_kernels.family_moves.partition_log_joint``)."""
+        return family_moves.partition_log_joint(xc, labels, params)
+
+    def pack_templates(self, xc, templates, params):
+        """See :meth:`ClusterFamily.pack_templates` (``_kernels.family_templates``)."""
+        return pack_family_templates(xc, templates, params, self.new_cluster_weights(xc, params))
 
 
 FULL = FullNIW()

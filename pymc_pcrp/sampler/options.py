@@ -335,24 +335,33 @@ class ChainFacts:
     """What the automatic rules and the checks of the options need to know about a model.
 
     ``n`` points of dimension ``d`` (0 without a likelihood); ``family`` is the
-    cluster family's name and ``local_moves`` whether it has pair moves, template
-    jumps and tempering; ``latent`` whether the clustered values are latent;
-    ``random_prior`` whether ``alpha`` or the power is random (owned by the step
-    or not); ``learns_nu0`` whether the NIW prior has a grid of ``nu0`` values.
+    cluster family's name, ``local_moves`` whether it has pair moves and tempering
+    and ``template_jumps`` whether it has template jumps; ``latent`` whether the
+    clustered values are latent; ``random_prior`` whether ``alpha`` or the power
+    is random (owned by the step or not); ``learns_nu0`` whether the NIW prior has
+    a grid of ``nu0`` values.
     """
 
     n: int
     d: int
     family: str = "full"
     local_moves: bool = True
+    template_jumps: bool = True
     has_likelihood: bool = True
     latent: bool = False
     random_prior: bool = False
     learns_nu0: bool = False
 
     def local_moves_unsupported(self) -> str | None:
-        """Why the pair moves and template jumps do not exist for this model (None: they do)."""
-        if not self.local_moves:
+        """Why the pair moves do not exist for this model (None: they do)."""
+        return self._moves_unsupported(self.local_moves)
+
+    def template_jumps_unsupported(self) -> str | None:
+        """Why the template jumps do not exist for this model (None: they do)."""
+        return self._moves_unsupported(self.template_jumps)
+
+    def _moves_unsupported(self, family_has_them: bool) -> str | None:
+        if not family_has_them:
             return f"covariance='{self.family}'"
         if self.latent:
             return "latent values (the data move at every draw)"
@@ -483,7 +492,7 @@ def resolve_plan(options: dict, facts: ChainFacts) -> MovePlan:
         facts.tempering_unsupported(),
     )  # fmt: skip
     betas = None if replicas is None else replicas.betas
-    jumps_unsupported = local or (
+    jumps_unsupported = facts.template_jumps_unsupported() or (
         "a random alpha or power"
         if facts.random_prior
         else "temper (parallel tempering)"

@@ -133,11 +133,16 @@ class TemplateJumps:
         Partitions passed to the step (``templates=``) or scouted by the chain
         (:mod:`pymc_pcrp.sampler.scouting`); they join the chain's own tournament
         starts as candidates.
+    pack : callable, optional
+        ``pack(xc, templates, params)`` builds the proposal (the cluster family's
+        :meth:`~pymc_pcrp.sampler.families.ClusterFamily.pack_templates`); by
+        default the full NIW family's.
     """
 
-    def __init__(self, rate: float, given: list[np.ndarray] | None = None):
+    def __init__(self, rate: float, given: list[np.ndarray] | None = None, pack=None):
         self.rate = float(rate)
         self.given = list(given or [])
+        self.pack = pack_templates if pack is None else pack
         self.reset()
 
     def reset(self) -> None:
@@ -158,7 +163,7 @@ class TemplateJumps:
         Fewer than two templates leave the move off.
         """
         self.built = True
-        self.templates = pack_templates(xc, templates, params) if len(templates) >= 2 else None
+        self.templates = self.pack(xc, templates, params) if len(templates) >= 2 else None
         return len(templates) if self.templates is not None else 0
 
     def build(self, xc: np.ndarray, params, starts, score) -> int:

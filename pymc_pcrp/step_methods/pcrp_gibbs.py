@@ -246,6 +246,7 @@ class PCRPGibbs(BlockedStep):
             d=inputs.data_dimension(),
             family=inputs.family.name,
             local_moves=inputs.family.supports_local_moves,
+            template_jumps=inputs.family.supports_template_jumps,
             has_likelihood=inputs.data_readers is not None,
             latent=inputs.latent is not None,
             random_prior=inputs.alpha_is_random or alpha_var is not None,

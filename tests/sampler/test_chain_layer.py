@@ -70,7 +70,7 @@ def test_every_declared_option_is_a_step_argument_and_resolves():
 
 
 def test_resolution_follows_the_facts_and_refuses_with_the_reason():
-    diag = ChainFacts(n=100, d=3, family="diag", local_moves=False)
+    diag = ChainFacts(n=100, d=3, family="diag", local_moves=False, template_jumps=False)
     assert resolve_plan({}, diag).pair_moves == 0.0
     assert resolve_plan({}, diag).template_jumps == 0.0
     with pytest.raises(ValueError, match=r"'pair_moves' > 0 .*covariance='diag'"):
@@ -105,7 +105,13 @@ def test_a_chain_alone_samples_the_exact_posterior_of_four_points(family):
     inputs, _ = family.build_inputs(
         x, (alpha, power, kappa0, nu0), (psi0, one, np.zeros(1), np.array([nu0]), np.zeros(1)), None
     )
-    facts = ChainFacts(n=4, d=2, family=family.name, local_moves=family.supports_local_moves)
+    facts = ChainFacts(
+        n=4,
+        d=2,
+        family=family.name,
+        local_moves=family.supports_local_moves,
+        template_jumps=family.supports_template_jumps,
+    )
     plan = resolve_plan({"sweeps_per_draw": 1, "restarts": 1}, facts)
     chain = Chain(plan, family, 4, 2, np.random.default_rng(11))
     chain.stop_tuning()  # kept draws only: the rate settles from the first partition
