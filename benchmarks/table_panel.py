@@ -33,6 +33,7 @@ log joint, and seconds. Run from the repository root::
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import subprocess
@@ -244,6 +245,26 @@ def run_pcrp(name: str, frame: pd.DataFrame, truth: np.ndarray, seed: int, draws
     }
 
 
+def _commit() -> str:
+    """Short hash of the measured package's commit (the repository holding this script)."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=root, check=True, capture_output=True, text=True,
+        )  # fmt: skip
+    except (FileNotFoundError, subprocess.CalledProcessError):
+        return "unknown"
+    return out.stdout.strip()
+
+
+def _plain(value):
+    """numpy scalars as Python numbers, for JSON."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--datasets", default=",".join(DATASETS))
@@ -252,6 +273,7 @@ def main(argv=None) -> int:
     parser.add_argument("--draws", type=int, default=1000, help="pCRP draws (and tuning draws)")
     parser.add_argument("--no-peers", action="store_true")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--json", default=None, help="also write the header and all rows as JSON")
     args = parser.parse_args(argv)
     rows = []
     for name in args.datasets.split(","):
@@ -267,7 +289,7 @@ def main(argv=None) -> int:
             rows.append({"data": name, **result})
             print(f"  {result}", flush=True)
     header = (
-        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; commit {_commit()}; "
         f"machine {os.cpu_count()} CPUs {platform.machine()}; python {sys.version.split()[0]}"
     )
     lines = [
@@ -287,6 +309,9 @@ def main(argv=None) -> int:
     print(text)
     if args.out:
         Path(args.out).write_text(text)
+    if args.json:
+        record = {"header": header, "rows": rows}
+        Path(args.json).write_text(json.dumps(record, indent=2, default=_plain) + "\n")
     return 0
 
 
