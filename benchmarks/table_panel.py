@@ -27,7 +27,7 @@ log joint, and seconds. Run from the repository root::
 
     python benchmarks/table_panel.py --out benchmarks/results/table_panel.md
 
-``--datasets`` and ``--seed`` change the run; ``--quick`` runs fewer draws.
+``--datasets``, ``--seed`` and ``--draws`` change the run.
 """
 
 from __future__ import annotations
@@ -140,12 +140,17 @@ def run_stepmix(frame: pd.DataFrame, truth: np.ndarray, k_max: int, seed: int) -
     """StepMix with the number of classes chosen by BIC over 1..k_max."""
     from stepmix.stepmix import StepMix
 
-    measurement = _stepmix_measurement(frame)
-    order = list(frame.columns)
-    if isinstance(measurement, dict):  # StepMix reads nested columns in blocks, by kind
-        kinds = _stepmix_kinds(frame)
-        pairs = list(zip(frame.columns, kinds, strict=True))
-        order = [c for kind in measurement for c, k in pairs if k == kind]
+    # one block per kind (a column without missing cells joins its kind's _nan block),
+    # the columns ordered block by block as StepMix reads them
+    kinds = _stepmix_kinds(frame)
+    blocks = list(dict.fromkeys(kinds))
+    measurement = (
+        blocks[0]
+        if len(blocks) == 1
+        else {kind: {"model": kind, "n_columns": kinds.count(kind)} for kind in blocks}
+    )
+    pairs = list(zip(frame.columns, kinds, strict=True))
+    order = [c for kind in blocks for c, k in pairs if k == kind]
     x = _codes(frame[order])
     init = "random" if np.isnan(x).any() else "kmeans"  # k-means cannot start from NaN
     start = time.perf_counter()
@@ -159,8 +164,11 @@ def run_stepmix(frame: pd.DataFrame, truth: np.ndarray, k_max: int, seed: int) -
             )  # fmt: skip
             model.fit(x)
             bic = model.bic(x)
-            if best is None or bic < best[0]:
+            if np.isfinite(bic) and (best is None or bic < best[0]):
                 best = (bic, k, model)
+    if best is None:  # no fit gave a finite BIC: reported as a failure, not as one class
+        return {"method": "StepMix (BIC)", "K": 0, "ARI": float("nan"),
+                "seconds": time.perf_counter() - start}  # fmt: skip
     labels = best[2].predict(x)
     return {
         "method": "StepMix (BIC)",
