@@ -19,10 +19,10 @@ arrays (``stats`` of shape ``(slots, S)``, ``cache`` of shape ``(slots, T)``):
   the rows summarised in ``slot``;
 
 two helpers, ``sizes(params) -> (S, T)`` and ``with_log_alpha(params,
-log_alpha)``, and optionally a sweep of its own (``sweeps(rng, chain, n_sweeps)``,
-the same conditional written out for speed, as the table family has; without
-one, :func:`sweeps` here serves). ``params`` is the family's named tuple; its first two fields must
-be ``log_alpha`` and ``power``. The same operations serve a sweep state's slots
+log_alpha)``, and optionally a sweep of its own (``sweeps(rng, chain,
+n_sweeps)``, the same conditional written out for speed, as the table family
+has; without one, :func:`sweeps` here serves). ``params`` is the family's named
+tuple; its first two fields must be ``log_alpha`` and ``power``. The same operations serve a sweep state's slots
 and the two-slot groups of a split-merge proposal, since both are arrays of the
 same layout.
 
