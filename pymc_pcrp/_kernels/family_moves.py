@@ -22,9 +22,9 @@ two helpers, ``sizes(params) -> (S, T)`` and ``with_log_alpha(params,
 log_alpha)``, and optionally a sweep of its own (``sweeps(rng, chain,
 n_sweeps)``, the same conditional written out for speed, as the table family
 has; without one, :func:`sweeps` here serves). ``params`` is the family's named
-tuple; its first two fields must be ``log_alpha`` and ``power``. The same operations serve a sweep state's slots
-and the two-slot groups of a split-merge proposal, since both are arrays of the
-same layout.
+tuple; its first two fields must be ``log_alpha`` and ``power``. The same
+operations serve a sweep state's slots and the two-slot groups of a split-merge
+proposal, since both are arrays of the same layout.
 
 The module then holds, once for every family, the single-site Gibbs sweep
 (:func:`sweeps`), the split-merge move (:func:`split_merge`, SAMS and

@@ -59,7 +59,16 @@ import scipy.special
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.family_moves import FamilyOps, register_family
-from pymc_pcrp._kernels.table_scores import HALF_LOG_2PI, row_loo_score, row_score
+from pymc_pcrp._kernels.table_scores import (
+    CATEGORICAL,
+    GAUSSIAN,
+    HALF_LOG_2PI,
+    POISSON,
+    refresh_cells,
+    row_loo_score,
+    row_score,
+    shift_cells,
+)
 from pymc_pcrp._kernels.table_sweep import table_sweeps
 
 __all__ = [
@@ -67,7 +76,9 @@ __all__ = [
     "GAUSSIAN",
     "POISSON",
     "TableParams",
+    "cell_layout",
     "loo_score",
+    "loo_tables",
     "make_table_params",
     "refresh",
     "score",
@@ -75,10 +86,6 @@ __all__ = [
     "shift",
     "table_tables",
 ]
-
-CATEGORICAL = 0
-POISSON = 1
-GAUSSIAN = 2
 
 
 class TableParams(NamedTuple):
@@ -213,89 +220,29 @@ def make_table_params(
 @numba.njit(inline="always", **NJIT_KWARGS)
 def shift(stats, slot, data, i, sign, params):
     """Add (``sign = 1``) or take out (``-1``) row ``i`` from the statistics of ``slot``."""
-    kind, soff = params.kind, params.soff
-    for j in range(data.shape[1]):
-        x = data[i, j]
-        if math.isnan(x):
-            continue
-        o = soff[j]
-        stats[slot, o] += sign
-        if kind[j] == CATEGORICAL:
-            stats[slot, o + 1 + int(x)] += sign
-        elif kind[j] == POISSON:
-            stats[slot, o + 1] += sign * x
-            stats[slot, o + 2] += sign * math.lgamma(x + 1.0)
-        else:
-            stats[slot, o + 1] += sign * x
-            stats[slot, o + 2] += sign * x * x
+    shift_cells(stats, slot, data, i, sign, params.kind, params.soff)
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
 def refresh(stats, cache, slot, params):
-    """Recompute the scoring cache of ``slot`` from its statistics (see the module).
-
-    The parameters' arrays are read once (each read of a field costs numba a
-    reference count).
-    """
-    kind, soff, coff, hyp = params.kind, params.soff, params.coff, params.hyp
-    nlev, loff, tab_id, logtab = params.nlev, params.loff, params.tab_id, params.logtab
-    gtab_id, gtab = params.gtab_id, params.gtab
-    for j in range(kind.shape[0]):
-        o, c = soff[j], coff[j]
-        n = stats[slot, o]
-        if kind[j] == CATEGORICAL:
-            lo = loff[j]
-            for t in range(o, o + 1 + nlev[j]):  # the column's cells, then each level's
-                m = int(stats[slot, t])
-                cache[slot, c + t - o] = logtab[tab_id[t], m]
-                cache[slot, lo + t - o] = logtab[tab_id[t], m - 1] if m > 0 else 0.0
-        elif kind[j] == POISSON:
-            big_a = hyp[j, 0] + stats[slot, o + 1]
-            big_b = hyp[j, 1] + n
-            cache[slot, c] = big_a
-            cache[slot, c + 1] = math.lgamma(big_a)
-            log_b = math.log(big_b)
-            cache[slot, c + 3] = math.log(big_b + 1.0)
-            cache[slot, c + 2] = big_a * (log_b - cache[slot, c + 3])
-            cache[slot, c + 4] = log_b
-            cache[slot, c + 5] = math.log(big_b - 1.0) if n > 0.0 else 0.0
-        else:
-            kappa_n = hyp[j, 0] + n
-            a_n = hyp[j, 1] + 0.5 * n
-            s = stats[slot, o + 1]
-            w = stats[slot, o + 2] - s * s / kappa_n
-            b_n = hyp[j, 2] + 0.5 * (w if w > 0.0 else 0.0)
-            cache[slot, c] = gtab[gtab_id[j], int(n)] - 0.5 * math.log(b_n)
-            cache[slot, c + 1] = s / kappa_n
-            cache[slot, c + 2] = kappa_n / (2.0 * b_n * (kappa_n + 1.0))
-            cache[slot, c + 3] = a_n + 0.5
-    cols = (params.cat_cols, params.count_cols, params.gauss_cols)
-    _refresh_sums(cache, slot, cols, coff, params.tot)
+    """Recompute the scoring cache of ``slot`` from its statistics (see the module)."""
+    refresh_cells(stats, cache, slot, cell_layout(params), loo_tables(params))
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
-def _refresh_sums(cache, slot, cols, coff, tot):
-    """Recompute the cache's four sums over columns (see the module) from its entries."""
-    cat_cols, count_cols, gauss_cols = cols
-    norm = 0.0
-    for j in cat_cols:
-        norm += cache[slot, coff[j]]
-    linear = 0.0
-    for j in count_cols:
-        linear += cache[slot, coff[j] + 2]
-    const = 0.0
-    power = 0.0
-    for j in gauss_cols:
-        c = coff[j]
-        const += cache[slot, c]
-        if power == 0.0:
-            power = cache[slot, c + 3]
-        elif cache[slot, c + 3] != power:
-            power = -1.0
-    cache[slot, tot] = norm
-    cache[slot, tot + 1] = linear
-    cache[slot, tot + 2] = const
-    cache[slot, tot + 3] = power if power > 0.0 else 0.0
+def cell_layout(params):
+    """``(kind, soff, coff, nlev, loff, hyp, cols, tot)``: where each column's entries are."""
+    cols = (params.cat_cols, params.count_cols, params.gauss_cols)
+    return (
+        params.kind, params.soff, params.coff, params.nlev, params.loff, params.hyp, cols,
+        params.tot,
+    )  # fmt: skip
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def loo_tables(params):
+    """``(tab_id, logtab, gtab_id, gtab)``: the lookup tables of the scores."""
+    return (params.tab_id, params.logtab, params.gtab_id, params.gtab)
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)

@@ -25,16 +25,24 @@ import numpy as np
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 
 __all__ = [
+    "CATEGORICAL",
+    "GAUSSIAN",
     "HALF_LOG_2PI",
+    "POISSON",
     "PRODUCT_CAP",
     "RISING_BY_PRODUCT",
     "bounded_score",
     "log_factorial",
     "log_rising",
+    "refresh_cells",
     "row_loo_score",
     "row_score",
+    "shift_cells",
 ]
 
+CATEGORICAL = 0
+POISSON = 1
+GAUSSIAN = 2
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 PRODUCT_CAP = 1e150  # a running product past this is logged and restarted
 _SMALL_COUNT = 64  # counts below this read log(x!) from a table
@@ -304,3 +312,88 @@ def bounded_score(cache, slot, data, i, cols, coff, tot, cut):
         if total < cut:
             return -math.inf
     return total
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def shift_cells(stats, slot, data, i, sign, kind, soff):
+    """Add (``sign = 1``) or take out (``-1``) row ``i`` from the statistics of ``slot``."""
+    for j in range(data.shape[1]):
+        x = data[i, j]
+        if math.isnan(x):
+            continue
+        o = soff[j]
+        stats[slot, o] += sign
+        if kind[j] == CATEGORICAL:
+            stats[slot, o + 1 + int(x)] += sign
+        elif kind[j] == POISSON:
+            stats[slot, o + 1] += sign * x
+            stats[slot, o + 2] += sign * math.lgamma(x + 1.0)
+        else:
+            stats[slot, o + 1] += sign * x
+            stats[slot, o + 2] += sign * x * x
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def refresh_cells(stats, cache, slot, layout, tables):
+    """Recompute the scoring cache of ``slot`` from its statistics.
+
+    ``layout = (kind, soff, coff, nlev, loff, hyp, cols, tot)`` and ``tables = (tab_id,
+    logtab, gtab_id, gtab)`` (see :mod:`pymc_pcrp._kernels.table` for the cache).
+    """
+    kind, soff, coff, nlev, loff, hyp, cols, tot = layout
+    tab_id, logtab, gtab_id, gtab = tables
+    for j in range(kind.shape[0]):
+        o, c = soff[j], coff[j]
+        n = stats[slot, o]
+        if kind[j] == CATEGORICAL:
+            lo = loff[j]
+            for t in range(o, o + 1 + nlev[j]):  # the column's cells, then each level's
+                m = int(stats[slot, t])
+                cache[slot, c + t - o] = logtab[tab_id[t], m]
+                cache[slot, lo + t - o] = logtab[tab_id[t], m - 1] if m > 0 else 0.0
+        elif kind[j] == POISSON:
+            big_a = hyp[j, 0] + stats[slot, o + 1]
+            big_b = hyp[j, 1] + n
+            cache[slot, c] = big_a
+            cache[slot, c + 1] = math.lgamma(big_a)
+            log_b = math.log(big_b)
+            cache[slot, c + 3] = math.log(big_b + 1.0)
+            cache[slot, c + 2] = big_a * (log_b - cache[slot, c + 3])
+            cache[slot, c + 4] = log_b
+            cache[slot, c + 5] = math.log(big_b - 1.0) if n > 0.0 else 0.0
+        else:
+            kappa_n = hyp[j, 0] + n
+            a_n = hyp[j, 1] + 0.5 * n
+            s = stats[slot, o + 1]
+            w = stats[slot, o + 2] - s * s / kappa_n
+            b_n = hyp[j, 2] + 0.5 * (w if w > 0.0 else 0.0)
+            cache[slot, c] = gtab[gtab_id[j], int(n)] - 0.5 * math.log(b_n)
+            cache[slot, c + 1] = s / kappa_n
+            cache[slot, c + 2] = kappa_n / (2.0 * b_n * (kappa_n + 1.0))
+            cache[slot, c + 3] = a_n + 0.5
+    _refresh_sums(cache, slot, cols, coff, tot)
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def _refresh_sums(cache, slot, cols, coff, tot):
+    """Recompute the cache's four sums over columns (see the module) from its entries."""
+    cat_cols, count_cols, gauss_cols = cols
+    norm = 0.0
+    for j in cat_cols:
+        norm += cache[slot, coff[j]]
+    linear = 0.0
+    for j in count_cols:
+        linear += cache[slot, coff[j] + 2]
+    const = 0.0
+    power = 0.0
+    for j in gauss_cols:
+        c = coff[j]
+        const += cache[slot, c]
+        if power == 0.0:
+            power = cache[slot, c + 3]
+        elif cache[slot, c + 3] != power:
+            power = -1.0
+    cache[slot, tot] = norm
+    cache[slot, tot + 1] = linear
+    cache[slot, tot + 2] = const
+    cache[slot, tot + 3] = power if power > 0.0 else 0.0

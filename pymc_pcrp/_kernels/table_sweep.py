@@ -20,9 +20,9 @@ a new one), computed the way the diagonal family's sweep
   scored exactly (:func:`pymc_pcrp._kernels.diag_sweep.diag_sweeps` gives the
   argument that every option keeps exactly its conditional probability).
 
-The state changes only when a row moves (by the family's ``shift`` and ``refresh``,
-reached through :mod:`~pymc_pcrp._kernels.family_moves`). The row scores are those
-of :mod:`pymc_pcrp._kernels.table_scores`; :mod:`pymc_pcrp._kernels.table`
+The state changes only when a row moves. The row scores and the updates of a
+cluster's statistics and cache are those of :mod:`pymc_pcrp._kernels.table_scores`,
+on plain arrays; :mod:`pymc_pcrp._kernels.table`
 registers this sweep as the table family's.
 """
 
@@ -34,28 +34,35 @@ import numba
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.draws import shuffle_in_place, sweep_order
-from pymc_pcrp._kernels.family_moves import refresh, shift
 from pymc_pcrp._kernels.scores import SKIP_NATS, sweep_workspace
 from pymc_pcrp._kernels.slots import free_slot, open_slot
-from pymc_pcrp._kernels.table_scores import bounded_score, row_loo_score, row_score
+from pymc_pcrp._kernels.table_scores import (
+    bounded_score,
+    refresh_cells,
+    row_loo_score,
+    row_score,
+    shift_cells,
+)
 
 __all__ = ["table_sweeps"]
 
 
-@numba.njit(**NJIT_KWARGS)
-def _move_row(state, data, i, old, slot, params):
+@numba.njit(inline="always", **NJIT_KWARGS)
+def _move_row(state, data, i, old, slot, layout, tables):
     """Move row ``i`` from ``old`` to ``slot``, opening or freeing slots as needed."""
-    if state.counts[old] == 1:
+    counts, stats, cache = state.counts, state.sums, state.cache
+    kind, soff = layout[0], layout[1]
+    if counts[old] == 1:
         free_slot(state, old)
     else:
-        state.counts[old] -= 1
-        shift(state.sums, old, data, i, -1.0, params)
-        refresh(state.sums, state.cache, old, params)
-    if state.counts[slot] == 0:
+        counts[old] -= 1
+        shift_cells(stats, old, data, i, -1.0, kind, soff)
+        refresh_cells(stats, cache, old, layout, tables)
+    if counts[slot] == 0:
         open_slot(state, slot)
-    state.counts[slot] += 1
-    shift(state.sums, slot, data, i, 1.0, params)
-    refresh(state.sums, state.cache, slot, params)
+    counts[slot] += 1
+    shift_cells(stats, slot, data, i, 1.0, kind, soff)
+    refresh_cells(stats, cache, slot, layout, tables)
     state.labels[i] = slot
 
 
@@ -78,6 +85,7 @@ def table_sweeps(rng, chain, n_sweeps):
     coff, tot = params.coff, params.tot
     offsets = (params.soff, coff, params.loff, tot, params.hyp)
     loo_tables = (params.tab_id, params.logtab, params.gtab_id, params.gtab)
+    layout = (params.kind, params.soff, coff, params.nlev, params.loff, params.hyp, cols, tot)
     perm = sweep_order(n)
     moved = 0
     for _ in range(n_sweeps):
@@ -169,6 +177,6 @@ def table_sweeps(rng, chain, n_sweeps):
                     choice = skipped[n_skip - 1]
             if choice == own_p or (choice == k and m == 1):
                 continue  # stays (a singleton drawing a new cluster stays where it is)
-            _move_row(state, data, i, old, order[choice], params)
+            _move_row(state, data, i, old, order[choice], layout, loo_tables)
             moved += 1
     return moved
