@@ -18,14 +18,18 @@ split-merge). Families:
   (``_kernels.family_moves.run_sweeps``: the family's own sweep,
   ``_kernels.table_sweep.table_sweeps``).
 
-Prints the best time per sweep, per point and column (nanoseconds), and each
-table family's ratio to ``diag``; ``--out`` writes them as JSON.
+Prints the best CPU time per sweep, per point and column (nanoseconds), and each
+table family's ratio to ``diag``; ``--out`` writes them as JSON, with a header line
+(date, commit, machine).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
+import subprocess
 import time
 
 import numba
@@ -111,8 +115,19 @@ def main(argv=None) -> dict:
             run(rng, args.sweeps)
             best[name] = min(best[name], time.process_time() - start)
     per_cell = {name: 1e9 * t / (args.sweeps * n * d) for name, t in best.items()}
-    result = {"n": n, "d": d, "sweeps": args.sweeps, "repeats": args.repeats, "families": {}}
-    print(f"N = {n}, D = {d}, best of {args.repeats} runs of {args.sweeps} sweeps")
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    header = (
+        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; commit {commit or '?'}; "
+        f"machine {os.cpu_count()} CPUs {platform.machine()}; python {platform.python_version()}"
+    )
+    result = {
+        "header": header, "n": n, "d": d, "sweeps": args.sweeps, "repeats": args.repeats,
+        "families": {},
+    }  # fmt: skip
+    print(header)
+    print(f"N = {n}, D = {d}, best of {args.repeats} runs of {args.sweeps} sweeps (CPU time)")
     print(f"{'family':<20}{'ns / point / column':>22}{'ratio to diag':>16}{'K':>6}")
     for name, value in per_cell.items():
         ratio = value / per_cell["diag"]
