@@ -1,4 +1,4 @@
-"""Scores of a table row under a cluster, on plain arrays (numba).
+"""The table family's cell arithmetic on plain arrays (numba): scores and updates.
 
 The kernels of the table family (:mod:`pymc_pcrp._kernels.table`, whose
 docstring describes the statistics and the scoring cache) read their
@@ -8,7 +8,12 @@ under many clusters costs no reference counting per cluster:
 * :func:`row_score`: a row's log posterior predictive under a cluster it is not in;
 * :func:`row_loo_score`: the same under the cluster that holds it, the row left out;
 * :func:`bounded_score`: :func:`row_score`, given up once it is surely below a cut
-  (the table sweep's skipping, :mod:`pymc_pcrp._kernels.table_sweep`).
+  (the table sweep's skipping, :mod:`pymc_pcrp._kernels.table_sweep`);
+* :func:`shift_cells` and :func:`refresh_cells`: a row added to or taken out of a
+  cluster's statistics, and the cluster's scoring cache recomputed from them.
+
+The kinds of column are :data:`CATEGORICAL` (binary columns are two levels),
+:data:`POISSON` and :data:`GAUSSIAN`.
 
 ``cols = (cat_cols, count_cols, gauss_cols)`` lists the columns of each kind,
 ``coff`` and ``soff`` are the columns' offsets into the cache and the statistics,
