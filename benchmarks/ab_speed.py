@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -140,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base", default="ae1b15d", help="baseline git revision")
     parser.add_argument("--head", help="revision to measure instead of the working tree")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", help="also write the header line and the table (markdown)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -178,14 +180,28 @@ def main(argv: list[str] | None = None) -> int:
             1.2,
         ),
     ]
-    print(f"best of {args.repeats} alternating runs per revision; ms per draw:")
+    head = args.head or "HEAD"
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", head], capture_output=True, text=True
+    ).stdout.strip()
+    lines = [
+        f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; base {args.base}; "
+        f"head {commit}; machine {os.cpu_count()} CPUs {platform.machine()}",
+        "",
+        f"best of {args.repeats} alternating runs per revision; ms per draw:",
+        "",
+    ]
     for side in ("base", "tree"):
         cells = ", ".join(f"{k} {1e3 * v:.3f}" for k, v in best[side].items())
-        print(f"  {side}: {cells}")
-    print("| ratio | value | goal |\n| --- | --- | --- |")
+        lines.append(f"- {side}: {cells}")
+    lines += ["", "| ratio | value | goal |", "| --- | --- | --- |"]
     for name, value, goal in rows:
         verdict = "-" if goal is None else f"<= {goal} ({'met' if value <= goal else 'missed'})"
-        print(f"| {name} | {value:.3f} | {verdict} |")
+        lines.append(f"| {name} | {value:.3f} | {verdict} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
     print(json.dumps(runs))  # every run, for the record
     return 0
 
