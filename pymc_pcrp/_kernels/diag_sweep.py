@@ -31,7 +31,13 @@ from pymc_pcrp._kernels.diag_state import (
     shift_at,
 )
 from pymc_pcrp._kernels.draws import shuffle_in_place, sweep_order
-from pymc_pcrp._kernels.scores import SKIP_NATS, sweep_workspace
+from pymc_pcrp._kernels.scores import (
+    SKIP_NATS,
+    pick_option,
+    scored_weights,
+    skipped_stage,
+    sweep_workspace,
+)
 from pymc_pcrp._kernels.slots import free_slot, open_slot
 
 __all__ = ["diag_sweeps", "loo_log_ratio", "seat_log_weight"]
@@ -243,20 +249,7 @@ def diag_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
                 logw[k] = log_new[i]
             # 3. The exact draw, with weights relative to the largest scored one (a
             #    skipped weight is below exp(-skip_nats) of it too, as top >= ref).
-            top = ref
-            for p in range(k + 1):
-                if logw[p] > top:
-                    top = logw[p]
-            total = 0.0
-            for p in range(k + 1):
-                lw = logw[p]
-                if lw == top:
-                    wts[p] = 1.0
-                elif lw == -math.inf:
-                    wts[p] = 0.0
-                else:
-                    wts[p] = math.exp(lw - top)
-                total += wts[p]
+            top, total = scored_weights(logw, wts, k + 1, ref)
             u = rng.random()
             a = total / (total + n_skip * skip_weight)
             in_scored = u < a
@@ -273,30 +266,8 @@ def diag_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
                         lw = seat_log_weight(xc, i, slot, c, logb, mean, hinv, by_size[c, 0], a0)
                     wsk[s_] = math.exp(lw - top)
                     big += wsk[s_]
-                g = total / (total + big)
-                if u < g:
-                    in_scored = True
-                    target = (u - a) / (g - a) * total if g > a else 0.0
-                else:
-                    target = (u - g) / (1.0 - g) * big
-            choice = -1
-            acc = 0.0
-            if in_scored:
-                for p in range(k + 1):
-                    if wts[p] > 0.0:
-                        acc += wts[p]
-                        choice = p
-                        if target < acc:
-                            break
-            else:
-                for s_ in range(n_skip):
-                    if wsk[s_] > 0.0:
-                        acc += wsk[s_]
-                        choice = skipped[s_]
-                        if target < acc:
-                            break
-                if choice < 0:
-                    choice = skipped[n_skip - 1]
+                in_scored, target = skipped_stage(u, a, total, big)
+            choice = pick_option(in_scored, target, wts, k + 1, wsk, skipped, n_skip)
             if choice == k:
                 if m == 1:
                     continue

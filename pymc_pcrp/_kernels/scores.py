@@ -40,7 +40,10 @@ __all__ = [
     "log_weight_upper_bound",
     "loo_log_weight",
     "loo_lower_bound",
+    "pick_option",
+    "scored_weights",
     "size_table",
+    "skipped_stage",
     "sweep_tables",
     "sweep_workspace",
 ]
@@ -461,6 +464,69 @@ def sweep_workspace(n: int, skip_nats: float) -> tuple:
         np.empty(n + 1),
         math.exp(1e-9 - skip_nats),
     )
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def scored_weights(logw: np.ndarray, wts: np.ndarray, m: int, ref: float) -> tuple:
+    """Weights of the scored options ``logw[:m]`` relative to the largest, into ``wts``.
+
+    The largest is at least ``ref`` (a skipping sweep's reference); skipped options
+    (``-inf``) get weight 0. Returns ``(top, total)``.
+    """
+    top = ref
+    for p in range(m):
+        if logw[p] > top:
+            top = logw[p]
+    total = 0.0
+    for p in range(m):
+        lw = logw[p]
+        if lw == top:
+            wts[p] = 1.0
+        elif lw == -math.inf:
+            wts[p] = 0.0
+        else:
+            wts[p] = math.exp(lw - top)
+        total += wts[p]
+    return top, total
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def skipped_stage(u: float, a: float, total: float, big: float) -> tuple:
+    """Second stage of a skipping sweep's draw, once the skipped options are scored.
+
+    ``u >= a = total / (total + bound)`` fell where the skipped options may matter;
+    ``big`` is their exact total weight. Returns ``(in_scored, target)``: whether the
+    scored group is chosen (probability ``g - a`` overall, ``g = total / (total +
+    big)``) and the rescaled uniform that picks within the chosen group.
+    """
+    g = total / (total + big)
+    if u < g:
+        return True, (u - a) / (g - a) * total if g > a else 0.0
+    return False, (u - g) / (1.0 - g) * big
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def pick_option(in_scored, target, wts, m, wsk, skipped, n_skip) -> int:
+    """Return the option ``target`` falls on, among the scored ``wts[:m]`` or the skipped."""
+    choice = -1
+    acc = 0.0
+    if in_scored:
+        for p in range(m):
+            if wts[p] > 0.0:
+                acc += wts[p]
+                choice = p
+                if target < acc:
+                    break
+    else:
+        for s_ in range(n_skip):
+            if wsk[s_] > 0.0:
+                acc += wsk[s_]
+                choice = skipped[s_]
+                if target < acc:
+                    break
+        if choice < 0:
+            choice = skipped[n_skip - 1]
+    return choice
 
 
 @numba.njit(**NJIT_KWARGS)

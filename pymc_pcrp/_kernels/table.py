@@ -32,13 +32,10 @@ Gaussian cell one logarithm:
 * Gaussian: the Student-t's constant, its location ``S / kappa_n``, ``kappa_n /
   (2 b_n (kappa_n + 1))`` and the exponent ``a_n + 1/2``;
 
-and, after the columns' entries (from ``params.tot``), four sums over columns that
-a row's score needs whatever its cells: the categorical columns' ``log(n + sum_c
-a_c)``, the count columns' ``A log(B / (B + 1))``, the Gaussian columns' constants,
-and the Gaussian columns' common exponent when every one has the same (no missing
-cell among the cluster's rows and one ``a0``; else 0). A row with a missing cell
-takes that column's term back out. The count columns' rising factorials and the
-Gaussian columns' Student-t factors are multiplied and take one logarithm per
+and, after the columns' entries (at ``params.expo``), the exponent every Gaussian
+column of the cluster shares (no missing cell among the cluster's rows and one
+``a0``; else 0). The count columns' rising factorials and, with a shared exponent,
+the Gaussian columns' Student-t factors are multiplied and take one logarithm per
 cluster (as the diagonal family's sweep does), not one per cell.
 
 The moves are the generic ones of :mod:`pymc_pcrp._kernels.family_moves`,
@@ -93,8 +90,8 @@ class TableParams(NamedTuple):
 
     ``kind``, ``soff``, ``coff`` and ``nlev`` are per column (kind, offsets into
     the statistics and the cache, number of levels); ``cat_cols``,
-    ``count_cols`` and ``gauss_cols`` list the columns of each kind, and ``tot``
-    is where the cache's four sums over columns start (see the module);
+    ``count_cols`` and ``gauss_cols`` list the columns of each kind, and ``expo``
+    is where the cache holds the Gaussian columns' shared exponent (see the module);
     ``gtab[gtab_id[j], m]`` is the part of a Gaussian column's log predictive
     constant that depends on its number of cells ``m`` only, ``lgamma(a_m +
     1/2) - lgamma(a_m) - log(2 pi) / 2 - log((kappa_m + 1) / kappa_m) / 2``;
@@ -123,7 +120,7 @@ class TableParams(NamedTuple):
     cat_cols: np.ndarray
     count_cols: np.ndarray
     gauss_cols: np.ndarray
-    tot: int
+    expo: int
     gtab_id: np.ndarray
     gtab: np.ndarray
     loff: np.ndarray
@@ -155,8 +152,8 @@ def make_table_params(
         else:
             n_stats += 3
             n_cache += 6 if kind[j] == POISSON else 4
-    tot = n_cache
-    n_cache += 4
+    expo = n_cache
+    n_cache += 1
     flat = np.asarray(conc, dtype=np.float64)
     per_stat = np.zeros(n_stats)
     hyp = np.ascontiguousarray(np.asarray(hyp, dtype=np.float64).reshape(d, -1)[:, :3])
@@ -210,7 +207,7 @@ def make_table_params(
         np.flatnonzero(kind == CATEGORICAL).astype(np.int64),
         np.flatnonzero(kind == POISSON).astype(np.int64),
         np.flatnonzero(kind == GAUSSIAN).astype(np.int64),
-        tot,
+        expo,
         gtab_id,
         gtab,
         loff,
@@ -231,11 +228,11 @@ def refresh(stats, cache, slot, params):
 
 @numba.njit(inline="always", **NJIT_KWARGS)
 def cell_layout(params):
-    """``(kind, soff, coff, nlev, loff, hyp, cols, tot)``: where each column's entries are."""
+    """``(kind, soff, coff, nlev, loff, hyp, cols, expo)``: where each column's entries are."""
     cols = (params.cat_cols, params.count_cols, params.gauss_cols)
     return (
         params.kind, params.soff, params.coff, params.nlev, params.loff, params.hyp, cols,
-        params.tot,
+        params.expo,
     )  # fmt: skip
 
 
@@ -249,7 +246,7 @@ def loo_tables(params):
 def score(cache, slot, data, i, params):
     """Log posterior predictive of row ``i`` under the cluster of ``slot`` (observed cells)."""
     cols = (params.cat_cols, params.count_cols, params.gauss_cols)
-    return row_score(cache, slot, data, i, cols, params.coff, params.tot)
+    return row_score(cache, slot, data, i, cols, params.coff, params.expo)
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -260,15 +257,15 @@ def score_slots(stats, cache, order, k, own, data, i, params, out):
     The parameters' arrays are read once per row, not once per slot.
     """
     cols = (params.cat_cols, params.count_cols, params.gauss_cols)
-    coff, tot = params.coff, params.tot
-    offsets = (params.soff, coff, params.loff, tot, params.hyp)
+    coff, expo = params.coff, params.expo
+    offsets = (params.soff, coff, params.loff, expo, params.hyp)
     tables = (params.tab_id, params.logtab, params.gtab_id, params.gtab)
     for p in range(k):
         slot = order[p]
         if slot == own:
             out[p] = row_loo_score(stats, cache, slot, data, i, cols, offsets, tables)
         else:
-            out[p] = row_score(cache, slot, data, i, cols, coff, tot)
+            out[p] = row_score(cache, slot, data, i, cols, coff, expo)
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
@@ -280,7 +277,7 @@ def loo_score(stats, cache, slot, data, i, params):
     Student-t factors and take two logarithms in all.
     """
     cols = (params.cat_cols, params.count_cols, params.gauss_cols)
-    offsets = (params.soff, params.coff, params.loff, params.tot, params.hyp)
+    offsets = (params.soff, params.coff, params.loff, params.expo, params.hyp)
     tables = (params.tab_id, params.logtab, params.gtab_id, params.gtab)
     return row_loo_score(stats, cache, slot, data, i, cols, offsets, tables)
 
@@ -353,7 +350,7 @@ def with_log_alpha(params, log_alpha):
         params.cat_cols,
         params.count_cols,
         params.gauss_cols,
-        params.tot,
+        params.expo,
         params.gtab_id,
         params.gtab,
         params.loff,

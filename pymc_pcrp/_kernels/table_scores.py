@@ -17,7 +17,8 @@ The kinds of column are :data:`CATEGORICAL` (binary columns are two levels),
 
 ``cols = (cat_cols, count_cols, gauss_cols)`` lists the columns of each kind,
 ``coff`` and ``soff`` are the columns' offsets into the cache and the statistics,
-``tot`` where the cache's sums over columns start.
+``expo`` where the cache holds the exponent all Gaussian columns of a cluster share
+(0 when they do not share one).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ __all__ = [
     "RISING_BY_PRODUCT",
     "bounded_score",
     "log_factorial",
-    "log_rising",
     "refresh_cells",
     "row_loo_score",
     "row_score",
@@ -64,98 +64,16 @@ def log_factorial(x):
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
-def log_rising(a, lgamma_a, x):
-    """``lgamma(a + x) - lgamma(a)`` for a count ``x``, given ``lgamma_a = lgamma(a)``.
-
-    Small counts multiply the ``x`` factors ``a (a + 1) ... (a + x - 1)`` and take
-    one logarithm instead of a log-gamma.
-    """
-    if x == 0.0:
-        return 0.0
-    if x < RISING_BY_PRODUCT:
-        prod = a
-        for t in range(1, int(x)):
-            prod *= a + t
-        return math.log(prod)
-    return math.lgamma(a + x) - lgamma_a
-
-
-@numba.njit(inline="always", **NJIT_KWARGS)
-def row_score(cache, slot, data, i, cols, coff, tot):
-    """:func:`score` on plain arrays: ``cols = (cat_cols, count_cols, gauss_cols)``.
-
-    Each kind of column in its own loop, with the cache's sums over columns (a
-    missing cell takes its column's term back out) and one logarithm per product
-    of count or Gaussian factors (see the module).
-    """
-    cat_cols, count_cols, gauss_cols = cols
-    total = 0.0
-    if cat_cols.shape[0] > 0:
-        norm = cache[slot, tot]
-        for j in cat_cols:
-            x = data[i, j]
-            if math.isnan(x):
-                norm -= cache[slot, coff[j]]
-            else:
-                total += cache[slot, coff[j] + 1 + int(x)]
-        total -= norm
-    if count_cols.shape[0] > 0:
-        total += cache[slot, tot + 1]
-        acc = 0.0
-        prod = 1.0
-        for j in count_cols:
-            x = data[i, j]
-            c = coff[j]
-            if math.isnan(x):
-                total -= cache[slot, c + 2]
-                continue
-            total -= x * cache[slot, c + 3] + log_factorial(x)
-            if x < RISING_BY_PRODUCT:
-                a = cache[slot, c]
-                for t in range(int(x)):
-                    prod *= a + t
-                if prod > PRODUCT_CAP:
-                    acc += math.log(prod)
-                    prod = 1.0
-            else:
-                acc += math.lgamma(cache[slot, c] + x) - cache[slot, c + 1]
-        total += acc + math.log(prod)
-    if gauss_cols.shape[0] > 0:
-        const = cache[slot, tot + 2]
-        power = cache[slot, tot + 3]
-        if power > 0.0:  # one exponent: one logarithm of the product of the factors
-            prod = 1.0
-            acc = 0.0
-            for j in gauss_cols:
-                x = data[i, j]
-                c = coff[j]
-                if math.isnan(x):
-                    const -= cache[slot, c]
-                    continue
-                t = x - cache[slot, c + 1]
-                prod *= 1.0 + cache[slot, c + 2] * t * t
-                if prod > PRODUCT_CAP:
-                    acc += math.log(prod)
-                    prod = 1.0
-            total += const - power * (acc + math.log(prod))
-        else:
-            for j in gauss_cols:
-                x = data[i, j]
-                c = coff[j]
-                if math.isnan(x):
-                    const -= cache[slot, c]
-                    continue
-                t = x - cache[slot, c + 1]
-                const -= cache[slot, c + 3] * math.log1p(cache[slot, c + 2] * t * t)
-            total += const
-    return total
+def row_score(cache, slot, data, i, cols, coff, expo):
+    """:func:`score` on plain arrays: ``cols = (cat_cols, count_cols, gauss_cols)``."""
+    return bounded_score(cache, slot, data, i, cols, coff, expo, -math.inf)
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
 def row_loo_score(stats, cache, slot, data, i, cols, offsets, tables):
     """:func:`loo_score` on plain arrays (``cols`` as for :func:`row_score`).
 
-    ``offsets = (soff, coff, loff, tot, hyp)``, ``tables = (tab_id, logtab, gtab_id,
+    ``offsets = (soff, coff, loff, expo, hyp)``, ``tables = (tab_id, logtab, gtab_id,
     gtab)``. Categorical and count cells read the cache's entries with one cell
     fewer. A Gaussian cell uses the rank-one identity of the diagonal family's
     sweep: without the row the rate is ``b' = b r``, ``r = 1 - h (kappa + 1) /
@@ -166,7 +84,7 @@ def row_loo_score(stats, cache, slot, data, i, cols, offsets, tables):
     ``r`` is numerically near 0 is scored from the statistics instead.
     """
     cat_cols, count_cols, gauss_cols = cols
-    soff, coff, loff, tot, hyp = offsets
+    soff, coff, loff, expo, hyp = offsets
     _, _, gtab_id, gtab = tables
     total = 0.0
     for j in cat_cols:
@@ -194,7 +112,7 @@ def row_loo_score(stats, cache, slot, data, i, cols, offsets, tables):
                 acc += cache[slot, c + 1] - math.lgamma(big_a)
         total += acc + math.log(prod)
     if gauss_cols.shape[0] > 0:
-        uniform = cache[slot, tot + 3] > 0.0
+        uniform = cache[slot, expo] > 0.0
         acc = 0.0
         prod = 1.0
         for j in gauss_cols:
@@ -219,7 +137,7 @@ def row_loo_score(stats, cache, slot, data, i, cols, offsets, tables):
             else:
                 total += (hyp[j, 1] + 0.5 * m) * math.log(r)
         if uniform:  # each column's exponent without the row: the slot's less 1
-            total += (cache[slot, tot + 3] - 1.0) * (acc + math.log(prod))
+            total += (cache[slot, expo] - 1.0) * (acc + math.log(prod))
     return total
 
 
@@ -238,53 +156,19 @@ def _gaussian_loo_from_stats(stats, slot, o, x, prior, const):
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
-def bounded_score(cache, slot, data, i, cols, coff, tot, cut):
+def bounded_score(cache, slot, data, i, cols, coff, expo, cut):
     """Row ``i``'s log predictive under ``slot``, or ``-inf`` once it is surely below ``cut``.
 
-    Gaussian columns first (a bound without a logarithm, then the product's one
-    logarithm), then categorical cells one at a time (each term at most 0), then
-    the count columns, whose terms are at most 0 too.
+    Each kind of column in its own loop, and one logarithm per product of count or
+    Gaussian factors. Gaussian columns come first (with a finite ``cut``, a bound
+    without a logarithm before the product), then categorical cells one at a time
+    (each term at most 0), then the count columns, whose terms are at most 0 too.
+    ``cut = -inf`` scores the row exactly (:func:`row_score`).
     """
     cat_cols, count_cols, gauss_cols = cols
     total = 0.0
     if gauss_cols.shape[0] > 0:
-        const = cache[slot, tot + 2]
-        power = cache[slot, tot + 3]
-        if power > 0.0:
-            big_t = 0.0
-            for j in gauss_cols:
-                x = data[i, j]
-                c = coff[j]
-                if math.isnan(x):
-                    const -= cache[slot, c]
-                    continue
-                t = x - cache[slot, c + 1]
-                big_t += cache[slot, c + 2] * t * t
-            if const - power * big_t / (1.0 + big_t) < cut:
-                return -math.inf
-            prod = 1.0
-            acc = 0.0
-            for j in gauss_cols:
-                x = data[i, j]
-                if math.isnan(x):
-                    continue
-                c = coff[j]
-                t = x - cache[slot, c + 1]
-                prod *= 1.0 + cache[slot, c + 2] * t * t
-                if prod > PRODUCT_CAP:
-                    acc += math.log(prod)
-                    prod = 1.0
-            total = const - power * (acc + math.log(prod))
-        else:
-            for j in gauss_cols:
-                x = data[i, j]
-                c = coff[j]
-                if math.isnan(x):
-                    const -= cache[slot, c]
-                    continue
-                t = x - cache[slot, c + 1]
-                const -= cache[slot, c + 3] * math.log1p(cache[slot, c + 2] * t * t)
-            total = const
+        total = _gaussian_terms(cache, slot, data, i, gauss_cols, coff, cache[slot, expo], cut)
         if total < cut:
             return -math.inf
     for j in cat_cols:
@@ -296,27 +180,81 @@ def bounded_score(cache, slot, data, i, cols, coff, tot, cut):
         if total < cut:
             return -math.inf
     if count_cols.shape[0] > 0:
-        acc = 0.0
+        total += _count_terms(cache, slot, data, i, count_cols, coff)
+        if total < cut:
+            return -math.inf
+    return total
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def _gaussian_terms(cache, slot, data, i, gauss_cols, coff, power, cut):
+    """Sum the Gaussian cells' log predictives (``-inf`` once their bound is below ``cut``).
+
+    ``power > 0`` is the exponent every Gaussian column of the cluster shares (one
+    logarithm of the product of the Student-t factors), else each cell has its own.
+    """
+    if power > 0.0:
+        if cut > -math.inf:  # peak - power T / (1 + T) bounds the terms from above
+            peak = 0.0
+            big_t = 0.0
+            for j in gauss_cols:
+                x = data[i, j]
+                if math.isnan(x):
+                    continue
+                c = coff[j]
+                t = x - cache[slot, c + 1]
+                peak += cache[slot, c]
+                big_t += cache[slot, c + 2] * t * t
+            if peak - power * big_t / (1.0 + big_t) < cut:
+                return -math.inf
+        const = 0.0
         prod = 1.0
-        for j in count_cols:
+        acc = 0.0
+        for j in gauss_cols:
             x = data[i, j]
             if math.isnan(x):
                 continue
             c = coff[j]
-            total += cache[slot, c + 2] - x * cache[slot, c + 3] - log_factorial(x)
-            if x < RISING_BY_PRODUCT:
-                a = cache[slot, c]
-                for t in range(int(x)):
-                    prod *= a + t
-                if prod > PRODUCT_CAP:
-                    acc += math.log(prod)
-                    prod = 1.0
-            else:
-                acc += log_rising(cache[slot, c], cache[slot, c + 1], x)
-        total += acc + math.log(prod)
-        if total < cut:
-            return -math.inf
+            t = x - cache[slot, c + 1]
+            const += cache[slot, c]
+            prod *= 1.0 + cache[slot, c + 2] * t * t
+            if prod > PRODUCT_CAP:
+                acc += math.log(prod)
+                prod = 1.0
+        return const - power * (acc + math.log(prod))
+    total = 0.0
+    for j in gauss_cols:
+        x = data[i, j]
+        if math.isnan(x):
+            continue
+        c = coff[j]
+        t = x - cache[slot, c + 1]
+        total += cache[slot, c] - cache[slot, c + 3] * math.log1p(cache[slot, c + 2] * t * t)
     return total
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def _count_terms(cache, slot, data, i, count_cols, coff):
+    """Sum the count cells' log predictives (negative binomial), one log for small counts."""
+    total = 0.0
+    acc = 0.0
+    prod = 1.0
+    for j in count_cols:
+        x = data[i, j]
+        if math.isnan(x):
+            continue
+        c = coff[j]
+        total += cache[slot, c + 2] - x * cache[slot, c + 3] - log_factorial(x)
+        if x < RISING_BY_PRODUCT:  # lgamma(A + x) - lgamma(A) as a product
+            a = cache[slot, c]
+            for t in range(int(x)):
+                prod *= a + t
+            if prod > PRODUCT_CAP:
+                acc += math.log(prod)
+                prod = 1.0
+        else:
+            acc += math.lgamma(cache[slot, c] + x) - cache[slot, c + 1]
+    return total + acc + math.log(prod)
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
@@ -342,10 +280,10 @@ def shift_cells(stats, slot, data, i, sign, kind, soff):
 def refresh_cells(stats, cache, slot, layout, tables):
     """Recompute the scoring cache of ``slot`` from its statistics.
 
-    ``layout = (kind, soff, coff, nlev, loff, hyp, cols, tot)`` and ``tables = (tab_id,
+    ``layout = (kind, soff, coff, nlev, loff, hyp, cols, expo)`` and ``tables = (tab_id,
     logtab, gtab_id, gtab)`` (see :mod:`pymc_pcrp._kernels.table` for the cache).
     """
-    kind, soff, coff, nlev, loff, hyp, cols, tot = layout
+    kind, soff, coff, nlev, loff, hyp, cols, expo = layout
     tab_id, logtab, gtab_id, gtab = tables
     for j in range(kind.shape[0]):
         o, c = soff[j], coff[j]
@@ -376,29 +314,17 @@ def refresh_cells(stats, cache, slot, layout, tables):
             cache[slot, c + 1] = s / kappa_n
             cache[slot, c + 2] = kappa_n / (2.0 * b_n * (kappa_n + 1.0))
             cache[slot, c + 3] = a_n + 0.5
-    _refresh_sums(cache, slot, cols, coff, tot)
+    _refresh_exponent(cache, slot, cols[2], coff, expo)
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
-def _refresh_sums(cache, slot, cols, coff, tot):
-    """Recompute the cache's four sums over columns (see the module) from its entries."""
-    cat_cols, count_cols, gauss_cols = cols
-    norm = 0.0
-    for j in cat_cols:
-        norm += cache[slot, coff[j]]
-    linear = 0.0
-    for j in count_cols:
-        linear += cache[slot, coff[j] + 2]
-    const = 0.0
+def _refresh_exponent(cache, slot, gauss_cols, coff, expo):
+    """Store the exponent every Gaussian column of ``slot`` shares (0 when they differ)."""
     power = 0.0
     for j in gauss_cols:
         c = coff[j]
-        const += cache[slot, c]
         if power == 0.0:
             power = cache[slot, c + 3]
         elif cache[slot, c + 3] != power:
             power = -1.0
-    cache[slot, tot] = norm
-    cache[slot, tot + 1] = linear
-    cache[slot, tot + 2] = const
-    cache[slot, tot + 3] = power if power > 0.0 else 0.0
+    cache[slot, expo] = power if power > 0.0 else 0.0

@@ -34,7 +34,13 @@ import numba
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.draws import shuffle_in_place, sweep_order
-from pymc_pcrp._kernels.scores import SKIP_NATS, sweep_workspace
+from pymc_pcrp._kernels.scores import (
+    SKIP_NATS,
+    pick_option,
+    scored_weights,
+    skipped_stage,
+    sweep_workspace,
+)
 from pymc_pcrp._kernels.slots import free_slot, open_slot
 from pymc_pcrp._kernels.table_scores import (
     bounded_score,
@@ -82,10 +88,10 @@ def table_sweeps(rng, chain, n_sweeps):
     labels, counts, stats, cache = state.labels, state.counts, state.sums, state.cache
     order, where, k_arr = state.order, state.where, state.k
     cols = (params.cat_cols, params.count_cols, params.gauss_cols)
-    coff, tot = params.coff, params.tot
-    offsets = (params.soff, coff, params.loff, tot, params.hyp)
+    coff, expo = params.coff, params.expo
+    offsets = (params.soff, coff, params.loff, expo, params.hyp)
     loo_tables = (params.tab_id, params.logtab, params.gtab_id, params.gtab)
-    layout = (params.kind, params.soff, coff, params.nlev, params.loff, params.hyp, cols, tot)
+    layout = (params.kind, params.soff, coff, params.nlev, params.loff, params.hyp, cols, expo)
     perm = sweep_order(n)
     moved = 0
     for _ in range(n_sweeps):
@@ -111,7 +117,7 @@ def table_sweeps(rng, chain, n_sweeps):
                     continue
                 slot = order[p]
                 seat = by_size[counts[slot], 0]
-                lw = bounded_score(cache, slot, data, i, cols, coff, tot, floor - seat)
+                lw = bounded_score(cache, slot, data, i, cols, coff, expo, floor - seat)
                 if lw == -math.inf:
                     skipped[n_skip] = p
                     n_skip += 1
@@ -125,15 +131,7 @@ def table_sweeps(rng, chain, n_sweeps):
             else:
                 logw[k] = log_new[i]
             # 3. The exact draw (weights relative to the largest scored one).
-            top = ref
-            for p in range(k + 1):
-                if logw[p] > top:
-                    top = logw[p]
-            total = 0.0
-            for p in range(k + 1):
-                lw = logw[p]
-                wts[p] = 0.0 if lw == -math.inf else math.exp(lw - top)
-                total += wts[p]
+            top, total = scored_weights(logw, wts, k + 1, ref)
             u = rng.random()
             a = total / (total + n_skip * skip_weight)
             in_scored = u < a
@@ -147,34 +145,12 @@ def table_sweeps(rng, chain, n_sweeps):
                     else:
                         slot = order[p]
                         lw = by_size[counts[slot], 0] + row_score(
-                            cache, slot, data, i, cols, coff, tot
+                            cache, slot, data, i, cols, coff, expo
                         )
                     wsk[s_] = math.exp(lw - top)
                     big += wsk[s_]
-                g = total / (total + big)
-                if u < g:
-                    in_scored = True
-                    target = (u - a) / (g - a) * total if g > a else 0.0
-                else:
-                    target = (u - g) / (1.0 - g) * big
-            choice = -1
-            acc = 0.0
-            if in_scored:
-                for p in range(k + 1):
-                    if wts[p] > 0.0:
-                        acc += wts[p]
-                        choice = p
-                        if target < acc:
-                            break
-            else:
-                for s_ in range(n_skip):
-                    if wsk[s_] > 0.0:
-                        acc += wsk[s_]
-                        choice = skipped[s_]
-                        if target < acc:
-                            break
-                if choice < 0:
-                    choice = skipped[n_skip - 1]
+                in_scored, target = skipped_stage(u, a, total, big)
+            choice = pick_option(in_scored, target, wts, k + 1, wsk, skipped, n_skip)
             if choice == own_p or (choice == k and m == 1):
                 continue  # stays (a singleton drawing a new cluster stays where it is)
             _move_row(state, data, i, old, order[choice], layout, loo_tables)
