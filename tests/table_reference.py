@@ -15,6 +15,7 @@ import math
 from functools import cache
 
 import numpy as np
+import pandas as pd
 import scipy.integrate
 import scipy.special
 
@@ -112,3 +113,31 @@ def missing_counted(monkeypatch):
         return build(self, np.nan_to_num(xc), numbers, arrays, kept_scale)
 
     monkeypatch.setattr(TableFamily, "build_inputs", broken)
+
+
+def mixed_table_5():
+    """Five rows of every kind of column, with missing cells, and the column spec."""
+    df = pd.DataFrame(
+        {
+            "flag": pd.array([True, True, None, False, False], dtype="boolean"),
+            "kind": pd.Categorical(["x", "x", "y", "y", "y"]),
+            "n": [1, 0, 12, 7, 9],
+            "g": [0.3, np.nan, -0.2, 2.1, 2.6],
+        }
+    )
+    return df, {"n": "poisson"}
+
+
+def kernel_inputs(df, columns, alpha, r):
+    """The kernels' data and parameters for a table, and its exact posterior."""
+    from pymc_pcrp._kernels.table import make_table_params
+    from pymc_pcrp.distributions.table import table_spec
+
+    spec = table_spec(df, columns)
+    values, mask = spec.encode(df)
+    x = values.copy()
+    gaussian = spec.kind == 2
+    x[:, gaussian] -= spec.hyp[gaussian, 3]
+    x[~mask] = np.nan
+    params = make_table_params(alpha, r, spec.kind, spec.nlev, spec.conc, spec.hyp, len(df))
+    return x, params, exact_table_posterior(values, mask, spec, alpha, r)

@@ -9,17 +9,15 @@ proposal probability is not that of the rows it draws from must be detected.
 """
 
 import numpy as np
-import pandas as pd
 
-from _kernels.test_splitmerge import N_DRAWS, SEED, TV_THRESHOLD, _code, _exact_draws, _tv
-from table_reference import exact_table_posterior
+from _kernels.test_splitmerge import N_DRAWS, SEED, TV_THRESHOLD
+from _kernels.test_template_jumps import tv_after_one_jump
+from table_reference import kernel_inputs, mixed_table_5
 
 from pymc_pcrp._kernels import family_moves
 from pymc_pcrp._kernels.partitions import canonical_labels
-from pymc_pcrp._kernels.table import make_table_params, table_tables
-from pymc_pcrp.distributions.table import table_spec
+from pymc_pcrp._kernels.table import table_tables
 from pymc_pcrp.sampler.families import TABLE
-from pymc_pcrp.sampler.templates import TemplateJumps
 
 TEMPLATES = (
     np.array([0, 0, 1, 1, 1]),
@@ -29,40 +27,13 @@ TEMPLATES = (
 
 
 def _problem():
-    df = pd.DataFrame(
-        {
-            "flag": pd.array([True, True, None, False, False], dtype="boolean"),
-            "kind": pd.Categorical(["x", "x", "y", "y", "y"]),
-            "n": [1, 0, 12, 7, 9],
-            "g": [0.3, np.nan, -0.2, 2.1, 2.6],
-        }
-    )
-    spec = table_spec(df, {"n": "poisson"})
-    values, mask = spec.encode(df)
-    x = values.copy()
-    gaussian = spec.kind == 2
-    x[:, gaussian] -= spec.hyp[gaussian, 3]
-    x[~mask] = np.nan
-    alpha, r = 0.9, 1.3
-    params = make_table_params(alpha, r, spec.kind, spec.nlev, spec.conc, spec.hyp, len(df))
-    partitions, probs = exact_table_posterior(values, mask, spec, alpha, r)
+    x, params, (partitions, probs) = kernel_inputs(*mixed_table_5(), 0.9, 1.3)
     return x, params, partitions, probs
 
 
 def _tv_after_one_jump(pack):
     x, params, partitions, probs = _problem()
-    rng = np.random.default_rng(SEED + 13)
-    starts = _exact_draws(rng, partitions, probs, N_DRAWS)
-    jumps = TemplateJumps(1.0, pack=pack)
-    jumps.use(x, [canonical_labels(t) for t in TEMPLATES], params)
-    codes = np.empty(len(starts), dtype=np.int64)
-    accepted = 0
-    for s, start in enumerate(starts):
-        labels = canonical_labels(start.astype(np.int64))
-        new = jumps.run(rng, x, labels, params)
-        accepted += jumps.accepted
-        codes[s] = _code(labels if new is None else new)
-    return _tv(codes, partitions, probs), accepted
+    return tv_after_one_jump(x, params, partitions, probs, TEMPLATES, SEED + 13, pack)
 
 
 def test_one_template_jump_on_a_table_keeps_the_exact_posterior():

@@ -52,12 +52,16 @@ def _code(labels):
     return int(sum(int(v) * 5**i for i, v in enumerate(labels)))
 
 
-def _tv_after_one_jump(d, alpha, r):
-    xc, params, partitions, probs = _problem(d, alpha, r)
-    rng = np.random.default_rng(SEED + 11)
+def tv_after_one_jump(xc, params, partitions, probs, templates, seed, pack=None):
+    """TV from the exact posterior after ONE jump from each of ``N_DRAWS`` exact draws.
+
+    ``pack`` builds the proposal (a family's ``pack_templates``; the full NIW one by
+    default). Returns the total variation and the number of accepted jumps.
+    """
+    rng = np.random.default_rng(seed)
     starts = _exact_draws(rng, partitions, probs, N_DRAWS)
-    jumps = TemplateJumps(1.0)
-    jumps.use(xc, [canonical_labels(t) for t in TEMPLATES], params)
+    jumps = TemplateJumps(1.0, pack=pack)
+    jumps.use(xc, [canonical_labels(t) for t in templates], params)
     codes = np.empty(len(starts), dtype=np.int64)
     accepted = 0
     for s, start in enumerate(starts):
@@ -66,6 +70,11 @@ def _tv_after_one_jump(d, alpha, r):
         accepted += jumps.accepted
         codes[s] = _code(labels if new is None else new)
     return _tv(codes, partitions, probs), accepted
+
+
+def _tv_after_one_jump(d, alpha, r):
+    xc, params, partitions, probs = _problem(d, alpha, r)
+    return tv_after_one_jump(xc, params, partitions, probs, TEMPLATES, SEED + 11)
 
 
 @pytest.mark.parametrize(("d", "alpha", "r"), [(1, 0.5, 1.5), (2, 2.0, 2.0), (2, 1.0, 1.0)])

@@ -17,13 +17,12 @@ import pandas as pd
 import pytest
 
 from kernel_variants import recompiled, sweep_variant
-from table_reference import exact_table_posterior
+from table_reference import kernel_inputs, mixed_table_5
 
 from pymc_pcrp._kernels import family_moves, table_scores
 from pymc_pcrp._kernels.partitions import canonical_labels
-from pymc_pcrp._kernels.table import make_table_params, table_tables
+from pymc_pcrp._kernels.table import table_tables
 from pymc_pcrp._kernels.table_sweep import table_sweeps
-from pymc_pcrp.distributions.table import table_spec
 from pymc_pcrp.sampler.inputs import compiled_for
 
 SWEEPS = 20_000
@@ -34,30 +33,9 @@ TV_BROKEN = 0.08
 
 def _tables():
     """Tables of 5 rows: every kind with missing cells; Gaussian columns with unequal cells."""
-    mixed = pd.DataFrame(
-        {
-            "flag": pd.array([True, True, None, False, False], dtype="boolean"),
-            "kind": pd.Categorical(["x", "x", "y", "y", "y"]),
-            "n": [1, 0, 12, 7, 9],
-            "g": [0.3, np.nan, -0.2, 2.1, 2.6],
-        }
-    )
+    mixed, columns = mixed_table_5()
     gaussian = pd.DataFrame({"g": [0.1, 0.3, 3.9, 4.2, 8.0], "h": [-1.0, np.nan, 2.0, 2.4, 5.5]})
-    return {
-        "mixed": (mixed, {"n": "poisson"}, 1.0, 1.2),
-        "gaussian": (gaussian, None, 0.8, 1.3),
-    }
-
-
-def _inputs(df, columns, alpha, r):
-    spec = table_spec(df, columns)
-    values, mask = spec.encode(df)
-    x = values.copy()
-    gaussian = spec.kind == 2
-    x[:, gaussian] -= spec.hyp[gaussian, 3]
-    x[~mask] = np.nan
-    params = make_table_params(alpha, r, spec.kind, spec.nlev, spec.conc, spec.hyp, len(df))
-    return x, params, exact_table_posterior(values, mask, spec, alpha, r)
+    return {"mixed": (mixed, columns, 1.0, 1.2), "gaussian": (gaussian, None, 0.8, 1.3)}
 
 
 def _tv(sweep, x, params, parts, probs, seed):
@@ -89,7 +67,7 @@ SWEEPS_UNDER_TEST = {
 @pytest.mark.parametrize("kernel", list(SWEEPS_UNDER_TEST))
 def test_table_sweeps_keep_the_exact_posterior(case, kernel):
     df, columns, alpha, r = _tables()[case]
-    x, params, (parts, probs) = _inputs(df, columns, alpha, r)
+    x, params, (parts, probs) = kernel_inputs(df, columns, alpha, r)
     tv = _tv(SWEEPS_UNDER_TEST[kernel](), x, params, parts, probs, seed=len(kernel))
     assert tv < TV_MAX, f"{kernel} on {case}: total variation {tv:.4f} from the exact posterior"
 
@@ -98,7 +76,7 @@ def test_a_sweep_that_leaves_the_row_in_its_own_cluster_is_caught():
     # the own cluster scored as any other cluster (the row counted in its statistics)
     broken = recompiled(table_sweeps, row_loo_score=_row_left_in)
     df, columns, alpha, r = _tables()["mixed"]
-    x, params, (parts, probs) = _inputs(df, columns, alpha, r)
+    x, params, (parts, probs) = kernel_inputs(df, columns, alpha, r)
     tv = _tv(broken, x, params, parts, probs, seed=5)
     assert tv > TV_BROKEN, f"the broken sweep is only {tv:.4f} from the exact posterior"
 
