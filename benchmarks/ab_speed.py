@@ -51,8 +51,7 @@ SWEEPS = 5
 # Tuning draws before the timed ones: the automatic split-merge rate is set at the first
 # draw after tuning from the partition the chain has reached (sampler/options.py,
 # auto_split_merge). Without tuning it would be set from the random initial partition,
-# whose many small clusters give the top rate (3 per sweep) where a tuned chain on these
-# data settles near 0.3.
+# whose many small clusters give a far higher rate than a tuned chain settles on.
 TUNE = 100
 
 

@@ -99,7 +99,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--sweeps", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None)
+    parser.add_argument("--out", default=None, help="JSON of the run")
+    parser.add_argument("--md", default=None, help="markdown of the run (header and table)")
     args = parser.parse_args(argv)
     n, d = args.n, args.d
     cases = {"diag": diag_case(n, d, args.seed)}
@@ -137,6 +138,23 @@ def main(argv=None) -> dict:
     if args.out:
         with open(args.out, "w") as handle:
             json.dump(result, handle, indent=2)
+    if args.md:
+        rows = [
+            f"| {name} | {row['ns_per_point_column']:.2f} | {row['ratio_to_diag']:.2f} "
+            f"| {row['k']} |"
+            for name, row in result["families"].items()
+        ]
+        table = [
+            header,
+            "",
+            f"N = {n}, D = {d}, best of {args.repeats} runs of {args.sweeps} sweeps (CPU time)",
+            "",
+            "| family | ns per point and column | ratio to diag | K at the end |",
+            "| --- | --- | --- | --- |",
+            *rows,
+        ]
+        with open(args.md, "w") as handle:
+            handle.write("\n".join(table) + "\n")
     return result
 
 
