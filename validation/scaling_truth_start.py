@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import platform
 import subprocess
 import sys
@@ -63,10 +64,12 @@ def main(argv: list[str] | None = None) -> int:
         print(line, flush=True)
         lines.append(line)
 
+    command = f"python validation/scaling_truth_start.py {' '.join(sys.argv[1:])}".rstrip()
+    load = os.getloadavg()
     say(
-        f"command: python validation/scaling_truth_start.py {' '.join(sys.argv[1:])}".rstrip()
-        + f"; date {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; "
-        f"commit {commit}; machine {platform.machine()}, 2 processes\n"
+        f"command: `{command}`; date {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}"
+        f" UTC; commit {commit}; machine {os.cpu_count()} CPUs, {platform.machine()}, load "
+        f"average at start {load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f}\n"
     )
     X, truth = make_data(args.n, args.dim, args.case, args.seed)
     starts = {
