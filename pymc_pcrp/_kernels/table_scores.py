@@ -194,33 +194,28 @@ def _gaussian_terms(cache, slot, data, i, gauss_cols, coff, power, cut):
     logarithm of the product of the Student-t factors), else each cell has its own.
     """
     if power > 0.0:
-        if cut > -math.inf:  # peak - power T / (1 + T) bounds the terms from above
-            peak = 0.0
-            big_t = 0.0
-            for j in gauss_cols:
-                x = data[i, j]
-                if math.isnan(x):
-                    continue
-                c = coff[j]
-                t = x - cache[slot, c + 1]
-                peak += cache[slot, c]
-                big_t += cache[slot, c + 2] * t * t
-            if peak - power * big_t / (1.0 + big_t) < cut:
-                return -math.inf
+        # One pass: the constants, the product of the Student-t factors and T = sum_j u_j.
+        # With a finite cut, const - power T / (1 + T) bounds the terms from above, and a
+        # row below the cut is abandoned before the product's logarithm.
         const = 0.0
         prod = 1.0
         acc = 0.0
+        big_t = 0.0
         for j in gauss_cols:
             x = data[i, j]
             if math.isnan(x):
                 continue
             c = coff[j]
             t = x - cache[slot, c + 1]
+            u = cache[slot, c + 2] * t * t
             const += cache[slot, c]
-            prod *= 1.0 + cache[slot, c + 2] * t * t
+            big_t += u
+            prod *= 1.0 + u
             if prod > PRODUCT_CAP:
                 acc += math.log(prod)
                 prod = 1.0
+        if cut > -math.inf and const - power * big_t / (1.0 + big_t) < cut:
+            return -math.inf
         return const - power * (acc + math.log(prod))
     total = 0.0
     for j in gauss_cols:
