@@ -285,6 +285,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-sklearn", dest="sklearn", action="store_false")
     parser.add_argument(
+        "--peer-alongside",
+        action="store_true",
+        help="start every scikit-learn fit at once, beside the pCRP fits, so that all cores "
+        "are busy (its single-threaded fit would leave one idle); wall seconds are then "
+        "measured under shared cores and the CPU seconds are the ones to compare",
+    )
+    parser.add_argument(
         "--labels-up-to",
         type=int,
         default=200_000,
@@ -324,6 +331,11 @@ def main(argv: list[str] | None = None) -> int:
         "versions": f"python {platform.python_version()}, pymc_pcrp {pymc_pcrp.__version__}",
     }
     header["setting"] = f"pCRP at r = {args.power}, 4 chains on {args.cores} cores"
+    if args.sklearn and args.peer_alongside:
+        header["setting"] += (
+            "; scikit-learn fitted alongside the pCRP fits (wall seconds under shared cores, "
+            "compare the CPU seconds)"
+        )
     results = []
     if args.append and args.json and Path(args.json).is_file():
         old = json.loads(Path(args.json).read_text())
@@ -337,6 +349,16 @@ def main(argv: list[str] | None = None) -> int:
         emit(f"  - date: {run['date']}; git commit: {run['commit']}; machine: {run['machine']}")
         emit(f"  - {run['versions']}; {run.get('setting', '')}")
     started = time.perf_counter()
+    peer_fits = {}
+    if args.sklearn and args.peer_alongside:
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=len(sizes) * len(cases))
+        for n in sizes:
+            for case in cases:
+                peer_fits[n, case] = pool.submit(
+                    run_child, ["sklearn", str(n), str(args.dim), case, str(args.seed)]
+                )
     for n in sizes:
         for case in cases:
             attempts = []
@@ -351,7 +373,10 @@ def main(argv: list[str] | None = None) -> int:
                     break
             sk = {"wall_s": float("nan"), "cpu_s": float("nan"), "k": 0, "ari": float("nan"),
                   "converged": False, "n_iter": 0, "peak_mb": float("nan")}  # fmt: skip
-            if args.sklearn:
+            if (n, case) in peer_fits:
+                sk = peer_fits[n, case].result()
+                print(f"  N={n} {case} sklearn: {json.dumps(sk)}", file=sys.stderr)
+            elif args.sklearn:
                 sk = run_child(["sklearn", str(n), str(args.dim), case, str(args.seed)])
                 print(f"  N={n} {case} sklearn: {json.dumps(sk)}", file=sys.stderr)
             results.append(
