@@ -141,3 +141,24 @@ def kernel_inputs(df, columns, alpha, r):
     x[~mask] = np.nan
     params = make_table_params(alpha, r, spec.kind, spec.nlev, spec.conc, spec.hyp, len(df))
     return x, params, exact_table_posterior(values, mask, spec, alpha, r)
+
+
+def table_posterior(df, columns, alpha, r):
+    """The exact posterior ``(partitions, probabilities)`` of a table's rows."""
+    from pymc_pcrp.distributions.table import table_spec
+
+    spec = table_spec(df, columns)
+    values, mask = spec.encode(df)
+    return exact_table_posterior(values, mask, spec, alpha, r)
+
+
+def partition_tv(idata, partitions, probs):
+    """Total variation between the partitions of ``idata``'s draws of ``z`` and ``probs``."""
+    n = idata.posterior["z"].shape[-1]
+    labels = idata.posterior["z"].values.reshape(-1, n)
+    keys, counts = np.unique(labels, axis=0, return_counts=True)
+    freq = {
+        tuple(int(v) for v in k): c / labels.shape[0] for k, c in zip(keys, counts, strict=True)
+    }
+    assert set(freq) <= set(partitions), "the sampler produced a non-canonical label vector"
+    return 0.5 * np.abs(np.array([freq.get(p, 0.0) for p in partitions]) - probs).sum()

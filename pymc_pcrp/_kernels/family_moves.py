@@ -84,10 +84,12 @@ __all__ = [
     "FamilyState",
     "advance",
     "block_marginal",
+    "draw_choice",
     "init_state",
     "partition_log_joint",
     "refresh",
     "register_family",
+    "resync",
     "run_sweeps",
     "score",
     "score_slots",
@@ -126,7 +128,7 @@ class FamilyOps(NamedTuple):
 
 
 @numba.njit(**NJIT_KWARGS)
-def _draw_choice(rng: np.random.Generator, logw: np.ndarray, m: int) -> int:
+def draw_choice(rng: np.random.Generator, logw: np.ndarray, m: int) -> int:
     """Index below ``m`` drawn with probability proportional to ``exp(logw[p])``.
 
     Overwrites ``logw[:m]`` with the running sums of the weights (one
@@ -376,7 +378,7 @@ def sweeps(rng, chain, n_sweeps):
             if single:
                 logw[where[old]] = -math.inf
             logw[k] = log_new[i]
-            choice = _draw_choice(rng, logw, k + 1)
+            choice = draw_choice(rng, logw, k + 1)
             if choice == where[old] or (choice == k and single):
                 continue  # stays (a singleton drawing a new cluster stays where it is)
             slot = order[choice]  # read before freeing a slot reorders ``order``

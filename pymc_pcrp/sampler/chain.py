@@ -133,7 +133,9 @@ class Chain:
         # random starts tried during tuning, the chain going on from the best (restarts.py)
         self.tournament = RestartTournament(plan.restarts, segment_draws(plan.sweeps_per_draw))
         # hot replicas of parallel tempering (None: off), see tempering.py
-        self.replicas = None if plan.temper is None else Replicas(plan.temper, plan.sweeps_per_draw)
+        self.replicas = (
+            None if plan.temper is None else Replicas(plan.temper, plan.sweeps_per_draw, family)
+        )
         # partitions remembered from the tournament, proposed after each kept draw
         self.given = check_templates(plan.templates, self.n)
         self.jumps = TemplateJumps(plan.template_jumps, self.given, family.pack_templates)

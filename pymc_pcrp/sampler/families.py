@@ -12,6 +12,8 @@ A family is one object with a small interface, chosen by name
 * :meth:`ClusterFamily.nu0`: the ``nu0`` a draw used (a sample stat);
 * :meth:`ClusterFamily.log_joint` and :meth:`ClusterFamily.pack_templates`: a
   partition's log joint, and the proposal of the template jumps;
+* :meth:`ClusterFamily.hot_kernel` and :meth:`ClusterFamily.log_likelihood`: the
+  draw of a hot replica of parallel tempering, and the log likelihood its swaps test;
 * what the family supports (latent values, the pair moves, template jumps,
   tempering), so the chain can refuse an option with the reason.
 
@@ -33,7 +35,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from pymc_pcrp._kernels import family_moves
+from pymc_pcrp._kernels import family_moves, family_tempering
 from pymc_pcrp._kernels.chain import advance
 from pymc_pcrp._kernels.diag_chain import advance_diag
 from pymc_pcrp._kernels.diag_state import (
@@ -48,6 +50,12 @@ from pymc_pcrp._kernels.log_joint import partition_log_joint
 from pymc_pcrp._kernels.state import init_state, make_params
 from pymc_pcrp._kernels.sweep import sweep_tables
 from pymc_pcrp._kernels.table import make_table_params, table_tables
+from pymc_pcrp._kernels.tempering import (
+    advance_hot,
+    advance_hot_scaled,
+    cold_log_likelihood_scaled,
+)
+from pymc_pcrp._kernels.tempering import log_likelihood as full_log_likelihood
 from pymc_pcrp._kernels.templates import TemplateSet, pack_templates
 from pymc_pcrp.sampler.inputs import SweepInputs
 
@@ -71,8 +79,10 @@ class ClusterFamily:
     name: ClassVar[str] = ""
     #: Whether the family's values may be latent (updated by another step).
     supports_latent: ClassVar[bool] = False
-    #: Whether the pair moves and tempering exist for it.
+    #: Whether the pair moves exist for it.
     supports_local_moves: ClassVar[bool] = False
+    #: Whether parallel tempering (hot replicas) exists for it.
+    supports_tempering: ClassVar[bool] = False
     #: Whether the template jumps exist for it.
     supports_template_jumps: ClassVar[bool] = False
     #: Whether its scale grid also carries a grid of ``nu0`` values.
@@ -123,6 +133,19 @@ class ClusterFamily:
         """Return the template jumps' proposal from canonical ``templates`` at ``params``."""
         raise NotImplementedError(f"no template jumps for covariance='{self.name}'")
 
+    def hot_kernel(self, scaled: bool) -> Callable:
+        """Return the kernel of one draw of a hot replica (``scaled``: a learned scale grid).
+
+        Called as ``kernel(rng, (xc, state, params, tables), beta, n_sweeps)``, or
+        with the replica's scale grid after the chain when ``scaled``; it returns
+        the replica's log likelihood ``log p(X | z)`` after the draw.
+        """
+        raise NotImplementedError(f"no parallel tempering for covariance='{self.name}'")
+
+    def log_likelihood(self, state, params, scale=None) -> float:
+        """Return ``log p(X | z)`` of a state's partition (at the grid's current ``s``)."""
+        raise NotImplementedError(f"no parallel tempering for covariance='{self.name}'")
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
@@ -133,6 +156,7 @@ class FullNIW(ClusterFamily):
     name = "full"
     supports_latent = True
     supports_local_moves = True
+    supports_tempering = True
     supports_template_jumps = True
     has_nu0_grid = True
 
@@ -180,6 +204,16 @@ class FullNIW(ClusterFamily):
     def pack_templates(self, xc, templates, params):
         """See :meth:`ClusterFamily.pack_templates` (``_kernels.templates.pack_templates``)."""
         return pack_templates(xc, templates, params)
+
+    def hot_kernel(self, scaled):
+        """``_kernels.tempering.advance_hot_scaled``, or ``advance_hot`` unscaled."""
+        return advance_hot_scaled if scaled else advance_hot
+
+    def log_likelihood(self, state, params, scale=None):
+        """See :meth:`ClusterFamily.log_likelihood` (``_kernels.tempering``)."""
+        if scale is None:
+            return full_log_likelihood(state, params)
+        return cold_log_likelihood_scaled(state, params, scale)
 
     def nu0(self, inputs):
         """Return the grid's current ``nu0`` with a learned scale, else the fixed one."""
@@ -230,6 +264,7 @@ class TableFamily(ClusterFamily):
 
     name = "table"
     supports_template_jumps = True
+    supports_tempering = True
 
     def build_inputs(self, xc, numbers, arrays, kept_scale):
         """See :meth:`ClusterFamily.build_inputs`; ``arrays`` is ``(kind, nlev, conc, hyp)``.
@@ -264,6 +299,14 @@ class TableFamily(ClusterFamily):
     def pack_templates(self, xc, templates, params):
         """See :meth:`ClusterFamily.pack_templates` (``_kernels.family_templates``)."""
         return pack_family_templates(xc, templates, params, self.new_cluster_weights(xc, params))
+
+    def hot_kernel(self, scaled):
+        """``_kernels.family_tempering.advance_hot`` (no scale grid: ``scaled`` is ignored)."""
+        return family_tempering.advance_hot
+
+    def log_likelihood(self, state, params, scale=None):
+        """See :meth:`ClusterFamily.log_likelihood` (``_kernels.family_tempering``)."""
+        return family_tempering.log_likelihood(state, params)
 
 
 FULL = FullNIW()

@@ -21,7 +21,7 @@ from pymc_pcrp._kernels.moves import SMALL_SIZE
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp.sampler.restarts import RANDOM_INITS, auto_restarts
-from pymc_pcrp.sampler.tempering import make_replicas
+from pymc_pcrp.sampler.tempering import checked_ladder
 
 __all__ = [
     "INIT_STRATEGIES",
@@ -335,11 +335,11 @@ class ChainFacts:
     """What the automatic rules and the checks of the options need to know about a model.
 
     ``n`` points of dimension ``d`` (0 without a likelihood); ``family`` is the
-    cluster family's name, ``local_moves`` whether it has pair moves and tempering
-    and ``template_jumps`` whether it has template jumps; ``latent`` whether the
-    clustered values are latent; ``random_prior`` whether ``alpha`` or the power
-    is random (owned by the step or not); ``learns_nu0`` whether the NIW prior has
-    a grid of ``nu0`` values.
+    cluster family's name, ``local_moves`` whether it has pair moves,
+    ``template_jumps`` whether it has template jumps and ``tempering`` whether it
+    has hot replicas; ``latent`` whether the clustered values are latent;
+    ``random_prior`` whether ``alpha`` or the power is random (owned by the step
+    or not); ``learns_nu0`` whether the NIW prior has a grid of ``nu0`` values.
     """
 
     n: int
@@ -347,6 +347,7 @@ class ChainFacts:
     family: str = "full"
     local_moves: bool = True
     template_jumps: bool = True
+    tempering: bool = True
     has_likelihood: bool = True
     latent: bool = False
     random_prior: bool = False
@@ -371,7 +372,7 @@ class ChainFacts:
 
     def tempering_unsupported(self) -> str | None:
         """Return what of the model the hot replicas of ``temper`` cannot handle (None: nothing)."""
-        if not self.local_moves:
+        if not self.tempering:
             return f"with covariance='{self.family}'"
         if self.latent:
             return "with latent values"
@@ -487,11 +488,9 @@ def resolve_plan(options: dict, facts: ChainFacts) -> MovePlan:
     restarts = given["restarts"]
     restarts = auto_restarts(sweeps, given["init"]) if restarts is None else int(restarts)
     # the inverse temperatures of parallel tempering (None: off), checked against the model
-    replicas = make_replicas(
-        given["temper"], sweeps, facts.has_likelihood, facts.random_prior,
-        facts.tempering_unsupported(),
-    )  # fmt: skip
-    betas = None if replicas is None else replicas.betas
+    betas = checked_ladder(
+        given["temper"], facts.has_likelihood, facts.random_prior, facts.tempering_unsupported()
+    )
     jumps_unsupported = facts.template_jumps_unsupported() or (
         "a random alpha or power"
         if facts.random_prior

@@ -23,18 +23,12 @@ import numpy as np
 
 from pymc_pcrp._kernels.chain import finish_draw
 from pymc_pcrp._kernels.hyper import FRESH_CHAIN, REBUILT, ScaleGrid, partition_log_joint_scaled
-from pymc_pcrp._kernels.log_joint import partition_log_joint
 from pymc_pcrp._kernels.partitions import canonical_labels
-from pymc_pcrp._kernels.state import SweepState, init_state
-from pymc_pcrp._kernels.tempering import (
-    advance_hot,
-    advance_hot_scaled,
-    cold_log_likelihood_scaled,
-    log_likelihood,
-)
+from pymc_pcrp._kernels.state import SweepState
+from pymc_pcrp.sampler.families import ClusterFamily
 from pymc_pcrp.sampler.inputs import compiled_for
 
-__all__ = ["TEMPER_BETA_MIN", "Replicas", "make_replicas", "swap_log_ratio", "temper_ladder"]
+__all__ = ["TEMPER_BETA_MIN", "Replicas", "checked_ladder", "swap_log_ratio", "temper_ladder"]
 
 # temper=M (an integer) gives the geometric ladder beta_m = TEMPER_BETA_MIN ** (m / (M - 1)).
 TEMPER_BETA_MIN = 0.1
@@ -110,11 +104,14 @@ class Replicas:
         Inverse temperatures, ``betas[0] = 1`` (replica 0 is the step's own state).
     n_sweeps : int
         Tempered sweeps per draw of each hot replica.
+    family : ClusterFamily
+        The cluster family, whose hot-replica kernel and log likelihood are used.
     """
 
-    def __init__(self, betas: np.ndarray, n_sweeps: int):
+    def __init__(self, betas: np.ndarray, n_sweeps: int, family: ClusterFamily):
         self.betas = np.asarray(betas, dtype=np.float64)
         self.n_sweeps = int(n_sweeps)
+        self.family = family
         self.states: list[SweepState] | None = None  # hot replicas 1..M-1
         self.grids: list[ScaleGrid] = []
         self.tables: list[tuple] = []
@@ -141,7 +138,7 @@ class Replicas:
         inputs); empty for a new chain, whose replicas draw ``s`` first.
         """
         xc, params, scale = inputs.xc, inputs.params, inputs.scale
-        self.states = [init_state(xc, canonical_labels(z), params) for z in labels]
+        self.states = [self.family.init_state(xc, canonical_labels(z), params) for z in labels]
         self.grids, self.tables = [], []
         self._calls = {}
         if scale is None:
@@ -205,17 +202,16 @@ class Replicas:
         xc, params, scale = inputs.xc, inputs.params, inputs.scale
         betas = self.betas
         logliks = np.empty(betas.size)
-        if scale is None:
-            logliks[0] = log_likelihood(state, params)
-            for m, hot in enumerate(self.states, start=1):
+        family = self.family
+        kernel = family.hot_kernel(scale is not None)
+        logliks[0] = family.log_likelihood(state, params, scale)
+        for m, hot in enumerate(self.states, start=1):
+            if scale is None:
                 args = (rng, (xc, hot, params, inputs.tables), betas[m], self.n_sweeps)
-                logliks[m] = self._compiled(advance_hot, args)(*args)
-        else:
-            logliks[0] = cold_log_likelihood_scaled(state, params, scale)
-            for m, hot in enumerate(self.states, start=1):
+            else:
                 chain = (xc, hot, params, self.tables[m - 1])
                 args = (rng, chain, self.grids[m - 1], betas[m], self.n_sweeps)
-                logliks[m] = self._compiled(advance_hot_scaled, args)(*args)
+            logliks[m] = self._compiled(kernel, args)(*args)
         states = [state, *self.states]
         grids = [scale, *self.grids] if scale is not None else None
         accepted = 0
@@ -239,7 +235,7 @@ class Replicas:
         if cold_swapped:
             finish_draw(cold, labels_out)
             if scale is None:
-                log_density = partition_log_joint(xc, labels_out, params) + inputs.fixed_scale[1]
+                log_density = family.log_joint(xc, labels_out, params) + inputs.fixed_scale[1]
             else:
                 log_density = partition_log_joint_scaled(xc, labels_out, params, scale)
         niw_scale = (
@@ -248,20 +244,19 @@ class Replicas:
         return TemperedDraw(cold, log_density, niw_scale, accepted, cold_swapped)
 
 
-def make_replicas(
+def checked_ladder(
     temper: int | Sequence[float] | None,
-    n_sweeps: int,
     has_likelihood: bool,
     random_prior: bool,
     unsupported: str | None = None,
-) -> Replicas | None:
-    """Build the :class:`Replicas` of ``PCRPGibbs(temper=...)`` (``None``: off); refuse bad models.
+) -> np.ndarray | None:
+    """Return the ladder of ``PCRPGibbs(temper=...)`` (``None``: off); refuse bad models.
 
-    Tempering needs an ``NIWMixture`` likelihood (without one every replica would
-    sample the same prior) and a fixed ``alpha`` and power: with a random one the
-    hot replicas' targets depend on it through their normalising constants, which
-    its update would have to take into account. ``unsupported`` names a model
-    feature the hot replicas do not handle (refused with that reason).
+    Tempering needs a likelihood (without one every replica would sample the same
+    prior) and a fixed ``alpha`` and power: with a random one the hot replicas'
+    targets depend on it through their normalising constants, which its update
+    would have to take into account. ``unsupported`` names a model feature the
+    hot replicas do not handle (refused with that reason).
     """
     betas = temper_ladder(temper)
     if betas is None:
@@ -270,12 +265,12 @@ def make_replicas(
         raise ValueError(f"Argument 'temper' is not supported {unsupported} yet.")
     if not has_likelihood:
         raise ValueError(
-            "Argument 'temper' needs labels observed through an NIWMixture: without a "
-            "likelihood there is nothing to temper."
+            "Argument 'temper' needs labels observed through an NIWMixture or TableMixture: "
+            "without a likelihood there is nothing to temper."
         )
     if random_prior:
         raise ValueError(
             "Argument 'temper' needs a fixed alpha and power for now: with a random one the "
             "tempered replicas' targets depend on it through their normalising constants."
         )
-    return Replicas(betas, n_sweeps)
+    return betas

@@ -247,6 +247,7 @@ class PCRPGibbs(BlockedStep):
             family=inputs.family.name,
             local_moves=inputs.family.supports_local_moves,
             template_jumps=inputs.family.supports_template_jumps,
+            tempering=inputs.family.supports_tempering,
             has_likelihood=inputs.data_readers is not None,
             latent=inputs.latent is not None,
             random_prior=inputs.alpha_is_random or alpha_var is not None,

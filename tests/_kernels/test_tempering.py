@@ -34,6 +34,7 @@ from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.sweep import init_state, make_params, sweep_tables
 from pymc_pcrp._kernels.tempering import advance_hot, advance_hot_scaled
 from pymc_pcrp.sampler import tempering as sampler_tempering
+from pymc_pcrp.sampler.families import FULL
 from pymc_pcrp.sampler.inputs import SweepInputs, compiled_for
 from pymc_pcrp.sampler.tempering import Replicas, swap_log_ratio, temper_ladder
 
@@ -157,7 +158,7 @@ def tempered_chain_frequencies(x, alpha, r, psi0, draws, seed, scaled, swap_rati
     """
     rng = np.random.default_rng(seed)
     inputs, state = _chain_inputs(x, alpha, r, psi0, scaled)
-    replicas = Replicas(BETAS, 1)
+    replicas = Replicas(BETAS, 1, FULL)
     freq = {}
     accepted = 0
     with mock.patch.object(sampler_tempering, "swap_log_ratio", swap_ratio):
@@ -175,7 +176,7 @@ def test_replicas_pickled_between_draws_draw_on_alike(scaled):
     x, alpha, r, psi0 = _case(scaled)
     rng = np.random.default_rng(SEED + 3)
     inputs, state = _chain_inputs(x, alpha, r, psi0, scaled)
-    replicas = Replicas(BETAS, 1)
+    replicas = Replicas(BETAS, 1, FULL)
     for _, drawn in _tempered_draws(rng, inputs, state, replicas, 0, 20):
         state = drawn.state
     assert replicas._calls  # the compiled hot kernel is kept

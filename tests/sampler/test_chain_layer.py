@@ -70,7 +70,9 @@ def test_every_declared_option_is_a_step_argument_and_resolves():
 
 
 def test_resolution_follows_the_facts_and_refuses_with_the_reason():
-    diag = ChainFacts(n=100, d=3, family="diag", local_moves=False, template_jumps=False)
+    diag = ChainFacts(
+        n=100, d=3, family="diag", local_moves=False, template_jumps=False, tempering=False
+    )
     assert resolve_plan({}, diag).pair_moves == 0.0
     assert resolve_plan({}, diag).template_jumps == 0.0
     with pytest.raises(ValueError, match=r"'pair_moves' > 0 .*covariance='diag'"):
@@ -111,6 +113,7 @@ def test_a_chain_alone_samples_the_exact_posterior_of_four_points(family):
         family=family.name,
         local_moves=family.supports_local_moves,
         template_jumps=family.supports_template_jumps,
+        tempering=family.supports_tempering,
     )
     plan = resolve_plan({"sweeps_per_draw": 1, "restarts": 1}, facts)
     chain = Chain(plan, family, 4, 2, np.random.default_rng(11))

@@ -17,11 +17,9 @@ import pymc as pm
 import pytest
 
 from enumeration import ENUMERATION_SWEEPS_PER_DRAW
-from table_reference import cells_counted_twice, exact_table_posterior, missing_counted
+from table_reference import cells_counted_twice, missing_counted, partition_tv, table_posterior
 
 import pymc_pcrp as pcrp
-
-from pymc_pcrp.distributions.table import table_spec
 
 DRAWS = 10_000
 CHAINS = 2
@@ -58,16 +56,6 @@ def _tables():
     }
 
 
-def _tv(idata, parts, probs):
-    labels = idata.posterior["z"].values.reshape(-1, 5)
-    keys, counts = np.unique(labels, axis=0, return_counts=True)
-    freq = {
-        tuple(int(v) for v in k): c / labels.shape[0] for k, c in zip(keys, counts, strict=True)
-    }
-    assert set(freq) <= set(parts), "the sampler produced a non-canonical label vector"
-    return 0.5 * np.abs(np.array([freq.get(p, 0.0) for p in parts]) - probs).sum()
-
-
 def _sample(df, columns, alpha, r, seed):
     with pm.Model():
         z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=len(df))
@@ -84,17 +72,11 @@ def _sample(df, columns, alpha, r, seed):
         )
 
 
-def _exact(df, columns, alpha, r):
-    spec = table_spec(df, columns)
-    values, mask = spec.encode(df)
-    return exact_table_posterior(values, mask, spec, alpha, r)
-
-
 @pytest.mark.parametrize("case", ["bernoulli", "categorical", "poisson", "mixed"])
 def test_table_family_matches_exact_posterior(case):
     df, columns, alpha, r = _tables()[case]
-    parts, probs = _exact(df, columns, alpha, r)
-    tv = _tv(_sample(df, columns, alpha, r, seed=43), parts, probs)
+    parts, probs = table_posterior(df, columns, alpha, r)
+    tv = partition_tv(_sample(df, columns, alpha, r, seed=43), parts, probs)
     assert tv < TV_MAX, f"{case}: total variation {tv:.4f} between sampler and exact posterior"
 
 
@@ -109,7 +91,7 @@ def test_table_family_matches_exact_posterior(case):
 )
 def test_broken_table_kernels_are_detected(case, breakage, monkeypatch):
     df, columns, alpha, r = _tables()[case]
-    parts, probs = _exact(df, columns, alpha, r)
+    parts, probs = table_posterior(df, columns, alpha, r)
     breakage(monkeypatch)
-    tv = _tv(_sample(df, columns, alpha, r, seed=44), parts, probs)
+    tv = partition_tv(_sample(df, columns, alpha, r, seed=44), parts, probs)
     assert tv > TV_BROKEN, f"{case}: the broken variant is only {tv:.4f} from the exact posterior"

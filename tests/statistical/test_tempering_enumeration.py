@@ -6,16 +6,24 @@ must be within total variation 0.02 of the exact posterior, as in
 ``test_exact_enumeration.py`` (fixed NIW scale) and ``test_scale_hyperprior.py``
 (learned scale on a coarse grid, where the scale's frequencies are checked too).
 The kernel-level checks, including a hot replica against the tempered posterior
-and wrong swap ratios, are in ``tests/_kernels/test_tempering.py``.
+and wrong swap ratios, are in ``tests/_kernels/test_tempering.py``. The table
+family's hot replicas (``_kernels/family_tempering.py``) are checked here on the
+N = 5 mixed table with missing cells of ``tests/table_reference.py``, with two
+wrong swap tests (the ratio's sign flipped, every swap accepted) that must be caught.
 """
+
+from unittest import mock
 
 import numpy as np
 import pymc as pm
 import pytest
 
 from enumeration import ENUMERATION_SWEEPS_PER_DRAW, exact_posterior, exact_posterior_scaled
+from table_reference import mixed_table_5, partition_tv, table_posterior
 
 import pymc_pcrp as pcrp
+
+from pymc_pcrp.sampler import tempering as sampler_tempering
 
 DRAWS = 40_000
 CHAINS = 4
@@ -97,3 +105,44 @@ def test_tempered_chain_with_a_learned_scale_matches_exact_posterior(d):
     assert tv < 0.02, f"TV(z) {tv:.4f}"
     assert tv_s < 0.02, f"TV(s) {tv_s:.4f}"
     assert 0.05 < rate < 0.95
+
+
+def _sample_table(df, columns, alpha, r, seed):
+    with pm.Model():
+        z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=len(df))
+        pcrp.TableMixture("x", z=z, columns=columns, observed=df)
+        idata = pm.sample(
+            draws=10_000,
+            tune=100,
+            chains=2,
+            cores=1,
+            random_seed=seed,
+            progressbar=False,
+            compute_convergence_checks=False,
+            pcrp_gibbs={"temper": BETAS, "sweeps_per_draw": ENUMERATION_SWEEPS_PER_DRAW},
+        )
+    stats = idata.sample_stats
+    return idata, float(stats["swap_accepted"].sum() / stats["swap_proposed"].sum())
+
+
+def test_tempered_table_chain_matches_exact_posterior():
+    (df, columns), alpha, r = mixed_table_5(), 1.0, 1.1
+    parts, probs = table_posterior(df, columns, alpha, r)
+    idata, rate = _sample_table(df, columns, alpha, r, seed=46)
+    tv = partition_tv(idata, parts, probs)
+    assert tv < 0.02, f"total variation {tv:.4f} between the tempered table chain and the posterior"
+    assert 0.05 < rate < 0.95
+
+
+@pytest.mark.parametrize(
+    "wrong_ratio",
+    [lambda bi, bj, li, lj: (bi - bj) * (li - lj), lambda bi, bj, li, lj: 0.0],
+    ids=["sign-flipped", "always-accepted"],
+)
+def test_wrong_swaps_of_the_table_family_are_detected(wrong_ratio):
+    (df, columns), alpha, r = mixed_table_5(), 1.0, 1.1
+    parts, probs = table_posterior(df, columns, alpha, r)
+    with mock.patch.object(sampler_tempering, "swap_log_ratio", wrong_ratio):
+        idata, _ = _sample_table(df, columns, alpha, r, seed=47)
+    tv = partition_tv(idata, parts, probs)
+    assert tv > 0.1, f"a wrong swap test is only {tv:.4f} from the exact posterior"
