@@ -2,7 +2,9 @@
 
 ``PCRPGibbs(temper=...)`` keeps, inside each chain, hot replicas of the state
 that target the posterior with the likelihood raised to ``beta < 1``
-(:mod:`pymc_pcrp._kernels.tempering`). After the chain's own draw (replica 0,
+(their kernels come from the cluster family: :mod:`pymc_pcrp._kernels.tempering`
+for the full Gaussian family, :mod:`pymc_pcrp._kernels.family_tempering` for the
+families of the generic moves, such as the table family). After the chain's own draw (replica 0,
 ``beta = 1``) every hot replica makes its draw, then exchanges of states between
 neighbouring temperatures are proposed, from the hottest pair down to the
 coldest, each accepted with probability
