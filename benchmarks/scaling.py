@@ -373,9 +373,8 @@ def main(argv: list[str] | None = None) -> int:
                     break
             sk = {"wall_s": float("nan"), "cpu_s": float("nan"), "k": 0, "ari": float("nan"),
                   "converged": False, "n_iter": 0, "peak_mb": float("nan")}  # fmt: skip
-            if (n, case) in peer_fits:
-                sk = peer_fits[n, case].result()
-                print(f"  N={n} {case} sklearn: {json.dumps(sk)}", file=sys.stderr)
+            if (n, case) in peer_fits:  # collected after the pCRP cells: no waiting for it
+                sk = dict(sk, pending=True)
             elif args.sklearn:
                 sk = run_child(["sklearn", str(n), str(args.dim), case, str(args.seed)])
                 print(f"  N={n} {case} sklearn: {json.dumps(sk)}", file=sys.stderr)
@@ -393,6 +392,15 @@ def main(argv: list[str] | None = None) -> int:
                 }
             )
             if args.json:  # after every cell, so that a run cut short keeps what it measured
+                Path(args.json).write_text(
+                    json.dumps({"header": header, "results": results}, indent=1)
+                )
+    for cell in results:  # the scikit-learn fits run alongside: collect them now
+        if cell["sklearn"].get("pending"):
+            cell["sklearn"] = peer_fits[cell["n"], cell["case"]].result()
+            print(f"  N={cell['n']} {cell['case']} sklearn: {json.dumps(cell['sklearn'])}",
+                  file=sys.stderr)  # fmt: skip
+            if args.json:
                 Path(args.json).write_text(
                     json.dumps({"header": header, "results": results}, indent=1)
                 )
