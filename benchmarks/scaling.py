@@ -5,6 +5,8 @@ Run from the repository root (``PYTHONPATH=.`` when the package is not installed
     python benchmarks/scaling.py                                 # N = 1e4, 1e5, 1e6
     python benchmarks/scaling.py --sizes 10000,100000 --json benchmarks/results/scaling.json \\
         --out benchmarks/results/scaling.md
+    python benchmarks/scaling.py --render-only --append --json benchmarks/results/scaling.json \\
+        --out benchmarks/results/scaling.md                      # the page's table, no fitting
 
 Data: a mixture of 10 Gaussian components with equal weights and identity
 covariances in D = 10, in two versions drawn with fixed seeds. ``separated``:
@@ -256,8 +258,13 @@ def table(results: list[dict]) -> str:
             f"| {final['ess_k']:.0f} / {final['ess_lj']:.0f} | {final['mean_k']:.2f} "
             f"| {_fmt_ari(final['ari_best_draw'])} | {_fmt_s(p['total_wall_s'])} "
             f"| {max(a['peak_mb'] for a in p['attempts']):,.0f} "
-            f"| {_fmt_s(s['wall_s'])} ({_fmt_s(s['cpu_s'])}) | {s['k']} | {s['ari']:.3f} "
-            f"| {'yes' if s['converged'] else 'no'} ({s['n_iter']} it.) | {s['peak_mb']:,.0f} |"
+            + (
+                "| not collected (run cut short) | | | | |"
+                if s.get("pending")
+                else f"| {_fmt_s(s['wall_s'])} ({_fmt_s(s['cpu_s'])}) | {s['k']} "
+                f"| {s['ari']:.3f} | {'yes' if s['converged'] else 'no'} ({s['n_iter']} it.) "
+                f"| {s['peak_mb']:,.0f} |"
+            )
         )
     return "\n".join(lines)
 
@@ -298,6 +305,11 @@ def main(argv: list[str] | None = None) -> int:
         help="keep every draw's labels (for the ARI) only up to this N; above, K and the "
         "log joint only, whose memory does not grow with the draws",
     )
+    parser.add_argument(
+        "--render-only",
+        action="store_true",
+        help="fit nothing: write the markdown of the cells recorded in --json (with --append)",
+    )
     parser.add_argument("--out", default=None, help="also write the markdown here")
     parser.add_argument("--json", default=None, help="also write the raw results here")
     parser.add_argument(
@@ -306,7 +318,9 @@ def main(argv: list[str] | None = None) -> int:
         help="keep the cells already in --json (each keeps its own run header) and add these",
     )
     args = parser.parse_args(argv)
-    sizes = [int(float(s)) for s in args.sizes.split(",")]
+    if args.render_only and not (args.append and args.json):
+        parser.error("--render-only needs --append and --json (the recorded cells to render)")
+    sizes = [] if args.render_only else [int(float(s)) for s in args.sizes.split(",")]
     cases = args.cases.split(",")
     for case in cases:
         if case not in SEPARATION:
@@ -343,7 +357,8 @@ def main(argv: list[str] | None = None) -> int:
         for cell in results:  # cells of a file written before headers were kept per cell
             cell.setdefault("header", old.get("header"))
     runs = [r["header"] for r in results if "header" in r]
-    runs = [h for i, h in enumerate(runs) if h not in runs[:i]] + [header]
+    runs = [h for i, h in enumerate(runs) if h not in runs[:i]]
+    runs += [] if args.render_only else [header]
     for run in runs:
         emit(f"- command: `{run['command'].strip()}`")
         emit(f"  - date: {run['date']}; git commit: {run['commit']}; machine: {run['machine']}")
@@ -396,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
                     json.dumps({"header": header, "results": results}, indent=1)
                 )
     for cell in results:  # the scikit-learn fits run alongside: collect them now
-        if cell["sklearn"].get("pending"):
+        if cell["sklearn"].get("pending") and (cell["n"], cell["case"]) in peer_fits:
             cell["sklearn"] = peer_fits[cell["n"], cell["case"]].result()
             print(f"  N={cell['n']} {cell['case']} sklearn: {json.dumps(cell['sklearn'])}",
                   file=sys.stderr)  # fmt: skip
@@ -404,17 +419,18 @@ def main(argv: list[str] | None = None) -> int:
                 Path(args.json).write_text(
                     json.dumps({"header": header, "results": results}, indent=1)
                 )
-    load = os.getloadavg()
     emit("")
     emit(table(results))
-    emit("")
-    emit(
-        f"Total {time.perf_counter() - started:,.0f} s; load average at end "
-        f"{load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f}."
-    )
+    if not args.render_only:
+        load = os.getloadavg()
+        emit("")
+        emit(
+            f"Total {time.perf_counter() - started:,.0f} s; load average at end "
+            f"{load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f}."
+        )
     if args.out:
         Path(args.out).write_text("\n".join(chunks) + "\n")
-    if args.json:
+    if args.json and not args.render_only:
         Path(args.json).write_text(json.dumps({"header": header, "results": results}, indent=1))
     return 0
 
