@@ -86,6 +86,7 @@ __all__ = [
     "block_marginal",
     "draw_choice",
     "init_state",
+    "move_row",
     "partition_log_joint",
     "refresh",
     "register_family",
@@ -347,6 +348,28 @@ def partition_log_joint(data, labels, params):
     return total
 
 
+@numba.njit(inline="always", **NJIT_KWARGS)
+def move_row(state, data, i, old, slot, params):
+    """Move row ``i`` from slot ``old`` to ``slot``, freeing or opening slots as needed.
+
+    ``slot`` differs from ``old``; an empty ``slot`` is opened, and ``old`` is
+    freed when the row was its only member.
+    """
+    counts, stats, cache = state.counts, state.sums, state.cache
+    if counts[old] == 1:
+        free_slot(state, old)
+    else:
+        counts[old] -= 1
+        shift(stats, old, data, i, -1.0, params)
+        refresh(stats, cache, old, params)
+    if counts[slot] == 0:
+        open_slot(state, slot)
+    counts[slot] += 1
+    shift(stats, slot, data, i, 1.0, params)
+    refresh(stats, cache, slot, params)
+    state.labels[i] = slot
+
+
 @numba.njit(**NJIT_KWARGS)
 def sweeps(rng, chain, n_sweeps):
     """Run ``n_sweeps`` Gibbs sweeps in place; return how many rows changed cluster.
@@ -381,19 +404,8 @@ def sweeps(rng, chain, n_sweeps):
             choice = draw_choice(rng, logw, k + 1)
             if choice == where[old] or (choice == k and single):
                 continue  # stays (a singleton drawing a new cluster stays where it is)
-            slot = order[choice]  # read before freeing a slot reorders ``order``
-            if single:
-                free_slot(state, old)
-            else:
-                counts[old] -= 1
-                shift(stats, old, data, i, -1.0, params)
-                refresh(stats, cache, old, params)
-            if choice == k:
-                open_slot(state, slot)
-            counts[slot] += 1
-            shift(stats, slot, data, i, 1.0, params)
-            refresh(stats, cache, slot, params)
-            labels[i] = slot
+            # ``order[choice]`` is read before freeing a slot reorders ``order``
+            move_row(state, data, i, old, order[choice], params)
             moved += 1
     return moved
 

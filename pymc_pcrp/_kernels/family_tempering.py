@@ -36,12 +36,10 @@ from pymc_pcrp._kernels.draws import shuffle_in_place, sweep_order
 from pymc_pcrp._kernels.family_moves import (
     block_marginal,
     draw_choice,
-    refresh,
+    move_row,
     resync,
     score_slots,
-    shift,
 )
-from pymc_pcrp._kernels.slots import free_slot, open_slot
 
 __all__ = ["advance_hot", "log_likelihood", "tempered_sweeps"]
 
@@ -79,19 +77,8 @@ def tempered_sweeps(rng, chain, beta, n_sweeps):
             choice = draw_choice(rng, logw, k + 1)
             if choice == where[old] or (choice == k and single):
                 continue
-            slot = order[choice]  # read before freeing a slot reorders ``order``
-            if single:
-                free_slot(state, old)
-            else:
-                counts[old] -= 1
-                shift(stats, old, data, i, -1.0, params)
-                refresh(stats, cache, old, params)
-            if choice == k:
-                open_slot(state, slot)
-            counts[slot] += 1
-            shift(stats, slot, data, i, 1.0, params)
-            refresh(stats, cache, slot, params)
-            labels[i] = slot
+            # ``order[choice]`` is read before freeing a slot reorders ``order``
+            move_row(state, data, i, old, order[choice], params)
 
 
 @numba.njit(**NJIT_KWARGS)
