@@ -47,25 +47,37 @@ def _prior(d, scaled):
     return pcrp.NIWPrior(mu0=np.zeros(d), kappa0=0.5, nu0=d + 1.0, psi0=0.5 * np.eye(d), **extra)
 
 
-def _sample(x, prior, alpha, r, seed):
+def _tempered_idata(n, alpha, r, likelihood, seed, draws, chains):
+    """``pm.sample`` of a tempered chain for ``PowerCRP`` + ``likelihood(z)``."""
     with pm.Model():
-        z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=len(x))
-        pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
-        idata = pm.sample(
-            draws=DRAWS,
+        z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=n)
+        likelihood(z)
+        return pm.sample(
+            draws=draws,
             tune=100,
-            chains=CHAINS,
+            chains=chains,
             cores=1,
             random_seed=seed,
             progressbar=False,
             compute_convergence_checks=False,
             pcrp_gibbs={"temper": BETAS, "sweeps_per_draw": ENUMERATION_SWEEPS_PER_DRAW},
         )
+
+
+def _swap_rate(idata):
+    stats = idata.sample_stats
+    return float(stats["swap_accepted"].sum() / stats["swap_proposed"].sum())
+
+
+def _sample(x, prior, alpha, r, seed):
+    def likelihood(z):
+        pcrp.NIWMixture("x", z=z, prior=prior, observed=x)
+
+    idata = _tempered_idata(len(x), alpha, r, likelihood, seed, DRAWS, CHAINS)
     stats = idata.sample_stats
     assert int(stats["swap_proposed"].sum()) == CHAINS * DRAWS * (len(BETAS) - 1)
-    rate = float(stats["swap_accepted"].sum() / stats["swap_proposed"].sum())
     labels = idata.posterior["z"].values.reshape(-1, len(x))
-    return labels, stats["niw_scale"].values.reshape(-1), rate
+    return labels, stats["niw_scale"].values.reshape(-1), _swap_rate(idata)
 
 
 def _tv_of_partitions(labels, partitions, probs):
@@ -108,21 +120,11 @@ def test_tempered_chain_with_a_learned_scale_matches_exact_posterior(d):
 
 
 def _sample_table(df, columns, alpha, r, seed):
-    with pm.Model():
-        z = pcrp.PowerCRP("z", alpha=alpha, power=r, n=len(df))
+    def likelihood(z):
         pcrp.TableMixture("x", z=z, columns=columns, observed=df)
-        idata = pm.sample(
-            draws=10_000,
-            tune=100,
-            chains=2,
-            cores=1,
-            random_seed=seed,
-            progressbar=False,
-            compute_convergence_checks=False,
-            pcrp_gibbs={"temper": BETAS, "sweeps_per_draw": ENUMERATION_SWEEPS_PER_DRAW},
-        )
-    stats = idata.sample_stats
-    return idata, float(stats["swap_accepted"].sum() / stats["swap_proposed"].sum())
+
+    idata = _tempered_idata(len(df), alpha, r, likelihood, seed, draws=10_000, chains=2)
+    return idata, _swap_rate(idata)
 
 
 def test_tempered_table_chain_matches_exact_posterior():
