@@ -225,10 +225,19 @@ def visited_fraction(counts: np.ndarray) -> float:
     return float(2.0 * np.sum(shares**2) - np.sum(shares**3))
 
 
-def auto_split_merge(n: int, d: int, visited: float) -> float:
+def auto_split_merge(
+    n: int,
+    d: int,
+    visited: float,
+    work: float = SPLIT_MERGE_WORK,
+    cap: float = SPLIT_MERGE_MAX,
+) -> float:
     """Split-merge proposals per sweep of ``split_merge=None`` once a chain has tuned.
 
-    ``min(3, max(0.1, 720 / (n d visited)))``, ``visited`` the
+    ``min(cap, max(0.1, work / (n d visited)))``, by default
+    ``min(3, max(0.1, 720 / (n d visited)))`` (the Gaussian families; the
+    table family's ``work`` and ``cap`` are
+    :attr:`~pymc_pcrp.sampler.families.TableFamily.split_merge_rule`), ``visited`` the
     :func:`visited_fraction` of the partition the chain has reached at its first
     draw after tuning: the proposals of a sweep visit about ``720 / d`` points on
     average, up to three proposals per sweep and at least one every ten sweeps. A
@@ -241,8 +250,8 @@ def auto_split_merge(n: int, d: int, visited: float) -> float:
     counts as 1.
     """
     visited = min(max(float(visited), 1e-12), 1.0)
-    rate = SPLIT_MERGE_WORK / (max(int(n), 1) * max(int(d), 1) * visited)
-    return _bounded_rate(rate, SPLIT_MERGE_MAX)
+    rate = work / (max(int(n), 1) * max(int(d), 1) * visited)
+    return _bounded_rate(rate, cap)
 
 
 def tuning_split_merge(n: int, d: int) -> float:
