@@ -309,29 +309,3 @@ def test_speck_moves_alone_are_allowed():
         point, stats = step.step(point)
         per_draw.append(stats[0]["split_proposed"] + stats[0]["merge_proposed"])
     assert max(per_draw) <= 2 and sum(per_draw) > 0, per_draw
-
-
-def test_table_family_keeps_its_own_automatic_rate():
-    """The table family's rule: ``min(100, max(0.1, 600,000 / (N D f)))`` after tuning."""
-    import pandas as pd
-
-    from pymc_pcrp.sampler.families import TABLE
-
-    n = 300
-    flags = np.random.default_rng(1).random((n, 4)) < 0.5
-    df = pd.DataFrame(flags, columns=list("abcd"))
-    with pm.Model() as model:
-        z = pcrp.PowerCRP("z", alpha=1.0, power=1.1, n=n)
-        pcrp.TableMixture("x", z=z, observed=df)
-        step = pcrp.PCRPGibbs([model["z"]], rng=2, sweeps_per_draw=1, restarts=1)
-    assert TABLE.split_merge_rule == (600_000.0, 100.0)
-    one = np.zeros(n, dtype=np.int64)
-    _, stats = step.step({"z": one})  # tuning: the rule every family shares
-    assert stats[0]["split_merge_rate"] == pytest.approx(pcrp_options.tuning_split_merge(n, 4))
-    step.stop_tuning()
-    _, stats = step.step({"z": one})
-    # one cluster: f = 1, 600,000 / 1,200 = 500, capped at 100 (the Gaussian rule gives 0.6)
-    assert stats[0]["split_merge_rate"] == 100.0
-    big = 10**6  # on a large table the work term decides, as for the Gaussian families
-    assert pcrp_options.auto_split_merge(big, 4, 0.5, *TABLE.split_merge_rule) == pytest.approx(0.3)
-    assert pcrp_options.auto_split_merge(big, 4, 0.5) == 0.1
