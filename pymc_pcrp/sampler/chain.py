@@ -214,17 +214,14 @@ class Chain:
         While the chain tunes, :func:`~pymc_pcrp.sampler.options.tuning_split_merge`;
         the first draw after tuning sets it by
         :func:`~pymc_pcrp.sampler.options.auto_split_merge` from the partition it
-        starts from (with the family's ``split_merge_rule``), and the chain keeps
-        that rate.
+        starts from, and the chain keeps that rate.
         """
         if self.split_merge_settled:
             return
         if self.tune:
             self.split_merge = tuning_split_merge(self.n, self.d)
         else:
-            rule = self.family.split_merge_rule or ()
-            visited = visited_fraction(state.counts)
-            self.split_merge = auto_split_merge(self.n, self.d, visited, *rule)
+            self.split_merge = auto_split_merge(self.n, self.d, visited_fraction(state.counts))
         self.split_merge_settled = not self.tune
 
     def pair_plan(self, xc: np.ndarray) -> tuple:

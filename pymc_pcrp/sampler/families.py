@@ -87,10 +87,6 @@ class ClusterFamily:
     supports_template_jumps: ClassVar[bool] = False
     #: Whether its scale grid also carries a grid of ``nu0`` values.
     has_nu0_grid: ClassVar[bool] = False
-    #: ``(work, cap)`` of its automatic split-merge rate after tuning
-    #: (:func:`~pymc_pcrp.sampler.options.auto_split_merge`); ``None``: that
-    #: function's defaults.
-    split_merge_rule: ClassVar[tuple[float, float] | None] = None
 
     def build_inputs(
         self,
@@ -269,12 +265,6 @@ class TableFamily(ClusterFamily):
     name = "table"
     supports_template_jumps = True
     supports_tempering = True
-    #: Up to 100 proposals per sweep, ``600,000 / (N D f)`` (see ``auto_split_merge``).
-    #: A proposal scores the rows it visits under two groups only, while a sweep scores
-    #: every row under every cluster, so proposals are cheap beside the sweeps; and
-    #: categorical tables such as Soybean have nearly tied modes that only accepted
-    #: merges and splits connect (docs/tables.md, "On real data").
-    split_merge_rule = (600_000.0, 100.0)
 
     def build_inputs(self, xc, numbers, arrays, kept_scale):
         """See :meth:`ClusterFamily.build_inputs`; ``arrays`` is ``(kind, nlev, conc, hyp)``.

@@ -225,19 +225,10 @@ def visited_fraction(counts: np.ndarray) -> float:
     return float(2.0 * np.sum(shares**2) - np.sum(shares**3))
 
 
-def auto_split_merge(
-    n: int,
-    d: int,
-    visited: float,
-    work: float = SPLIT_MERGE_WORK,
-    cap: float = SPLIT_MERGE_MAX,
-) -> float:
+def auto_split_merge(n: int, d: int, visited: float) -> float:
     """Split-merge proposals per sweep of ``split_merge=None`` once a chain has tuned.
 
-    ``min(cap, max(0.1, work / (n d visited)))``, by default
-    ``min(3, max(0.1, 720 / (n d visited)))`` (the Gaussian families; the
-    table family's ``work`` and ``cap`` are
-    :attr:`~pymc_pcrp.sampler.families.TableFamily.split_merge_rule`), ``visited`` the
+    ``min(3, max(0.1, 720 / (n d visited)))``, ``visited`` the
     :func:`visited_fraction` of the partition the chain has reached at its first
     draw after tuning: the proposals of a sweep visit about ``720 / d`` points on
     average, up to three proposals per sweep and at least one every ten sweeps. A
@@ -250,8 +241,8 @@ def auto_split_merge(
     counts as 1.
     """
     visited = min(max(float(visited), 1e-12), 1.0)
-    rate = work / (max(int(n), 1) * max(int(d), 1) * visited)
-    return _bounded_rate(rate, cap)
+    rate = SPLIT_MERGE_WORK / (max(int(n), 1) * max(int(d), 1) * visited)
+    return _bounded_rate(rate, SPLIT_MERGE_MAX)
 
 
 def tuning_split_merge(n: int, d: int) -> float:
