@@ -27,7 +27,9 @@ log joint, and seconds. Run from the repository root::
 
     python benchmarks/table_panel.py --out benchmarks/results/table_panel.md
 
-``--datasets``, ``--seed`` and ``--draws`` change the run.
+``--datasets``, ``--seed``, ``--draws`` and ``--split-merge`` change the run;
+``--append`` adds it to the runs recorded in ``--json`` (each keeps its header line)
+and writes all of them to ``--out``.
 """
 
 from __future__ import annotations
@@ -223,13 +225,28 @@ def run_kmodes(frame: pd.DataFrame, truth: np.ndarray, seed: int, numeric=()) ->
 COUNT_COLUMNS = {"zoo": {"legs": "poisson"}, "digits_counts": "poisson"}
 
 
-def run_pcrp(name: str, frame: pd.DataFrame, truth: np.ndarray, seed: int, draws: int) -> dict:
-    """The pCRP with its defaults at r = 1.1 (4 chains), the table family read from the frame."""
+def run_pcrp(
+    name: str,
+    frame: pd.DataFrame,
+    truth: np.ndarray,
+    seed: int,
+    draws: int,
+    split_merge: float | None = None,
+) -> dict:
+    """The pCRP with its defaults at r = 1.1 (4 chains), the table family read from the frame.
+
+    ``split_merge`` sets ``PCRPGibbs(split_merge=...)`` (proposals per sweep) instead of
+    the automatic rate.
+    """
     import pymc_pcrp as pcrp
 
     from pymc_pcrp.stats.convergence import check_convergence
 
     options = {"draws": draws, "tune": draws, "chains": 4, "cores": 2, "random_seed": seed}
+    method = "pCRP r = 1.1"
+    if split_merge is not None:
+        options["pcrp_gibbs"] = {"split_merge": split_merge}
+        method += f", split_merge = {split_merge:g}"
     columns = COUNT_COLUMNS.get(name)
     fit_kwargs = {"columns": columns} if columns is not None else {"family": "table"}
     with warnings.catch_warnings():  # compile the kernels before the clock starts
@@ -244,7 +261,7 @@ def run_pcrp(name: str, frame: pd.DataFrame, truth: np.ndarray, seed: int, draws
     labels = pcrp.point_estimate(idata, random_seed=seed).labels
     k_mean = float(idata.posterior["n_clusters"].mean())
     return {
-        "method": "pCRP r = 1.1",
+        "method": method,
         "K": len(np.unique(labels)),
         "ARI": adjusted_rand_score(truth, labels),
         "seconds": seconds,
@@ -280,15 +297,29 @@ def main(argv=None) -> int:
     parser.add_argument("--k-max", type=int, default=12)
     parser.add_argument("--draws", type=int, default=1000, help="pCRP draws (and tuning draws)")
     parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument(
+        "--split-merge",
+        type=float,
+        default=None,
+        help="the pCRP's split-merge proposals per sweep (default: the automatic rate)",
+    )
     parser.add_argument("--out", default=None)
     parser.add_argument("--json", default=None, help="also write the header and all rows as JSON")
+    parser.add_argument(
+        "--append",
+        action="store_true",
+        help="keep the runs recorded in --json (each with its header) and add this one; "
+        "--out then shows them all",
+    )
     args = parser.parse_args(argv)
+    if args.append and not args.json:
+        parser.error("--append needs --json, the file that holds the recorded runs")
     rows = []
     for name in args.datasets.split(","):
         frame, truth = load(name)
         print(f"{name}: {frame.shape[0]} rows x {frame.shape[1]} columns", flush=True)
         numeric = ("legs",) if name == "zoo" else ()
-        runs = [partial(run_pcrp, name, frame, truth, args.seed, args.draws)]
+        runs = [partial(run_pcrp, name, frame, truth, args.seed, args.draws, args.split_merge)]
         if not args.no_peers:
             runs.append(partial(run_stepmix, frame, truth, args.k_max, args.seed))
             runs.append(partial(run_kmodes, frame, truth, args.seed, numeric=numeric))
@@ -300,27 +331,35 @@ def main(argv=None) -> int:
         f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; commit {_commit()}; "
         f"machine {os.cpu_count()} CPUs {platform.machine()}; python {sys.version.split()[0]}"
     )
+    recorded = []
+    if args.append and Path(args.json).exists():
+        recorded = json.loads(Path(args.json).read_text())["runs"]
+    record = {"runs": [*recorded, {"header": header, "rows": rows}]}
+    text = "\n".join(_markdown(run) for run in record["runs"])
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text)
+    if args.json:
+        Path(args.json).write_text(json.dumps(record, indent=2, default=_plain) + "\n")
+    return 0
+
+
+def _markdown(run: dict) -> str:
+    """One recorded run as its header line and a table."""
     lines = [
-        header,
+        run["header"],
         "",
         "| data | method | K | mean K | ARI | R-hat K / log joint | s |",
         "|---|---|---|---|---|---|---|",
     ]
-    for row in rows:
+    for row in run["rows"]:
         rhat = "" if "rhat" not in row else f"{row['rhat'][0]:.3f} / {row['rhat'][1]:.3f}"
         mean_k = f"{row['mean_k']:.2f}" if "mean_k" in row else ""
         lines.append(
             f"| {row['data']} | {row['method']} | {row['K']} | {mean_k} | {row['ARI']:.3f} | "
             f"{rhat} | {row['seconds']:.1f} |"
         )
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text)
-    if args.json:
-        record = {"header": header, "rows": rows}
-        Path(args.json).write_text(json.dumps(record, indent=2, default=_plain) + "\n")
-    return 0
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
