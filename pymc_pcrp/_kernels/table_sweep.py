@@ -20,10 +20,9 @@ a new one), computed the way the diagonal family's sweep
   scored exactly (:func:`pymc_pcrp._kernels.diag_sweep.diag_sweeps` gives the
   argument that every option keeps exactly its conditional probability).
 
-The state changes only when a row moves. The row scores and the updates of a
-cluster's statistics and cache are those of :mod:`pymc_pcrp._kernels.table_scores`,
-on plain arrays; :mod:`pymc_pcrp._kernels.table`
-registers this sweep as the table family's.
+The state changes only when a row moves, by the generic moves' ``move_row``. The
+row scores are those of :mod:`pymc_pcrp._kernels.table_scores`, on plain arrays;
+:mod:`pymc_pcrp._kernels.table` registers this sweep as the table family's.
 """
 
 from __future__ import annotations
@@ -34,6 +33,7 @@ import numba
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.draws import shuffle_in_place, sweep_order
+from pymc_pcrp._kernels.family_moves import move_row
 from pymc_pcrp._kernels.scores import (
     SKIP_NATS,
     pick_option,
@@ -41,35 +41,9 @@ from pymc_pcrp._kernels.scores import (
     skipped_stage,
     sweep_workspace,
 )
-from pymc_pcrp._kernels.slots import free_slot, open_slot
-from pymc_pcrp._kernels.table_scores import (
-    bounded_score,
-    refresh_cells,
-    row_loo_score,
-    row_score,
-    shift_cells,
-)
+from pymc_pcrp._kernels.table_scores import bounded_score, row_loo_score, row_score
 
 __all__ = ["table_sweeps"]
-
-
-@numba.njit(inline="always", **NJIT_KWARGS)
-def _move_row(state, data, i, old, slot, layout, tables):
-    """Move row ``i`` from ``old`` to ``slot``, opening or freeing slots as needed."""
-    counts, stats, cache = state.counts, state.sums, state.cache
-    kind, soff = layout[0], layout[1]
-    if counts[old] == 1:
-        free_slot(state, old)
-    else:
-        counts[old] -= 1
-        shift_cells(stats, old, data, i, -1.0, kind, soff)
-        refresh_cells(stats, cache, old, layout, tables)
-    if counts[slot] == 0:
-        open_slot(state, slot)
-    counts[slot] += 1
-    shift_cells(stats, slot, data, i, 1.0, kind, soff)
-    refresh_cells(stats, cache, slot, layout, tables)
-    state.labels[i] = slot
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -91,7 +65,6 @@ def table_sweeps(rng, chain, n_sweeps):
     coff, expo = params.coff, params.expo
     offsets = (params.soff, coff, params.loff, expo, params.hyp)
     loo_tables = (params.tab_id, params.logtab, params.gtab_id, params.gtab)
-    layout = (params.kind, params.soff, coff, params.nlev, params.loff, params.hyp, cols, expo)
     perm = sweep_order(n)
     moved = 0
     for _ in range(n_sweeps):
@@ -153,6 +126,6 @@ def table_sweeps(rng, chain, n_sweeps):
             choice = pick_option(in_scored, target, wts, k + 1, wsk, skipped, n_skip)
             if choice == own_p or (choice == k and m == 1):
                 continue  # stays (a singleton drawing a new cluster stays where it is)
-            _move_row(state, data, i, old, order[choice], layout, loo_tables)
+            move_row(state, data, i, old, order[choice], params)
             moved += 1
     return moved
