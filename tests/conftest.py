@@ -137,6 +137,20 @@ SLOW_TESTS: dict[str, frozenset[str]] = {
 }
 
 
+def pytest_configure(config):
+    """Import the package (and PyMC) in pytest-xdist's controller before any worker starts.
+
+    The controller rebuilds each warning a worker reports by importing the module of
+    its class, in the receiving thread of that worker. When two workers' first
+    warnings of a package arrive together, two threads import PyMC at once, and
+    Python's import lock can then hand one of them a partially initialised module
+    (CI once failed so: ``cannot import name 'modelcontext' from partially initialized
+    module 'pymc.model.core'``). Imported here, once, in one thread, it is in place.
+    """
+    if not hasattr(config, "workerinput"):  # the controller, or a run without -n
+        import pymc_pcrp  # noqa: F401
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--runslow", action="store_true", default=False, help="also run tests marked slow"
