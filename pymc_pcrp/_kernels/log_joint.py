@@ -90,6 +90,18 @@ def cluster_scatter(xc: np.ndarray, labels: np.ndarray, k: int):
     n, d = xc.shape
     sizes, means = cluster_means(xc, labels, k)
     w = np.zeros((k, d, d))
+    if d == 2:
+        # the loop below written out (the same operations, so the same bits): the
+        # generic loop's bookkeeping cost more than its arithmetic at D = 2
+        for i in range(n):
+            c = labels[i]
+            d0 = xc[i, 0] - means[c, 0]
+            d1 = xc[i, 1] - means[c, 1]
+            w[c, 0, 0] += d0 * (xc[i, 0] - means[c, 0])
+            w[c, 1, 0] += d1 * (xc[i, 0] - means[c, 0])
+            w[c, 1, 1] += d1 * (xc[i, 1] - means[c, 1])
+        w[:, 0, 1] = w[:, 1, 0]
+        return sizes, means, w
     for i in range(n):
         c = labels[i]
         for a in range(d):
