@@ -15,7 +15,12 @@ default  the default move set on the same model, beside ``plain`` of the same re
 learned  ``plain`` under today's default prior, which learns the scale and ``nu0``
          (two extra draws per draw; reported, not held to a goal);
 alpha    Old Faithful (standardised), 5 sweeps per draw, 2,000 draws: ``alpha ~ Gamma(2, 1)``
-         (owned by ``PCRPGibbs``) against a fixed ``alpha = 1``.
+         (owned by ``PCRPGibbs``) against a fixed ``alpha = 1``;
+sweep    the compiled Gibbs sweep alone, called directly (no ``pm.sample``, no step): the
+         same data started at the true three clusters, ``kappa0 = 0.01``, ``nu0 = 4``,
+         ``Psi0`` 0.1 times the data's covariance; the best of 11 calls of 500 sweeps,
+         CPU time, given per 10,000 point updates (one ``plain`` draw's sweeps), so
+         that the part of ``plain`` that is the sweep can be told from the rest of a draw.
 
 Each child runs every case once after a warm-up; the best of ``--repeats`` children
 per revision is reported (the least disturbed run on a noisy machine). Run from the
@@ -26,8 +31,8 @@ repository root::
 ``--head REV`` measures a committed revision (in a second worktree) instead of the
 working tree, so the working tree may change while the benchmark runs.
 
-The baseline runs ``plain`` only (a revision that predates an option runs without
-it). It prints one table with the ratios the sampler is held to: the working
+The baseline runs ``plain`` and ``sweep`` only (a revision that predates an option
+runs without it). It prints one table with the ratios the sampler is held to: the working
 tree's ``plain`` against the baseline's (at most 1), ``default`` against ``plain``
 (at most 1.3) and random against fixed ``alpha`` (at most 1.2).
 """
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import subprocess
@@ -60,6 +66,7 @@ def _child(names: list[str]) -> None:
     import inspect
     import warnings
 
+    import numpy as np
     import pymc as pm
 
     warnings.simplefilter("ignore")
@@ -94,7 +101,7 @@ def _child(names: list[str]) -> None:
             )
         return (stamps[-1] - stamps[0]) / (len(stamps) - 1)
 
-    x, _ = mixture_data(2000, 2)
+    x, truth = mixture_data(2000, 2)
 
     def random_alpha_model():
         faithful = pcrp.datasets.load_old_faithful(standardize=True)
@@ -117,6 +124,35 @@ def _child(names: list[str]) -> None:
         ),
         "alpha_random": lambda draws: per_draw(random_alpha_model(), draws),
     }
+
+    def sweep_only(draws: int) -> float:
+        # the sweep's entry point and arguments at this revision (ae1b15d took them unpacked)
+        from pymc_pcrp._kernels.partitions import canonical_labels
+        from pymc_pcrp._kernels.sweep import gibbs_sweeps, init_state, make_params, sweep_tables
+
+        xc = x - x.mean(axis=0)
+        params = make_params(1.0, 1.1, 0.01, 4.0, 0.1 * np.cov(xc.T))
+        state = init_state(xc, canonical_labels(np.asarray(truth, dtype=np.int64)), params)
+        tables = sweep_tables(xc, params)
+        rng = np.random.default_rng(11)
+        packed = "chain" in inspect.signature(gibbs_sweeps.py_func).parameters
+
+        def sweeps(count: int) -> None:
+            if packed:
+                gibbs_sweeps(rng, (xc, state, params, tables), np.int64(count))
+            else:
+                gibbs_sweeps(rng, xc, state, params, tables, count)
+
+        sweeps(1)
+        count = 500 if draws == DRAWS else 5
+        best = math.inf
+        for _ in range(11 if draws == DRAWS else 1):
+            start = time.process_time()
+            sweeps(count)
+            best = min(best, time.process_time() - start)
+        return best / count * SWEEPS  # per draw's worth of sweeps
+
+    cases["sweep"] = sweep_only
     for name in names:  # compile or load every kernel first
         cases[name](20)
     print(json.dumps({name: cases[name](DRAWS) for name in names}))
@@ -159,8 +195,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             runs: dict[str, list[dict]] = {"base": [], "tree": []}
             for _ in range(args.repeats):  # alternate, so both see the same machine
-                runs["base"].append(_run(base, "plain"))
-                runs["tree"].append(_run(head, "plain,default,learned,alpha_fixed,alpha_random"))
+                runs["base"].append(_run(base, "plain,sweep"))
+                cases = "plain,sweep,default,learned,alpha_fixed,alpha_random"
+                runs["tree"].append(_run(head, cases))
                 print(f"run {len(runs['tree'])}: {runs['base'][-1]} {runs['tree'][-1]}", flush=True)
         finally:
             for path, _ in trees:
@@ -171,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     best = {side: {k: min(r[k] for r in rs) for k in rs[0]} for side, rs in runs.items()}
     rows = [
         ("plain, tree / base", best["tree"]["plain"] / best["base"]["plain"], 1.0),
+        ("sweep alone, tree / base", best["tree"]["sweep"] / best["base"]["sweep"], None),
         ("default / plain (tree)", best["tree"]["default"] / best["tree"]["plain"], 1.3),
         ("learned prior / plain (tree)", best["tree"]["learned"] / best["tree"]["plain"], None),
         (
@@ -187,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         f"date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; base {args.base}; "
         f"head {commit}; machine {os.cpu_count()} CPUs {platform.machine()}",
         "",
-        f"best of {args.repeats} alternating runs per revision; ms per draw:",
+        f"best of {args.repeats} alternating runs per revision; ms per draw (sweep: per "
+        "10,000 point updates):",
         "",
     ]
     for side in ("base", "tree"):
