@@ -68,7 +68,12 @@ def restore(previous, status: int | None = None) -> None:
     interpreter shuts down, when Python would die of the signal, status -2)
     instead ends the process at once with the command's ``status``: its work is
     done and its result, if any, complete.
+
+    The record of a Ctrl-C (:func:`interrupt_seen`) belongs to the command that
+    ended: it is cleared, so that nothing run after it in the same process
+    (another command, a library call) takes it for its own interrupt.
     """
+    _SEEN[0] = False
     if previous is None or threading.current_thread() is not threading.main_thread():
         return
     if status is not None and _COMMAND_LINE[0] and previous is signal.default_int_handler:
@@ -105,7 +110,10 @@ def command_handler():
 
 
 def interrupt_seen() -> bool:
-    """Whether SIGINT reached the command's handler since :func:`command_handler`."""
+    """Whether SIGINT reached the command's handler since :func:`command_handler`.
+
+    False again once the command has ended (:func:`restore`).
+    """
     return _SEEN[0]
 
 

@@ -21,6 +21,7 @@ import pytest
 
 import pymc_pcrp as pcrp
 
+from pymc_pcrp import _startup
 from pymc_pcrp._runtime.interrupts import (
     caused_by_interrupt,
     inside_compiler,
@@ -379,6 +380,9 @@ def test_cluster_command_publishes_nothing_after_a_ctrl_c_a_library_swallowed(
     assert sorted(p.name for p in out.iterdir()) == [MARKER_NAME, "summary.md"]
     assert (out / "summary.md").read_text() == "an earlier, complete result\n"
     assert not list(tmp_path.glob(".result.incomplete-*"))
+    # the record ended with its command: a `cluster` run next in this process (as the
+    # next test on this pytest worker) must not refuse to publish for this Ctrl-C
+    assert not _startup.interrupt_seen()
 
 
 def test_ctrl_c_during_a_step_arrives_after_the_step_returns(python_sigint_handler):
@@ -479,8 +483,6 @@ def test_ctrl_c_during_the_start_up_imports_exits_130_with_one_line(tmp_path):
 
 
 def test_importing_the_library_leaves_sigint_alone():
-    from pymc_pcrp import _startup
-
     assert not _startup.is_command_line()  # pytest is not the command line
     assert _startup._COMMAND_LINE == [False]
     assert signal.getsignal(signal.SIGINT) is not _startup._during_start_up
@@ -489,8 +491,6 @@ def test_importing_the_library_leaves_sigint_alone():
 def test_a_ctrl_c_swallowed_outside_every_watch_still_publishes_nothing(
     monkeypatch, tmp_path, capsys
 ):
-    from pymc_pcrp import _startup
-
     original = cluster_command.write_figures
 
     def write_figures(*args, **kwargs):
