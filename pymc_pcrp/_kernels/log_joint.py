@@ -90,24 +90,28 @@ def cluster_scatter(xc: np.ndarray, labels: np.ndarray, k: int):
     n, d = xc.shape
     sizes, means = cluster_means(xc, labels, k)
     w = np.zeros((k, d, d))
+    # Each point's deviations once, then the lower triangle of their outer product
+    # (the same operations in the same order as one product at a time, so the same
+    # bits). D = 2 is written out: the loops' bookkeeping cost more than the arithmetic.
     if d == 2:
-        # the loop below written out (the same operations, so the same bits): the
-        # generic loop's bookkeeping cost more than its arithmetic at D = 2
         for i in range(n):
             c = labels[i]
             d0 = xc[i, 0] - means[c, 0]
             d1 = xc[i, 1] - means[c, 1]
-            w[c, 0, 0] += d0 * (xc[i, 0] - means[c, 0])
-            w[c, 1, 0] += d1 * (xc[i, 0] - means[c, 0])
-            w[c, 1, 1] += d1 * (xc[i, 1] - means[c, 1])
+            w[c, 0, 0] += d0 * d0
+            w[c, 1, 0] += d1 * d0
+            w[c, 1, 1] += d1 * d1
         w[:, 0, 1] = w[:, 1, 0]
         return sizes, means, w
+    dev = np.empty(d)
     for i in range(n):
         c = labels[i]
         for a in range(d):
-            da = xc[i, a] - means[c, a]
+            dev[a] = xc[i, a] - means[c, a]
+        for a in range(d):
+            da = dev[a]
             for e in range(a + 1):
-                w[c, a, e] += da * (xc[i, e] - means[c, e])
+                w[c, a, e] += da * dev[e]
     for c in range(k):
         for a in range(d):
             for e in range(a):
