@@ -232,6 +232,11 @@ def main(argv: list[str] | None = None) -> int:
     for side in ("base", "tree"):
         cells = ", ".join(f"{k} {1e3 * v:.3f}" for k, v in best[side].items())
         lines.append(f"- {side}: {cells}")
+    spread = "; ".join(
+        f"{side} {1e3 * min(r['plain'] for r in rs):.3f} to {1e3 * max(r['plain'] for r in rs):.3f}"
+        for side, rs in runs.items()
+    )
+    lines += ["", f"plain, fastest to slowest run (ms per draw): {spread}"]
     lines += ["", "| ratio | value | goal |", "| --- | --- | --- |"]
     for name, value, goal in rows:
         verdict = "-" if goal is None else f"<= {goal} ({'met' if value <= goal else 'missed'})"
