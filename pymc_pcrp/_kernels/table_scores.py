@@ -9,6 +9,8 @@ under many clusters costs no reference counting per cluster:
 * :func:`row_loo_score`: the same under the cluster that holds it, the row left out;
 * :func:`bounded_score`: :func:`row_score`, given up once it is surely below a cut
   (the table sweep's skipping, :mod:`pymc_pcrp._kernels.table_sweep`);
+* the parts of these scores for each kind of column (``*_terms``), from which the
+  table sweep composes them itself;
 * :func:`shift_cells` and :func:`refresh_cells`: a row added to or taken out of a
   cluster's statistics, and the cluster's scoring cache recomputed from them.
 
@@ -38,6 +40,12 @@ __all__ = [
     "PRODUCT_CAP",
     "RISING_BY_PRODUCT",
     "bounded_score",
+    "categorical_loo_terms",
+    "categorical_terms",
+    "count_loo_terms",
+    "count_terms",
+    "gaussian_loo_terms",
+    "gaussian_terms",
     "log_factorial",
     "refresh_cells",
     "row_loo_score",
@@ -87,57 +95,90 @@ def row_loo_score(stats, cache, slot, data, i, cols, offsets, tables):
     soff, coff, loff, expo, hyp = offsets
     _, _, gtab_id, gtab = tables
     total = 0.0
+    if cat_cols.shape[0] > 0:
+        total = categorical_loo_terms(total, cache, slot, data, i, cat_cols, loff)
+    if count_cols.shape[0] > 0:
+        total = count_loo_terms(total, cache, slot, data, i, count_cols, coff)
+    if gauss_cols.shape[0] > 0:
+        gauss = (soff, coff, hyp, gtab_id, gtab)
+        total = gaussian_loo_terms(total, stats, cache, slot, data, i, gauss_cols, gauss, expo)
+    return total
+
+
+# The three kinds' parts of row_loo_score, each adding to the running ``total`` (so that
+# the sum is taken in the same order however they are called). A sweep calls them
+# directly, and only for the kinds its table has: an inlined function that takes an
+# array costs numba an atomic reference count on every call, and with every kind's
+# arrays a row's own-cluster score cost about as much as scoring two other clusters.
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def categorical_loo_terms(total, cache, slot, data, i, cat_cols, loff):
+    """``total`` plus the categorical cells' log predictives, the row left out of ``slot``."""
     for j in cat_cols:
         x = data[i, j]
         if not math.isnan(x):
             total += cache[slot, loff[j] + 1 + int(x)] - cache[slot, loff[j]]
-    if count_cols.shape[0] > 0:
-        acc = 0.0
-        prod = 1.0
-        for j in count_cols:
-            x = data[i, j]
-            if math.isnan(x):
-                continue
-            c = coff[j]
-            big_a = cache[slot, c] - x  # a + S without the row
-            log_b = cache[slot, c + 4]  # log(B' + 1) with B' = B - 1
-            total += big_a * (cache[slot, c + 5] - log_b) - x * log_b - log_factorial(x)
-            if x < RISING_BY_PRODUCT:
-                for t in range(int(x)):
-                    prod *= big_a + t
-                if prod > PRODUCT_CAP:
-                    acc += math.log(prod)
-                    prod = 1.0
-            else:
-                acc += cache[slot, c + 1] - math.lgamma(big_a)
-        total += acc + math.log(prod)
-    if gauss_cols.shape[0] > 0:
-        uniform = cache[slot, expo] > 0.0
-        acc = 0.0
-        prod = 1.0
-        for j in gauss_cols:
-            x = data[i, j]
-            if math.isnan(x):
-                continue
-            o, c = soff[j], coff[j]
-            n = stats[slot, o]
-            m = int(n) - 1  # the column's cells without the row
-            kappa = hyp[j, 0] + n
-            t = x - cache[slot, c + 1]
-            r = 1.0 - t * t * cache[slot, c + 2] * (kappa + 1.0) / (kappa - 1.0)
-            if not r > 1e-8:
-                total += _gaussian_loo_from_stats(stats, slot, o, x, hyp[j], gtab[gtab_id[j], m])
-                continue
-            total += gtab[gtab_id[j], m] + cache[slot, c] - gtab[gtab_id[j], m + 1]
-            if uniform:
-                prod *= r
-                if prod < 1.0 / PRODUCT_CAP:
-                    acc += math.log(prod)
-                    prod = 1.0
-            else:
-                total += (hyp[j, 1] + 0.5 * m) * math.log(r)
-        if uniform:  # each column's exponent without the row: the slot's less 1
-            total += (cache[slot, expo] - 1.0) * (acc + math.log(prod))
+    return total
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def count_loo_terms(total, cache, slot, data, i, count_cols, coff):
+    """``total`` plus the count cells' log predictives, the row left out of ``slot``."""
+    acc = 0.0
+    prod = 1.0
+    for j in count_cols:
+        x = data[i, j]
+        if math.isnan(x):
+            continue
+        c = coff[j]
+        big_a = cache[slot, c] - x  # a + S without the row
+        log_b = cache[slot, c + 4]  # log(B' + 1) with B' = B - 1
+        total += big_a * (cache[slot, c + 5] - log_b) - x * log_b - log_factorial(x)
+        if x < RISING_BY_PRODUCT:
+            for t in range(int(x)):
+                prod *= big_a + t
+            if prod > PRODUCT_CAP:
+                acc += math.log(prod)
+                prod = 1.0
+        else:
+            acc += cache[slot, c + 1] - math.lgamma(big_a)
+    return total + (acc + math.log(prod))
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def gaussian_loo_terms(total, stats, cache, slot, data, i, gauss_cols, gauss, expo):
+    """``total`` plus the Gaussian cells' log predictives, the row left out of ``slot``.
+
+    ``gauss = (soff, coff, hyp, gtab_id, gtab)``.
+    """
+    soff, coff, hyp, gtab_id, gtab = gauss
+    uniform = cache[slot, expo] > 0.0
+    acc = 0.0
+    prod = 1.0
+    for j in gauss_cols:
+        x = data[i, j]
+        if math.isnan(x):
+            continue
+        o, c = soff[j], coff[j]
+        n = stats[slot, o]
+        m = int(n) - 1  # the column's cells without the row
+        kappa = hyp[j, 0] + n
+        t = x - cache[slot, c + 1]
+        r = 1.0 - t * t * cache[slot, c + 2] * (kappa + 1.0) / (kappa - 1.0)
+        if not r > 1e-8:
+            total += _gaussian_loo_from_stats(stats, slot, o, x, hyp[j], gtab[gtab_id[j], m])
+            continue
+        total += gtab[gtab_id[j], m] + cache[slot, c] - gtab[gtab_id[j], m + 1]
+        if uniform:
+            prod *= r
+            if prod < 1.0 / PRODUCT_CAP:
+                acc += math.log(prod)
+                prod = 1.0
+        else:
+            total += (hyp[j, 1] + 0.5 * m) * math.log(r)
+    if uniform:  # each column's exponent without the row: the slot's less 1
+        total += (cache[slot, expo] - 1.0) * (acc + math.log(prod))
     return total
 
 
@@ -168,9 +209,24 @@ def bounded_score(cache, slot, data, i, cols, coff, expo, cut):
     cat_cols, count_cols, gauss_cols = cols
     total = 0.0
     if gauss_cols.shape[0] > 0:
-        total = _gaussian_terms(cache, slot, data, i, gauss_cols, coff, cache[slot, expo], cut)
+        total = gaussian_terms(cache, slot, data, i, gauss_cols, coff, cache[slot, expo], cut)
         if total < cut:
             return -math.inf
+    if cat_cols.shape[0] > 0:
+        total = categorical_terms(total, cache, slot, data, i, cat_cols, coff, cut)
+    if count_cols.shape[0] > 0 and total > -math.inf:
+        total += count_terms(cache, slot, data, i, count_cols, coff)
+        if total < cut:
+            return -math.inf
+    return total
+
+
+@numba.njit(inline="always", **NJIT_KWARGS)
+def categorical_terms(total, cache, slot, data, i, cat_cols, coff, cut):
+    """``total`` plus the categorical cells' log predictives, or ``-inf`` once below ``cut``.
+
+    Each term is at most 0, so the running sum is compared with ``cut`` after every cell.
+    """
     for j in cat_cols:
         x = data[i, j]
         if math.isnan(x):
@@ -179,15 +235,11 @@ def bounded_score(cache, slot, data, i, cols, coff, expo, cut):
         total += cache[slot, c + 1 + int(x)] - cache[slot, c]
         if total < cut:
             return -math.inf
-    if count_cols.shape[0] > 0:
-        total += _count_terms(cache, slot, data, i, count_cols, coff)
-        if total < cut:
-            return -math.inf
     return total
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
-def _gaussian_terms(cache, slot, data, i, gauss_cols, coff, power, cut):
+def gaussian_terms(cache, slot, data, i, gauss_cols, coff, power, cut):
     """Sum the Gaussian cells' log predictives (``-inf`` once their bound is below ``cut``).
 
     ``power > 0`` is the exponent every Gaussian column of the cluster shares (one
@@ -229,7 +281,7 @@ def _gaussian_terms(cache, slot, data, i, gauss_cols, coff, power, cut):
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
-def _count_terms(cache, slot, data, i, count_cols, coff):
+def count_terms(cache, slot, data, i, count_cols, coff):
     """Sum the count cells' log predictives (negative binomial), one log for small counts."""
     total = 0.0
     acc = 0.0

@@ -74,23 +74,45 @@ def test_table_sweeps_keep_the_exact_posterior(case, kernel):
 
 def test_a_sweep_that_leaves_the_row_in_its_own_cluster_is_caught():
     # the own cluster scored as any other cluster (the row counted in its statistics)
-    broken = recompiled(table_sweeps, row_loo_score=_row_left_in)
     df, columns, alpha, r = _tables()["mixed"]
     x, params, (parts, probs) = kernel_inputs(df, columns, alpha, r)
+    broken = recompiled(table_sweeps, **_left_in_parts(params))
     tv = _tv(broken, x, params, parts, probs, seed=5)
     assert tv > TV_BROKEN, f"the broken sweep is only {tv:.4f} from the exact posterior"
 
 
-def _make_row_left_in():
+def _left_in_parts(params) -> dict:
+    """Stand-ins for the sweep's leave-one-out parts that score the row left in its cluster."""
+    import math
+
     import numba
 
-    row_score = table_scores.row_score
+    categorical_terms = table_scores.categorical_terms
+    count_terms = table_scores.count_terms
+    gaussian_terms = table_scores.gaussian_terms
+    # a categorical column's left-in entries are the section of 1 + levels entries before
+    # its leave-one-out ones (the stand-in reads the offsets the sweep passes it)
+    levels = {int(params.nlev[j]) for j in params.cat_cols}
+    assert len(levels) == 1, "this stand-in needs one number of levels"
+    shift = 1 + levels.pop()
 
     @numba.njit(cache=False)
-    def row_left_in(stats, cache, slot, data, i, cols, offsets, tables):
-        return row_score(cache, slot, data, i, cols, offsets[1], offsets[3])
+    def categorical_left_in(total, cache, slot, data, i, cat_cols, loff):
+        return categorical_terms(total, cache, slot, data, i, cat_cols, loff - shift, -math.inf)
 
-    return row_left_in
+    @numba.njit(cache=False)
+    def count_left_in(total, cache, slot, data, i, count_cols, coff):
+        return total + count_terms(cache, slot, data, i, count_cols, coff)
 
+    @numba.njit(cache=False)
+    def gaussian_left_in(total, stats, cache, slot, data, i, gauss_cols, gauss, expo):
+        coff = gauss[1]
+        return total + gaussian_terms(
+            cache, slot, data, i, gauss_cols, coff, cache[slot, expo], -math.inf
+        )
 
-_row_left_in = _make_row_left_in()
+    return {
+        "categorical_loo_terms": categorical_left_in,
+        "count_loo_terms": count_left_in,
+        "gaussian_loo_terms": gaussian_left_in,
+    }
