@@ -106,10 +106,10 @@ def row_loo_score(stats, cache, slot, data, i, cols, offsets, tables):
 
 
 # The three kinds' parts of row_loo_score, each adding to the running ``total`` (so that
-# the sum is taken in the same order however they are called). A sweep calls them
-# directly, and only for the kinds its table has: an inlined function that takes an
-# array costs numba an atomic reference count on every call, and with every kind's
-# arrays a row's own-cluster score cost about as much as scoring two other clusters.
+# the sum is taken in the same order however they are called). The table sweep calls
+# them directly, and only for the kinds its table has: through row_loo_score, with
+# every kind's arrays, a row's own-cluster score cost about as much as scoring two other
+# clusters (most likely numba's reference counting of the arrays).
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)

@@ -11,11 +11,11 @@ a new one), computed the way the diagonal family's sweep
   field, which costs more than scoring a few cells);
 * a row's scores are composed in the loop from the parts for each kind of column
   (:mod:`pymc_pcrp._kernels.table_scores`, ``*_terms``), each called only when the
-  table has that kind: every inlined function that takes arrays costs an atomic
-  reference count per array and call, and going through
+  table has that kind. Going through
   :func:`~pymc_pcrp._kernels.table_scores.row_loo_score` and
-  :func:`~pymc_pcrp._kernels.table_scores.bounded_score` instead made the sweep
-  1.2 to 1.7 times slower (more on binary and categorical columns; same draws);
+  :func:`~pymc_pcrp._kernels.table_scores.bounded_score`, which take every kind's
+  arrays, made the sweep 1.2 to 1.7 times slower (more on binary and categorical
+  columns; same draws), most likely numba's reference counting of those arrays;
 * far clusters are bounded and skipped, with an exact draw. Each cell's log
   predictive of a categorical or count column is a log probability, so at most
   0; a Gaussian column's is at most its peak, and the columns' product of
