@@ -162,6 +162,253 @@ def _grow_caches(cap: int, caches: tuple) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 @numba.njit(**NJIT_KWARGS)
+def _sweep_pass(
+    rng: np.random.Generator,
+    chain: tuple,
+    caches: tuple,
+    work: tuple,
+    perm: np.ndarray,
+    start: int,
+) -> tuple[int, int]:
+    """Update the points ``perm[start:]`` in turn; return the moves and where the pass stopped.
+
+    ``chain`` is as in :func:`gibbs_sweeps`, ``caches`` is ``(mean, inv_diag,
+    const, inv_eig)`` of :func:`~pymc_pcrp._kernels.scores.sync_slot` and ``work``
+    is ``(logw, skipped, skipped_u, skipped_w, skip_weight, y, v, buf)``. The pass
+    stops after the point ``perm[stop - 1]`` when a new cluster takes the state's
+    last free slot and the state grows: the caller then grows the caches and
+    resumes at ``stop``. Otherwise ``stop`` is ``len(perm)``.
+    """
+    # Performance note: the common path of the loop below touches arrays only by
+    # indexing locals. Taking a view (``xc[i]``) or passing arrays to a helper
+    # costs numba atomic reference counting on every call, which measured about
+    # three times the arithmetic itself at D = 2; hence the written-out draw and
+    # distances for D <= 2 (forward_norm2 does the same operations; numba inlines
+    # it for D > 2, yet at D = 2 writing it out was 1-2% faster). Helpers that take
+    # arrays run only on the less common paths (a move, a draw that needs the
+    # skipped clusters); the scalar bound functions are free.
+    xc, state, params, tables = chain
+    d = xc.shape[1]
+    log_new, _, by_size = tables
+    mean, inv_diag, const, inv_eig = caches
+    logw, skipped, skipped_u, skipped_w, skip_weight, y, v, buf = work
+    labels, n_occupied = state.labels, state.k
+    chol, counts, order, logdet = state.chol, state.counts, state.order, state.logdet
+    kappa0 = params.kappa0
+    moved = 0
+    # The arrays the loop reads are never reassigned inside it (reassigned on the
+    # rare growth branch, they made the whole sweep about 8% slower at D = 2), and
+    # the loop is not nested in the ``while`` that resumes a pass after a growth
+    # (that cost about 9% at D = 2): a growth ends the pass instead.
+    for step in range(start, perm.shape[0]):
+        i = perm[step]
+        old = labels[i]
+        k = n_occupied[0]
+        m = counts[old]
+        # 1. The own cluster, left out by the leave-one-out formulas
+        #    (loo_log_weight). Only its cheap lower bound (loo_lower_bound)
+        #    is taken here; the logarithms wait until they are needed. For
+        #    D > 2 the triangular solve waits too: the bound then uses the
+        #    bracket of the distance from the Euclidean one (sync_slot).
+        low_own = -math.inf
+        own_a = 0.0
+        own_e = 0.0
+        own_u = 0.0
+        own_c = 0.0
+        own_b = 0.0
+        exact_own = True
+        if m > 1:
+            slot = old
+            own_c = (kappa0 + m) * by_size[m - 1, 3]
+            own_a = by_size[m - 1, 0] - 0.5 * logdet[slot]
+            own_e = by_size[m - 1, 1]
+            own_b = by_size[m - 1, 2]
+            if d > 2:
+                dist2 = 0.0
+                for a in range(d):
+                    ta = xc[i, a] - mean[slot, a]
+                    dist2 += ta * ta
+                u_hi = dist2 * inv_eig[slot, 1]
+                if 1.0 - own_c * u_hi > 1e-10:
+                    u_lo = dist2 * inv_eig[slot, 0]
+                    low_own = loo_lower_bound(own_a, own_e, own_b, own_c, u_lo, u_hi)
+                    exact_own = False
+            if exact_own:
+                if d == 1:
+                    t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
+                    u = t0 * t0
+                elif d == 2:
+                    t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
+                    t1 = (xc[i, 1] - mean[slot, 1] - chol[slot, 1, 0] * t0) * inv_diag[slot, 1]
+                    u = t0 * t0 + t1 * t1
+                else:
+                    u = forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
+                shrink = 1.0 - own_c * u
+                if not shrink > 1e-10:
+                    # Leave-one-out numerically unsafe: remove the point instead.
+                    moved += _reseat_by_removal(
+                        rng,
+                        xc,
+                        i,
+                        state,
+                        params,
+                        tables,
+                        (mean, inv_diag, const, inv_eig),
+                        logw,
+                        y,
+                        v,
+                        buf,
+                    )
+                    if grow_if_full(state):
+                        return moved, step + 1
+                    continue
+                own_u = u
+                low_own = loo_lower_bound(own_a, own_e, own_b, own_c, u, u)
+        # 2. Every other cluster and the new one: bounded first, scored only if
+        #    the bound comes within skip_nats of a lower bound on the top.
+        ref = low_own if low_own > log_new[i] else log_new[i]
+        cut = ref - SKIP_NATS
+        top = -math.inf  # largest exact log weight among the scored others
+        n_skipped = 0
+        for p in range(k):
+            slot = order[p]
+            if slot == old:
+                logw[p] = -math.inf  # filled in below if needed
+                continue
+            m = counts[slot]
+            e = by_size[m, 1]
+            bm = by_size[m, 2]
+            if d > 2:
+                dist2 = 0.0
+                for a in range(d):
+                    ta = xc[i, a] - mean[slot, a]
+                    dist2 += ta * ta
+                tb = dist2 * inv_eig[slot, 0] * bm
+                if below_cut(const[slot], e, tb, cut):
+                    logw[p] = -math.inf
+                    skipped[n_skipped] = p
+                    skipped_u[n_skipped] = -1.0  # distance not computed
+                    n_skipped += 1
+                    continue
+            if d > PARTIAL_ROWS:
+                # the solve stops once a partial distance rules the cluster out
+                limit = distance_limit(const[slot], e, bm, cut)
+                u = forward_norm2_capped(chol, slot, xc, i, mean, inv_diag, y, limit)
+                if u < 0.0:
+                    logw[p] = -math.inf
+                    skipped[n_skipped] = p
+                    skipped_u[n_skipped] = -1.0  # distance not computed
+                    n_skipped += 1
+                    continue
+            elif d == 1:
+                t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
+                u = t0 * t0
+            elif d == 2:
+                t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
+                t1 = (xc[i, 1] - mean[slot, 1] - chol[slot, 1, 0] * t0) * inv_diag[slot, 1]
+                u = t0 * t0 + t1 * t1
+            else:
+                u = forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
+            tb = u * bm
+            if below_cut(const[slot], e, tb, cut):
+                logw[p] = -math.inf
+                skipped[n_skipped] = p
+                skipped_u[n_skipped] = u
+                n_skipped += 1
+                continue
+            lw = const[slot] + e * math.log(1.0 + tb)
+            logw[p] = lw
+            if lw > top:
+                top = lw
+        if log_new[i] < cut:
+            logw[k] = -math.inf
+            skipped[n_skipped] = k
+            skipped_u[n_skipped] = -2.0  # the new cluster: log weight known
+            n_skipped += 1
+        else:
+            logw[k] = log_new[i]
+            if log_new[i] > top:
+                top = log_new[i]
+        uniform = rng.random()
+        if top == -math.inf:
+            # 3a. Only the own cluster is left: every other weight is below
+            #     exp(-skip_nats) of its weight, so the point stays with
+            #     probability at least 1 / (1 + bound): no logarithm needed.
+            bound = n_skipped * skip_weight
+            if uniform * (1.0 + bound) < 1.0:
+                continue
+            if not exact_own:
+                # 1 - c u >= 1 - c u_hi > 1e-10: the leave-one-out formula is safe.
+                own_u = forward_norm2(chol, old, xc, i, mean, inv_diag, y)
+            for j in range(k + 1):
+                logw[j] = 0.0
+            logw[state.where[old]] = 1.0
+            total = 1.0
+            top = loo_log_weight(own_a, own_e, own_b, own_c, own_u)
+        else:
+            # 3b. Weights relative to the top; skipped clusters weigh 0.
+            if counts[old] > 1:  # a singleton's own cluster is not an option
+                if not exact_own:
+                    own_u = forward_norm2(chol, old, xc, i, mean, inv_diag, y)
+                lw_own = loo_log_weight(own_a, own_e, own_b, own_c, own_u)
+                logw[state.where[old]] = lw_own
+                if lw_own > top:
+                    top = lw_own
+            total = 0.0
+            for j in range(k + 1):
+                lw = logw[j]
+                w = math.exp(lw - top) if lw > -math.inf else 0.0
+                logw[j] = w
+                total += w
+            bound = n_skipped * skip_weight
+        # 4. The draw (sample_log_weights inlined, new cluster last).
+        target = uniform * (total + bound)
+        if n_skipped == 0 or target < total:
+            acc = 0.0
+            choice = k
+            for j in range(k):
+                acc += logw[j]
+                if target < acc:
+                    choice = j
+                    break
+        else:
+            choice = draw_with_skipped(
+                uniform,
+                total,
+                bound,
+                top,
+                logw,
+                k,
+                skipped,
+                skipped_u,
+                n_skipped,
+                log_new[i],
+                xc,
+                i,
+                state,
+                by_size,
+                mean,
+                inv_diag,
+                const,
+                y,
+                skipped_w,
+            )
+        if order[choice] == old or (choice == k and counts[old] == 1):
+            continue
+        moved += 1
+        # Read the target before removing: closing an emptied slot reorders
+        # ``order``. For ``choice == k`` the point is not a singleton, so
+        # nothing closes and ``order[k]`` stays the first free slot.
+        slot = order[choice]
+        caches = (mean, inv_diag, const, inv_eig)
+        _move_point(state, xc, i, old, slot, params, by_size, caches, v, buf)
+        if choice == k and grow_if_full(state):
+            # The new cluster took the last free slot: double the capacity.
+            return moved, step + 1
+    return moved, perm.shape[0]
+
+
+@numba.njit(**NJIT_KWARGS)
 def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     """Run ``n_sweeps`` sweeps of Algorithm 1 in place; return how many moves changed a cluster.
 
@@ -212,16 +459,9 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     exponential. The chosen cluster has exactly the full conditional
     distribution; ``skip_nats`` only trades work between the branches.
     """
-    # Performance note: the common path of this loop touches arrays only by
-    # indexing locals. Taking a view (``xc[i]``) or passing arrays to a helper
-    # costs numba atomic reference counting on every call, which measured about
-    # three times the arithmetic itself at D = 2; hence the written-out draw, and
-    # the distances from forward_norm2, which numba inlines. Helpers that take
-    # arrays run only on the less common paths (a move, a draw that needs the
-    # skipped clusters); the scalar bound functions are free.
-    xc, state, params, tables = chain
+    xc, state, _, tables = chain
     n, d = xc.shape
-    log_new, _, by_size = tables
+    by_size = tables[2]
     cap = state.counts.shape[0]
     # Per-slot caches, filled for a slot when it is occupied (below, or when a
     # point opens it) and read only then, so np.empty. They have the state's
@@ -233,229 +473,28 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     for p in range(state.k[0]):
         sync_slot(state, state.order[p], by_size, (mean, inv_diag, const, inv_eig))
     logw, skipped, skipped_u, skipped_w, skip_weight = sweep_workspace(n, SKIP_NATS)
-    y = np.empty(d)
-    v = np.empty(d)
-    buf = np.empty((d, d))
-    labels, n_occupied = state.labels, state.k
-    chol, counts, order, logdet = state.chol, state.counts, state.order, state.logdet
-    kappa0 = params.kappa0
+    work = (logw, skipped, skipped_u, skipped_w, skip_weight)
+    work = (*work, np.empty(d), np.empty(d), np.empty((d, d)))
     perm = sweep_order(n)
     n_visit = perm.shape[0]
     moved = 0
     for sweep_index in range(n_sweeps):
         shuffle_in_place(rng, perm)
-        # A pass runs until a new cluster takes the state's last free slot; the state
-        # then grows, the pass takes the grown arrays and goes on with the next point.
-        # The arrays the loop reads are thus never reassigned inside it: reassigned
-        # there, on the rare growth branch, they made the whole sweep about 8% slower
-        # at D = 2.
+        # A pass ends early when a new cluster takes the state's last free slot and the
+        # state grows; the next pass takes the grown caches and goes on with the next point.
         start = 0
         while start < n_visit:
-            grew = False
-            for step in range(start, n_visit):
-                i = perm[step]
-                old = labels[i]
-                k = n_occupied[0]
-                m = counts[old]
-                # 1. The own cluster, left out by the leave-one-out formulas
-                #    (loo_log_weight). Only its cheap lower bound (loo_lower_bound)
-                #    is taken here; the logarithms wait until they are needed. For
-                #    D > 2 the triangular solve waits too: the bound then uses the
-                #    bracket of the distance from the Euclidean one (sync_slot).
-                low_own = -math.inf
-                own_a = 0.0
-                own_e = 0.0
-                own_u = 0.0
-                own_c = 0.0
-                own_b = 0.0
-                exact_own = True
-                if m > 1:
-                    slot = old
-                    own_c = (kappa0 + m) * by_size[m - 1, 3]
-                    own_a = by_size[m - 1, 0] - 0.5 * logdet[slot]
-                    own_e = by_size[m - 1, 1]
-                    own_b = by_size[m - 1, 2]
-                    if d > 2:
-                        dist2 = 0.0
-                        for a in range(d):
-                            ta = xc[i, a] - mean[slot, a]
-                            dist2 += ta * ta
-                        u_hi = dist2 * inv_eig[slot, 1]
-                        if 1.0 - own_c * u_hi > 1e-10:
-                            u_lo = dist2 * inv_eig[slot, 0]
-                            low_own = loo_lower_bound(own_a, own_e, own_b, own_c, u_lo, u_hi)
-                            exact_own = False
-                    if exact_own:
-                        u = forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
-                        shrink = 1.0 - own_c * u
-                        if not shrink > 1e-10:
-                            # Leave-one-out numerically unsafe: remove the point instead.
-                            moved += _reseat_by_removal(
-                                rng,
-                                xc,
-                                i,
-                                state,
-                                params,
-                                tables,
-                                (mean, inv_diag, const, inv_eig),
-                                logw,
-                                y,
-                                v,
-                                buf,
-                            )
-                            if grow_if_full(state):
-                                grew = True
-                                break
-                            continue
-                        own_u = u
-                        low_own = loo_lower_bound(own_a, own_e, own_b, own_c, u, u)
-                # 2. Every other cluster and the new one: bounded first, scored only if
-                #    the bound comes within skip_nats of a lower bound on the top.
-                ref = low_own if low_own > log_new[i] else log_new[i]
-                cut = ref - SKIP_NATS
-                top = -math.inf  # largest exact log weight among the scored others
-                n_skipped = 0
-                for p in range(k):
-                    slot = order[p]
-                    if slot == old:
-                        logw[p] = -math.inf  # filled in below if needed
-                        continue
-                    m = counts[slot]
-                    e = by_size[m, 1]
-                    bm = by_size[m, 2]
-                    if d > 2:
-                        dist2 = 0.0
-                        for a in range(d):
-                            ta = xc[i, a] - mean[slot, a]
-                            dist2 += ta * ta
-                        tb = dist2 * inv_eig[slot, 0] * bm
-                        if below_cut(const[slot], e, tb, cut):
-                            logw[p] = -math.inf
-                            skipped[n_skipped] = p
-                            skipped_u[n_skipped] = -1.0  # distance not computed
-                            n_skipped += 1
-                            continue
-                    if d > PARTIAL_ROWS:
-                        # the solve stops once a partial distance rules the cluster out
-                        limit = distance_limit(const[slot], e, bm, cut)
-                        u = forward_norm2_capped(chol, slot, xc, i, mean, inv_diag, y, limit)
-                        if u < 0.0:
-                            logw[p] = -math.inf
-                            skipped[n_skipped] = p
-                            skipped_u[n_skipped] = -1.0  # distance not computed
-                            n_skipped += 1
-                            continue
-                    else:
-                        u = forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
-                    tb = u * bm
-                    if below_cut(const[slot], e, tb, cut):
-                        logw[p] = -math.inf
-                        skipped[n_skipped] = p
-                        skipped_u[n_skipped] = u
-                        n_skipped += 1
-                        continue
-                    lw = const[slot] + e * math.log(1.0 + tb)
-                    logw[p] = lw
-                    if lw > top:
-                        top = lw
-                if log_new[i] < cut:
-                    logw[k] = -math.inf
-                    skipped[n_skipped] = k
-                    skipped_u[n_skipped] = -2.0  # the new cluster: log weight known
-                    n_skipped += 1
-                else:
-                    logw[k] = log_new[i]
-                    if log_new[i] > top:
-                        top = log_new[i]
-                uniform = rng.random()
-                if top == -math.inf:
-                    # 3a. Only the own cluster is left: every other weight is below
-                    #     exp(-skip_nats) of its weight, so the point stays with
-                    #     probability at least 1 / (1 + bound): no logarithm needed.
-                    bound = n_skipped * skip_weight
-                    if uniform * (1.0 + bound) < 1.0:
-                        continue
-                    if not exact_own:
-                        # 1 - c u >= 1 - c u_hi > 1e-10: the leave-one-out formula is safe.
-                        own_u = forward_norm2(chol, old, xc, i, mean, inv_diag, y)
-                    for j in range(k + 1):
-                        logw[j] = 0.0
-                    logw[state.where[old]] = 1.0
-                    total = 1.0
-                    top = loo_log_weight(own_a, own_e, own_b, own_c, own_u)
-                else:
-                    # 3b. Weights relative to the top; skipped clusters weigh 0.
-                    if counts[old] > 1:  # a singleton's own cluster is not an option
-                        if not exact_own:
-                            own_u = forward_norm2(chol, old, xc, i, mean, inv_diag, y)
-                        lw_own = loo_log_weight(own_a, own_e, own_b, own_c, own_u)
-                        logw[state.where[old]] = lw_own
-                        if lw_own > top:
-                            top = lw_own
-                    total = 0.0
-                    for j in range(k + 1):
-                        lw = logw[j]
-                        w = math.exp(lw - top) if lw > -math.inf else 0.0
-                        logw[j] = w
-                        total += w
-                    bound = n_skipped * skip_weight
-                # 4. The draw (sample_log_weights inlined, new cluster last).
-                target = uniform * (total + bound)
-                if n_skipped == 0 or target < total:
-                    acc = 0.0
-                    choice = k
-                    for j in range(k):
-                        acc += logw[j]
-                        if target < acc:
-                            choice = j
-                            break
-                else:
-                    choice = draw_with_skipped(
-                        uniform,
-                        total,
-                        bound,
-                        top,
-                        logw,
-                        k,
-                        skipped,
-                        skipped_u,
-                        n_skipped,
-                        log_new[i],
-                        xc,
-                        i,
-                        state,
-                        by_size,
-                        mean,
-                        inv_diag,
-                        const,
-                        y,
-                        skipped_w,
-                    )
-                if order[choice] == old or (choice == k and counts[old] == 1):
-                    continue
-                moved += 1
-                # Read the target before removing: closing an emptied slot reorders
-                # ``order``. For ``choice == k`` the point is not a singleton, so
-                # nothing closes and ``order[k]`` stays the first free slot.
-                slot = order[choice]
-                caches = (mean, inv_diag, const, inv_eig)
-                _move_point(state, xc, i, old, slot, params, by_size, caches, v, buf)
-                if choice == k and grow_if_full(state):
-                    # The new cluster took the last free slot: double the capacity.
-                    grew = True
-                    break
-            if not grew:
-                break
-            start = step + 1
-            cap = state.counts.shape[0]
-            mean, inv_diag, const, inv_eig = _grow_caches(cap, (mean, inv_diag, const, inv_eig))
-            chol, counts, order, logdet = state.chol, state.counts, state.order, state.logdet
+            caches = (mean, inv_diag, const, inv_eig)
+            found, start = _sweep_pass(rng, chain, caches, work, perm, start)
+            moved += found
+            if start < n_visit:
+                mean, inv_diag, const, inv_eig = _grow_caches(state.counts.shape[0], caches)
         if d > 2 and sweep_index < n_sweeps - 1:
             # Exact eigenvalue bounds again, before the widened ones grow loose (not
             # after the last sweep: the caches are this call's own, and the next call
             # computes them afresh).
-            for p in range(n_occupied[0]):
-                sync_eigen_bounds(state, order[p], inv_eig)
+            for p in range(state.k[0]):
+                sync_eigen_bounds(state, state.order[p], inv_eig)
     return moved
 
 
