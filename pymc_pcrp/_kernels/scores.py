@@ -248,9 +248,8 @@ def forward_norm2(
     ``y`` is scratch space of length ``D`` (used when ``D > 2``; ``D = 1`` and
     ``D = 2`` are written out, with the same operations as the loop). numba
     inlines this into its callers (``inline="always"``): the Gibbs sweep scores
-    every option with it for ``D > 2`` (and writes out the same operations for
-    ``D <= 2``), and a call that takes arrays would cost reference counting at
-    every point (see the note in :mod:`~pymc_pcrp._kernels.sweep`).
+    every option with it, and a call that takes arrays would cost reference
+    counting at every point (see the note in :mod:`~pymc_pcrp._kernels.sweep`).
     """
     d = xc.shape[1]
     if d == 1:

@@ -182,9 +182,8 @@ def _sweep_pass(
     # Performance note: the common path of the loop below touches arrays only by
     # indexing locals. Taking a view (``xc[i]``) or passing arrays to a helper
     # costs numba atomic reference counting on every call, which measured about
-    # three times the arithmetic itself at D = 2; hence the written-out draw and
-    # distances for D <= 2 (forward_norm2 does the same operations; numba inlines
-    # it for D > 2, yet at D = 2 writing it out was 1-2% faster). Helpers that take
+    # three times the arithmetic itself at D = 2; hence the written-out draw, and
+    # the distances from forward_norm2, which numba inlines. Helpers that take
     # arrays run only on the less common paths (a move, a draw that needs the
     # skipped clusters); the scalar bound functions are free.
     xc, state, params, tables = chain
@@ -234,15 +233,7 @@ def _sweep_pass(
                     low_own = loo_lower_bound(own_a, own_e, own_b, own_c, u_lo, u_hi)
                     exact_own = False
             if exact_own:
-                if d == 1:
-                    t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
-                    u = t0 * t0
-                elif d == 2:
-                    t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
-                    t1 = (xc[i, 1] - mean[slot, 1] - chol[slot, 1, 0] * t0) * inv_diag[slot, 1]
-                    u = t0 * t0 + t1 * t1
-                else:
-                    u = forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
+                u = forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
                 shrink = 1.0 - own_c * u
                 if not shrink > 1e-10:
                     # Leave-one-out numerically unsafe: remove the point instead.
@@ -300,13 +291,6 @@ def _sweep_pass(
                     skipped_u[n_skipped] = -1.0  # distance not computed
                     n_skipped += 1
                     continue
-            elif d == 1:
-                t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
-                u = t0 * t0
-            elif d == 2:
-                t0 = (xc[i, 0] - mean[slot, 0]) * inv_diag[slot, 0]
-                t1 = (xc[i, 1] - mean[slot, 1] - chol[slot, 1, 0] * t0) * inv_diag[slot, 1]
-                u = t0 * t0 + t1 * t1
             else:
                 u = forward_norm2(chol, slot, xc, i, mean, inv_diag, y)
             tb = u * bm
