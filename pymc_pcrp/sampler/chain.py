@@ -42,6 +42,7 @@ from pymc_pcrp.sampler.options import (
     MovePlan,
     auto_split_merge,
     initial_labels,
+    sweep_matched_rate,
     tuning_split_merge,
     visited_fraction,
 )
@@ -211,7 +212,9 @@ class Chain:
     def settle_split_merge(self, state) -> None:
         """Set the automatic split-merge rate of this draw (see ``PCRPGibbs(split_merge=)``).
 
-        While the chain tunes, :func:`~pymc_pcrp.sampler.options.tuning_split_merge`;
+        While the chain tunes, :func:`~pymc_pcrp.sampler.options.tuning_split_merge`
+        (for a family that ``tunes_by_sweep_cost``, at least
+        :func:`~pymc_pcrp.sampler.options.sweep_matched_rate` of the partition);
         the first draw after tuning sets it by
         :func:`~pymc_pcrp.sampler.options.auto_split_merge` from the partition it
         starts from, and the chain keeps that rate.
@@ -220,6 +223,8 @@ class Chain:
             return
         if self.tune:
             self.split_merge = tuning_split_merge(self.n, self.d)
+            if self.family.tunes_by_sweep_cost:
+                self.split_merge = max(self.split_merge, sweep_matched_rate(state.counts))
         else:
             self.split_merge = auto_split_merge(self.n, self.d, visited_fraction(state.counts))
         self.split_merge_settled = not self.tune

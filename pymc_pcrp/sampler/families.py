@@ -87,6 +87,9 @@ class ClusterFamily:
     supports_template_jumps: ClassVar[bool] = False
     #: Whether its scale grid also carries a grid of ``nu0`` values.
     has_nu0_grid: ClassVar[bool] = False
+    #: Whether a tuning chain makes at least the split-merge proposals that cost about
+    #: one sweep (:func:`~pymc_pcrp.sampler.options.sweep_matched_rate`).
+    tunes_by_sweep_cost: ClassVar[bool] = False
 
     def build_inputs(
         self,
@@ -265,6 +268,10 @@ class TableFamily(ClusterFamily):
     name = "table"
     supports_template_jumps = True
     supports_tempering = True
+
+    #: Tables with many columns get 0.1 proposals per sweep from the size rule, too few
+    #: for every chain to reach the main mode while it tunes (docs/tables.md, "Tuning").
+    tunes_by_sweep_cost = True
 
     def build_inputs(self, xc, numbers, arrays, kept_scale):
         """See :meth:`ClusterFamily.build_inputs`; ``arrays`` is ``(kind, nlev, conc, hyp)``.

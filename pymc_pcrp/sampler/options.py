@@ -73,6 +73,9 @@ TUNING_MAX = 1.0
 SPLIT_MERGE_WORK = 720
 TUNING_WORK = 600
 SPLIT_MERGE_SCANS = -1
+# While a table chain tunes, at least the proposals that cost about one sweep (K / (2 f),
+# sweep_matched_rate), at most TABLE_TUNING_MAX per sweep (docs/tables.md, "Tuning").
+TABLE_TUNING_MAX = 100.0
 # speck_moves=None with split-merge moves on: SPECK_MOVES proposals per sweep whose pair of
 # points is drawn among the clusters of at most SPECK_SIZE points (docs/mixing.md,
 # "Moves among the specks"). Each visits at most 2 * SPECK_SIZE points.
@@ -254,6 +257,22 @@ def tuning_split_merge(n: int, d: int) -> float:
     """
     rate = TUNING_WORK / (max(int(n), 1) * max(int(d), 1))
     return _bounded_rate(rate, TUNING_MAX)
+
+
+def sweep_matched_rate(counts: np.ndarray, cap: float = TABLE_TUNING_MAX) -> float:
+    """Split-merge proposals per sweep that cost about one sweep, ``K / (2 f)``, at most ``cap``.
+
+    ``K`` is the number of occupied clusters in ``counts`` and ``f`` their
+    :func:`visited_fraction`. A table family's sweep scores every row under each
+    of the ``K`` clusters, while a proposal scores the ``f N`` rows it visits
+    under two groups; ``K / (2 f)`` proposals thus do about the work of one
+    sweep. The table family tunes with at least this rate
+    (:attr:`~pymc_pcrp.sampler.families.ClusterFamily.tunes_by_sweep_cost`).
+    """
+    k = int(np.count_nonzero(np.asarray(counts)))
+    if k == 0:
+        return 0.0
+    return min(cap, k / (2.0 * visited_fraction(counts)))
 
 
 def _bounded_rate(rate: float, cap: float) -> float:

@@ -309,3 +309,39 @@ def test_speck_moves_alone_are_allowed():
         point, stats = step.step(point)
         per_draw.append(stats[0]["split_proposed"] + stats[0]["merge_proposed"])
     assert max(per_draw) <= 2 and sum(per_draw) > 0, per_draw
+
+
+def test_sweep_matched_rate_is_k_over_twice_the_visited_share():
+    """``K / (2 f)``: the proposals that score about as many cells as one sweep, capped."""
+    counts = np.array([5, 0, 3, 1, 0, 11])
+    f = pcrp_options.visited_fraction(counts)
+    assert pcrp_options.sweep_matched_rate(counts) == pytest.approx(4 / (2 * f))
+    assert pcrp_options.sweep_matched_rate(np.full(4, 9)) == pytest.approx(4 / (2 * 0.4375))
+    assert pcrp_options.sweep_matched_rate(np.array([12])) == 0.5
+    assert pcrp_options.sweep_matched_rate(np.full(300, 2)) == pcrp_options.TABLE_TUNING_MAX
+    assert pcrp_options.sweep_matched_rate(np.zeros(3, dtype=np.int64)) == 0.0
+
+
+def test_a_table_tunes_with_the_sweep_matched_rate_and_keeps_the_usual_rule_after():
+    """Tables tune with ``max(600 / (N D), K / (2 f))`` proposals per sweep; kept draws as usual."""
+    import pandas as pd
+
+    rng = np.random.default_rng(4)
+    table = pd.DataFrame(rng.random((200, 6)) < 0.5).astype("boolean")
+    with pm.Model():
+        z = pcrp.PowerCRP("z", alpha=1.0, power=1.1, n=200)
+        pcrp.TableMixture("x", z=z, observed=table)
+        step = pcrp.PCRPGibbs([z], rng=3, init="point", sweeps_per_draw=1, restarts=1)
+    usual = pcrp_options.tuning_split_merge(200, 6)
+    assert usual == 0.5  # 600 / (N D)
+    many = np.arange(200) % 20  # twenty clusters of ten: K / (2 f) = 10 / f
+    one = np.zeros(200, dtype=np.int64)
+    _, stats = step.step({"z": many})
+    matched = pcrp_options.sweep_matched_rate(np.bincount(many))
+    assert matched > 50
+    assert stats[0]["split_merge_rate"] == pytest.approx(matched)
+    step.stop_tuning()
+    _, stats = step.step({"z": one})  # the first kept draw: the usual rule of its partition
+    assert stats[0]["split_merge_rate"] == pytest.approx(
+        pcrp_options.auto_split_merge(200, 6, 1.0)
+    )
