@@ -351,8 +351,9 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
         "the final and the cross-validation fits (see pymc_pcrp.PCRPGibbs); 0 is the "
         "paper's Gibbs sampler alone, 1 frees stuck chains faster at a few times the cost "
         "per sweep (default: the step's own, min(1, max(0.1, 600 / (N D))) per sweep while "
-        "tuning, then min(3, max(0.1, 720 / (N D f))), f the share of the points a proposal "
-        "visits, set from each chain's partition when tuning ends)",
+        "tuning (a table: at least min(100, K / (2 f))), then min(3, max(0.1, 720 / (N D f))), "
+        "f the share of the points a proposal visits, set from each chain's partition when "
+        "tuning ends)",
         metavar="M",
     )
     sampling.add_argument(

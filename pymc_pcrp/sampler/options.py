@@ -418,7 +418,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("sweeps_per_draw", None, "min(20, ceil(45000 / (N max(D, 2)))), auto_sweeps_per_draw"),
     Option("tune_sweeps", None, "ceil(sweeps_per_draw / 5), auto_tune_sweeps"),
     Option("init", "random", "fixed default"),
-    Option("split_merge", None, "tuning_split_merge while tuning, then auto_split_merge"),
+    Option(
+        "split_merge",
+        None,
+        "tuning_split_merge while tuning (tables: at least sweep_matched_rate), "
+        "then auto_split_merge",
+    ),
     Option("split_merge_scans", SPLIT_MERGE_SCANS, "fixed default (-1: sequential allocation)"),
     Option("speck_moves", None, "4 with split-merge moves, else 0 (auto_speck_moves)"),
     Option("pair_moves", None, "2 in D >= 3 up to N = 10,000 where supported (auto_pair_moves)"),
