@@ -342,6 +342,4 @@ def test_a_table_tunes_with_the_sweep_matched_rate_and_keeps_the_usual_rule_afte
     assert stats[0]["split_merge_rate"] == pytest.approx(matched)
     step.stop_tuning()
     _, stats = step.step({"z": one})  # the first kept draw: the usual rule of its partition
-    assert stats[0]["split_merge_rate"] == pytest.approx(
-        pcrp_options.auto_split_merge(200, 6, 1.0)
-    )
+    assert stats[0]["split_merge_rate"] == pytest.approx(pcrp_options.auto_split_merge(200, 6, 1.0))
