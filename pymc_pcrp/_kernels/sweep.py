@@ -450,15 +450,10 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
     # Per-slot caches, filled for a slot when it is occupied (below, or when a
     # point opens it) and read only then, so np.empty. They have the state's
     # capacity and grow with it (_grow_caches) when a new cluster fills it.
-    mean = np.empty((cap, d))
-    inv_diag = np.empty((cap, d))
-    const = np.empty(cap)
-    inv_eig = np.empty((cap, 2))
+    caches = (np.empty((cap, d)), np.empty((cap, d)), np.empty(cap), np.empty((cap, 2)))
     for p in range(state.k[0]):
-        sync_slot(state, state.order[p], by_size, (mean, inv_diag, const, inv_eig))
-    logw, skipped, skipped_u, skipped_w, skip_weight = sweep_workspace(n, SKIP_NATS)
-    work = (logw, skipped, skipped_u, skipped_w, skip_weight)
-    work = (*work, np.empty(d), np.empty(d), np.empty((d, d)))
+        sync_slot(state, state.order[p], by_size, caches)
+    work = (*sweep_workspace(n, SKIP_NATS), np.empty(d), np.empty(d), np.empty((d, d)))
     perm = sweep_order(n)
     n_visit = perm.shape[0]
     moved = 0
@@ -468,17 +463,16 @@ def gibbs_sweeps(rng: np.random.Generator, chain: tuple, n_sweeps: int) -> int:
         # state grows; the next pass takes the grown caches and goes on with the next point.
         start = 0
         while start < n_visit:
-            caches = (mean, inv_diag, const, inv_eig)
             found, start = _sweep_pass(rng, chain, caches, work, perm, start)
             moved += found
             if start < n_visit:
-                mean, inv_diag, const, inv_eig = _grow_caches(state.counts.shape[0], caches)
+                caches = _grow_caches(state.counts.shape[0], caches)
         if d > 2 and sweep_index < n_sweeps - 1:
             # Exact eigenvalue bounds again, before the widened ones grow loose (not
             # after the last sweep: the caches are this call's own, and the next call
             # computes them afresh).
             for p in range(state.k[0]):
-                sync_eigen_bounds(state, state.order[p], inv_eig)
+                sync_eigen_bounds(state, state.order[p], caches[3])
     return moved
 
 
