@@ -195,7 +195,7 @@ def _cluster_first_move(rng, state, lists, pairs):
     n = state.labels.shape[0]
     k = state.k[0]
     slot = state.order[rng.integers(0, k)]
-    i = moves._member(head, nxt, slot, rng.integers(0, state.counts[slot]), -1)
+    i = moves.nth_member(head, nxt, slot, rng.integers(0, state.counts[slot]), -1)
     j = rng.integers(0, n - 1)
     if j >= i:
         j += 1

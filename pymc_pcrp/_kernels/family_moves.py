@@ -27,9 +27,11 @@ operations serve a sweep state's slots and the two-slot groups of a split-merge
 proposal, since both are arrays of the same layout.
 
 The module then holds, once for every family, the single-site Gibbs sweep
-(:func:`sweeps`), the split-merge move (:func:`split_merge`, SAMS and
-restricted Gibbs scans, Jain & Neal 2004; Dahl 2005) and the kernel of one
-draw that :class:`~pymc_pcrp.sampler.chain.Chain` calls (:func:`advance`).
+(:func:`sweeps`) and the split-merge move (:func:`split_merge`, SAMS and
+restricted Gibbs scans, Jain & Neal 2004; Dahl 2005); the kernel of one draw
+that :class:`~pymc_pcrp.sampler.chain.Chain` calls is
+:func:`pymc_pcrp._kernels.family_chain.advance`, and merges aimed at similar
+clusters are :mod:`pymc_pcrp._kernels.informed_moves`.
 They call the generic stubs :func:`shift`, :func:`refresh`, :func:`score`,
 :func:`block_marginal`, :func:`sizes` and :func:`with_log_alpha`, which numba
 resolves from the type of ``params`` when it compiles a kernel (``overload``):
@@ -74,15 +76,11 @@ from pymc_pcrp._kernels import moves
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.allocation import choose_group
 from pymc_pcrp._kernels.draws import shuffle_in_place, shuffle_pair_prefix, sweep_order
-from pymc_pcrp._kernels.hyperprior import alpha_proposal
-from pymc_pcrp._kernels.log_joint import drifted
-from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.slots import free_slot, open_occupied, open_slot
 
 __all__ = [
     "FamilyOps",
     "FamilyState",
-    "advance",
     "block_marginal",
     "draw_choice",
     "init_state",
@@ -545,43 +543,3 @@ def split_merge(rng, chain, n_moves, n_scans, pairs):
                 put_group(state, sj, groups, 0)
                 moves.merge_labels(state, si, sj, i, j, members, m, head, nxt)
     return n_split, n_split_acc, n_merge, n_merge_acc
-
-
-@numba.njit(**NJIT_KWARGS)
-def advance(rng, chain, plan, out, alpha_args):
-    """Run one draw in place; return the log joint of the new partition.
-
-    The arguments of :func:`pymc_pcrp._kernels.chain.advance`: ``plan`` is
-    ``(n_sweeps, n_split_merge, n_scans, n_specks, pairs)`` (no pair moves:
-    their rate must be 0), ``out`` is ``(counts, labels_out)`` and
-    ``alpha_args`` an owned ``alpha``'s proposal arguments or ``None``. Each
-    sweep is followed by ``n_split_merge`` expected proposals from uniform
-    pairs and ``n_specks`` among the small clusters.
-    """
-    data, state, params, tables = chain
-    n_sweeps, n_split_merge, n_scans, n_specks, pairs = plan
-    if pairs[0] != 0:
-        raise ValueError("pair moves are not implemented for this cluster family")
-    pairs[2][:] = 0
-    counts, labels_out = out
-    if alpha_args is not None:
-        params = with_log_alpha(params, alpha_args[-1][0])
-    local = (data, state, params, tables)
-    counts[:] = 0
-    for _ in range(n_sweeps):
-        run_sweeps(rng, local, np.int64(1))
-        for rule in (moves.UNIFORM_PAIRS, moves.SMALL_PAIRS):
-            rate = n_split_merge if rule == moves.UNIFORM_PAIRS else n_specks
-            n_moves = moves.draw_n_moves(rng, rate)
-            if n_moves == 0:
-                continue
-            rule_pair = (np.int64(rule), np.int64(moves.SMALL_SIZE))
-            found = split_merge(rng, local, n_moves, np.int64(n_scans), rule_pair)
-            moves.add_counts(counts, found)
-    labels_out[:] = canonical_labels(state.labels)
-    fresh = partition_log_joint(data, labels_out, params)
-    if drifted(state_log_joint(state, params), fresh):
-        resync(data, state, params)
-    if alpha_args is not None:
-        alpha_proposal(rng, state, tables[0], alpha_args)
-    return fresh

@@ -46,6 +46,7 @@ __all__ = [
     "merge_into_group",
     "merge_labels",
     "move_workspace",
+    "nth_member",
     "put_group",
     "relist",
     "split_gain",
@@ -189,7 +190,7 @@ def _small_slot(state, small: int, t: int) -> int:
 
 
 @numba.njit(**NJIT_KWARGS)
-def _member(head: np.ndarray, nxt: np.ndarray, slot: int, t: int, skip: int) -> int:
+def nth_member(head: np.ndarray, nxt: np.ndarray, slot: int, t: int, skip: int) -> int:
     """Return the ``t``-th member of ``slot`` in its list, not counting the point ``skip``."""
     p = head[slot]
     if p == skip:
@@ -232,12 +233,12 @@ def draw_pair(
         if k == 0:
             return -1, -1
         slot = _small_slot(state, small, rng.integers(0, k))
-        i = _member(head, nxt, slot, rng.integers(0, state.counts[slot]), -1)
+        i = nth_member(head, nxt, slot, rng.integers(0, state.counts[slot]), -1)
         slot_j = _small_slot(state, small, rng.integers(0, k))
         size = state.counts[slot_j] - (1 if slot_j == state.labels[i] else 0)
         if size == 0:
             return i, -1
-        return i, _member(head, nxt, slot_j, rng.integers(0, size), i)
+        return i, nth_member(head, nxt, slot_j, rng.integers(0, size), i)
     j = rng.integers(0, n - 1)
     if j >= i:
         j += 1

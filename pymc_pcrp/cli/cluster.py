@@ -378,7 +378,13 @@ def _step_options(args: argparse.Namespace) -> dict:
     """``pcrp_gibbs`` options given on the command line; none means the step's defaults."""
     options = {
         name: getattr(args, name)
-        for name in ("split_merge", "speck_moves", "pair_moves", "template_jumps")
+        for name in (
+            "split_merge",
+            "speck_moves",
+            "informed_moves",
+            "pair_moves",
+            "template_jumps",
+        )
         if getattr(args, name) is not None
     }
     return {"pcrp_gibbs": options} if options else {}

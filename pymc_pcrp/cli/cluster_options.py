@@ -366,6 +366,15 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
         metavar="M",
     )
     sampling.add_argument(
+        "--informed-moves",
+        type=_rate,
+        default=None,
+        help="expected informed split-merge proposals per sweep, merges aimed at similar "
+        "clusters (see pymc_pcrp.PCRPGibbs, informed_moves); tables only, 0 turns them off "
+        "(default: the step's own, 20 per sweep on a table, or 0 with --split-merge 0)",
+        metavar="M",
+    )
+    sampling.add_argument(
         "--pair-moves",
         type=_rate,
         default=None,

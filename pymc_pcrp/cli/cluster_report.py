@@ -16,7 +16,12 @@ from pymc_pcrp._runtime.logging import quiet_loggers
 from pymc_pcrp.cli.cluster_table import SKIPPED_FIGURES, table_model_lines
 from pymc_pcrp.cli.io import ClusterData
 from pymc_pcrp.posterior import PointEstimate
-from pymc_pcrp.sampler.options import SPECK_SIZE, auto_pair_moves, auto_speck_moves
+from pymc_pcrp.sampler.options import (
+    SPECK_SIZE,
+    auto_informed_moves,
+    auto_pair_moves,
+    auto_speck_moves,
+)
 from pymc_pcrp.stats.chain_comparison import ChainComparison
 from pymc_pcrp.stats.convergence import ConvergenceReport
 from pymc_pcrp.stats.cross_validation import CVResult
@@ -63,6 +68,8 @@ def _full_command(args: argparse.Namespace, seed: int, power_text: str) -> str:
         parts += ["--split-merge", f"{args.split_merge:g}"]
     if args.speck_moves is not None:
         parts += ["--speck-moves", f"{args.speck_moves:g}"]
+    if args.informed_moves is not None:
+        parts += ["--informed-moves", f"{args.informed_moves:g}"]
     if args.pair_moves is not None:
         parts += ["--pair-moves", f"{args.pair_moves:g}"]
     if args.template_jumps is not None:
@@ -156,11 +163,14 @@ def _model_section(
     )
     if pairs:
         moves += f", {pairs:g} pair move(s) per sweep"
-    if table_lines is None:
-        moves += _jumps_text(args, idata)
-    else:
-        moves += ", no pair moves or template jumps (the table family has none)"
-    given = (args.split_merge, args.speck_moves, args.pair_moves, args.template_jumps)
+    if table_lines is not None:
+        informed = auto_informed_moves(float(on))
+        informed = informed if args.informed_moves is None else args.informed_moves
+        if informed:
+            moves += f", {informed:g} informed proposal(s) per sweep (merges of similar clusters)"
+    moves += _jumps_text(args, idata)
+    given = (args.split_merge, args.speck_moves, args.informed_moves, args.pair_moves)
+    given += (args.template_jumps,)
     if all(option is None for option in given):
         moves = f"the step's default moves (PCRPGibbs without options: {moves})"
     lines.append(

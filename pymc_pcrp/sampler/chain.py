@@ -358,13 +358,14 @@ class Chain:
         # to the posterior: tune_sweeps sweeps each
         plan = self.plan
         tuning_after = self.tune and self.tournament.done
-        kernel_plan = (
+        moves = (
             plan.tune_sweeps if tuning_after else plan.sweeps_per_draw,
             self.split_merge,
             plan.split_merge_scans,
             plan.speck_moves,
             pairs,
         )
+        kernel_plan = self.family.kernel_plan(moves, plan)
         # Every argument is passed (None too): call_compiled looks the function up by type.
         args = (self.rng, (xc, state, params, inputs.tables), kernel_plan, (counts, labels64))
         args = (*args, alpha_args)

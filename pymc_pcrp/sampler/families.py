@@ -35,7 +35,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from pymc_pcrp._kernels import family_moves, family_tempering
+from pymc_pcrp._kernels import family_chain, family_moves, family_tempering
 from pymc_pcrp._kernels.chain import advance
 from pymc_pcrp._kernels.diag_chain import advance_diag
 from pymc_pcrp._kernels.diag_state import (
@@ -90,6 +90,9 @@ class ClusterFamily:
     #: Whether a tuning chain makes at least the split-merge proposals that cost about
     #: one sweep (:func:`~pymc_pcrp.sampler.options.sweep_matched_rate`).
     tunes_by_sweep_cost: ClassVar[bool] = False
+    #: Whether the informed split-merge proposals exist for it; its kernel's plan then
+    #: ends with their rate (:meth:`kernel_plan`).
+    supports_informed_moves: ClassVar[bool] = False
 
     def build_inputs(
         self,
@@ -107,6 +110,15 @@ class ClusterFamily:
         every chain starts from when a new ``nu0`` grid was built, else ``None``.
         """
         raise NotImplementedError
+
+    def kernel_plan(self, moves: tuple, plan) -> tuple:
+        """Return the ``plan`` argument of the family's draw kernel.
+
+        ``moves`` is ``(n_sweeps, n_split_merge, n_scans, n_specks, pairs)``, the
+        plan every family's kernel takes; a family with informed proposals adds
+        their rate (``plan.informed_moves``).
+        """
+        return (*moves, plan.informed_moves) if self.supports_informed_moves else moves
 
     def init_state(self, xc: np.ndarray, labels: np.ndarray, params):
         """Return the sweep state of partition ``labels`` of ``xc``."""
@@ -272,6 +284,7 @@ class TableFamily(ClusterFamily):
     #: Tables with many columns get 0.1 proposals per sweep from the size rule, too few
     #: for every chain to reach the main mode while it tunes (docs/tables.md, "Tuning").
     tunes_by_sweep_cost = True
+    supports_informed_moves = True
 
     def build_inputs(self, xc, numbers, arrays, kept_scale):
         """See :meth:`ClusterFamily.build_inputs`; ``arrays`` is ``(kind, nlev, conc, hyp)``.
@@ -288,8 +301,8 @@ class TableFamily(ClusterFamily):
         return family_moves.init_state(xc, np.asarray(labels, dtype=np.int64), params)
 
     def advance_kernel(self, scaled):
-        """``_kernels.family_moves.advance`` (no scale grid: ``scaled`` is ignored)."""
-        return family_moves.advance
+        """``_kernels.family_chain.advance`` (no scale grid: ``scaled`` is ignored)."""
+        return family_chain.advance
 
     def fixed_nu0(self, params):
         """NaN: the family has no ``nu0``."""

@@ -38,6 +38,7 @@ __all__ = [
     "ChainFacts",
     "MovePlan",
     "Option",
+    "auto_informed_moves",
     "auto_pair_moves",
     "auto_speck_moves",
     "auto_split_merge",
@@ -82,6 +83,11 @@ TABLE_TUNING_MAX = 100.0
 SPECK_MOVES = 4.0
 #: The largest cluster a speck move draws its pair of points from.
 SPECK_SIZE = SMALL_SIZE
+# informed_moves=None with split-merge moves on, for the families that have the move (the
+# table family): INFORMED_MOVES proposals per sweep that merge a cluster with one drawn by
+# how much the posterior gains from the merge, or split a uniform cluster
+# (_kernels/informed_moves.py; docs/tables.md, "Tuning").
+INFORMED_MOVES = 20.0
 # pair_moves=None with split-merge moves on: PAIR_MOVES moves per sweep that carry two nearby
 # points of one cluster to another cluster together (docs/mixing.md, "Pair moves"), for the
 # full-covariance family in at least PAIR_MOVES_MIN_D dimensions (a lone point costs the
@@ -137,6 +143,7 @@ def check_options(
     pair_moves=None,
     template_jumps=None,
     tune_sweeps=None,
+    informed_moves=None,
 ) -> None:
     """Raise ``ValueError`` naming the first invalid option of :class:`~pymc_pcrp.PCRPGibbs`."""
     for name, value in (("sweeps_per_draw", sweeps_per_draw), ("tune_sweeps", tune_sweeps)):
@@ -154,6 +161,7 @@ def check_options(
     _check_rate("speck_moves", speck_moves)
     _check_rate("pair_moves", pair_moves)
     _check_rate("template_jumps", template_jumps)
+    _check_rate("informed_moves", informed_moves)
     try:
         scans_ok = int(split_merge_scans) == split_merge_scans and split_merge_scans >= -1
     except (TypeError, ValueError):
@@ -289,6 +297,15 @@ def auto_speck_moves(split_merge: float) -> float:
     return SPECK_MOVES if split_merge > 0 else 0.0
 
 
+def auto_informed_moves(split_merge: float, supported: bool = True) -> float:
+    """Informed proposals per sweep of ``informed_moves=None``: ``INFORMED_MOVES``, or 0.
+
+    0 when ``split_merge == 0`` (so that ``split_merge=0`` alone still gives the
+    paper's Algorithm 1) and for a family without the move (the Gaussian ones).
+    """
+    return INFORMED_MOVES if split_merge > 0 and supported else 0.0
+
+
 def auto_pair_moves(split_merge: float, n: int, d: int, supported: bool = True) -> float:
     """Pair moves per sweep of ``pair_moves=None``: ``PAIR_MOVES`` (2), or 0.
 
@@ -367,6 +384,7 @@ class ChainFacts:
     local_moves: bool = True
     template_jumps: bool = True
     tempering: bool = True
+    informed_moves: bool = False
     has_likelihood: bool = True
     latent: bool = False
     random_prior: bool = False
@@ -375,6 +393,10 @@ class ChainFacts:
     def local_moves_unsupported(self) -> str | None:
         """Why the pair moves do not exist for this model (None: they do)."""
         return self._moves_unsupported(self.local_moves)
+
+    def informed_moves_unsupported(self) -> str | None:
+        """Why the informed split-merge proposals do not exist for this model (None: they do)."""
+        return None if self.informed_moves else f"covariance='{self.family}'"
 
     def template_jumps_unsupported(self) -> str | None:
         """Why the template jumps do not exist for this model (None: they do)."""
@@ -426,6 +448,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("split_merge_scans", SPLIT_MERGE_SCANS, "fixed default (-1: sequential allocation)"),
     Option("speck_moves", None, "4 with split-merge moves, else 0 (auto_speck_moves)"),
+    Option("informed_moves", None, "20 with split-merge moves where supported (tables), else 0"),
     Option("pair_moves", None, "2 in D >= 3 up to N = 10,000 where supported (auto_pair_moves)"),
     Option("temper", None, "off"),
     Option("restarts", None, "most starts whose tournament fits 400 draws (auto_restarts)"),
@@ -452,6 +475,7 @@ class MovePlan:
     split_merge_auto: bool
     split_merge_scans: int
     speck_moves: float
+    informed_moves: float
     pair_moves: float
     temper: np.ndarray | None
     restarts: int
@@ -492,6 +516,7 @@ def resolve_plan(options: dict, facts: ChainFacts) -> MovePlan:
         given["pair_moves"],
         given["template_jumps"],
         given["tune_sweeps"],
+        given["informed_moves"],
     )
     n, d = facts.n, facts.d
     sweeps = given["sweeps_per_draw"]
@@ -503,6 +528,11 @@ def resolve_plan(options: dict, facts: ChainFacts) -> MovePlan:
     split_merge = tuning_split_merge(n, d) if split_merge_auto else float(split_merge)
     speck = given["speck_moves"]
     speck = auto_speck_moves(split_merge) if speck is None else float(speck)
+    informed = given["informed_moves"]
+    if informed is None:
+        informed = auto_informed_moves(split_merge, facts.informed_moves_unsupported() is None)
+    else:
+        informed = _refused("informed_moves", informed, facts.informed_moves_unsupported())
     local = facts.local_moves_unsupported()
     pairs = given["pair_moves"]
     if pairs is None:
@@ -535,6 +565,7 @@ def resolve_plan(options: dict, facts: ChainFacts) -> MovePlan:
         split_merge_auto=split_merge_auto,
         split_merge_scans=int(given["split_merge_scans"]),
         speck_moves=speck,
+        informed_moves=informed,
         pair_moves=pairs,
         temper=betas,
         restarts=restarts,

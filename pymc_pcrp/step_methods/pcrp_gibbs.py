@@ -52,6 +52,7 @@ class PCRPGibbsState(StepMethodState):
     split_merge_settled: bool
     split_merge_scans: int = field(metadata={"frozen": True})
     speck_moves: float = field(metadata={"frozen": True})
+    informed_moves: float = field(metadata={"frozen": True})
     pair_moves: float = field(metadata={"frozen": True})
     fresh_chain: bool
     tune: bool
@@ -115,6 +116,9 @@ class PCRPGibbs(BlockedStep):
         Restricted Gibbs scans per proposal (-1: sequential allocation alone).
     speck_moves : float or None, default=None
         Expected split-merge proposals among clusters of at most 8 points per sweep.
+    informed_moves : float or None, default=None
+        Expected informed split-merge proposals per sweep (merges aimed at similar
+        clusters; the table family only, where ``None`` gives 20, else 0).
     pair_moves : float or None, default=None
         Expected moves of two nearby points together per sweep.
     temper : int, sequence of float or None, default=None
@@ -175,6 +179,7 @@ class PCRPGibbs(BlockedStep):
     split_merge_auto = _On("plan", "split_merge_auto", False)
     split_merge_scans = _On("plan", "split_merge_scans", False)
     speck_moves = _On("plan", "speck_moves", False)
+    informed_moves = _On("plan", "informed_moves", False)
     pair_moves = _On("plan", "pair_moves", False)
     restarts = _On("plan", "restarts", False)
     split_merge = _On("chain", "split_merge")
@@ -218,6 +223,7 @@ class PCRPGibbs(BlockedStep):
         split_merge: float | None = None,
         split_merge_scans: int = SPLIT_MERGE_SCANS,
         speck_moves: float | None = None,
+        informed_moves: float | None = None,
         pair_moves: float | None = None,
         temper: int | Sequence[float] | None = None,
         restarts: int | None = None,
@@ -248,6 +254,7 @@ class PCRPGibbs(BlockedStep):
             local_moves=inputs.family.supports_local_moves,
             template_jumps=inputs.family.supports_template_jumps,
             tempering=inputs.family.supports_tempering,
+            informed_moves=inputs.family.supports_informed_moves,
             has_likelihood=inputs.data_readers is not None,
             latent=inputs.latent is not None,
             random_prior=inputs.alpha_is_random or alpha_var is not None,
@@ -337,7 +344,7 @@ class PCRPGibbs(BlockedStep):
 
 _OPTION_NAMES = frozenset(
     ("sweeps_per_draw", "tune_sweeps", "init", "split_merge", "split_merge_scans", "speck_moves",
-     "pair_moves", "temper", "restarts", "template_jumps", "templates", "alpha_w")
+     "informed_moves", "pair_moves", "temper", "restarts", "template_jumps", "templates", "alpha_w")
 )  # fmt: skip
 
 if PCRPGibbs not in pm.STEP_METHODS:

@@ -14,7 +14,7 @@ from table_reference import (
 
 import pymc_pcrp as pcrp
 
-from pymc_pcrp._kernels import family_moves, table
+from pymc_pcrp._kernels import family_chain, family_moves, table
 from pymc_pcrp._kernels.pair_moves import no_pairs
 from pymc_pcrp._kernels.partitions import canonical_labels
 from pymc_pcrp._kernels.table import make_table_params, table_tables
@@ -135,7 +135,7 @@ def test_a_draw_leaves_the_state_equal_to_one_rebuilt_from_its_labels():
     out = (np.zeros(4, dtype=np.int64), np.zeros(30, dtype=np.int64))
     chain = (x, state, params, table_tables(x, params))
     for _ in range(5):
-        family_moves.advance(rng, chain, (3, 2.0, -1, 1.0, no_pairs()), out, None)
+        family_chain.advance(rng, chain, (3, 2.0, -1, 1.0, no_pairs(), 3.0), out, None)
     assert out[0][0] > 0  # split-merge proposals were made
     fresh = family_moves.init_state(x, state.labels, params)
     for p in range(state.k[0]):
