@@ -42,8 +42,9 @@ a split needs the two rows of its proposed clusters only when its acceptance
 test is not already decided: every ``w / W`` is at most 1, which bounds the
 reverse selection, and the test's uniform is drawn first (as :func:`accepts`
 would draw it); when it fails even under the bound, the rows are not computed.
-The ``h`` of the clusters are kept per slot across a batch of proposals and
-recomputed after an accepted move.
+The ``h`` of the clusters and the weights of the pairs already scored are kept
+across a batch of proposals until a move is accepted (most are not), so a batch
+scores each pair of its clusters at most once.
 """
 
 from __future__ import annotations
@@ -84,6 +85,49 @@ def _pair_weight(stats_a, n_a, h_a, stats_b, n_b, h_b, params, scratch):
         scratch[0, s] = stats_a[s] + stats_b[s]
     merged = block_weight(scratch, 0, n_a + n_b, params, params[1])
     return min(0.0, merged - h_a - h_b)
+
+
+@numba.njit(**NJIT_KWARGS)
+def _cluster_row(state, h, pa, params, scratch, known, out):
+    """``out[p] = log w(order[pa], order[p])`` (``-inf`` at ``pa``), kept in ``known``.
+
+    ``known = (weights, valid)`` are ``K x K`` by position in ``order``, valid
+    until the partition changes: a pair scored for one proposal is not scored
+    again for the next.
+    """
+    weights, valid = known
+    sa = state.order[pa]
+    for p in range(state.k[0]):
+        if p == pa:
+            out[p] = -math.inf
+        elif valid[pa, p]:
+            out[p] = weights[pa, p]
+        else:
+            sc = state.order[p]
+            w = _pair_weight(
+                state.sums[sa],
+                state.counts[sa],
+                h[sa],
+                state.sums[sc],
+                state.counts[sc],
+                h[sc],
+                params,
+                scratch,
+            )
+            weights[pa, p] = weights[p, pa] = w
+            valid[pa, p] = valid[p, pa] = True
+            out[p] = w
+
+
+@numba.njit(**NJIT_KWARGS)
+def _forget(state, h, params, known):
+    """After an accepted move: the clusters' ``h`` again, no pair known; grow ``known``."""
+    _slot_weights(state, params, h)
+    k = state.k[0]
+    if known[0].shape[0] < k:
+        known = (np.empty((2 * k, 2 * k)), np.zeros((2 * k, 2 * k), dtype=np.bool_))
+    known[1][:k, :k] = False
+    return known
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -171,25 +215,24 @@ def informed_split_merge(rng, chain, n_moves, n_scans):
     h = np.zeros(cap)
     row = np.empty(cap + 1)
     scratch = np.empty((1, n_stats))
-    _slot_weights(state, params, h)
+    known = (np.empty((1, 1)), np.zeros((1, 1), dtype=np.bool_))
+    known = _forget(state, h, params, known)
     n_split = n_split_acc = n_merge = n_merge_acc = 0
     for _ in range(n_moves):
         k = state.k[0]
         if rng.random() < 0.5:  # merge
             if k < 2:
                 continue
-            si = state.order[rng.integers(0, k)]
-            na = state.counts[si]
-            _state_row(state, h, state.sums[si], na, h[si], si, params, scratch, row)
+            pa = rng.integers(0, k)
+            _cluster_row(state, h, pa, params, scratch, known, row)
             total_a = _log_sum(row, k)
-            sj = state.order[draw_choice(rng, row, k)]
-            nb = state.counts[sj]
+            pb = draw_choice(rng, row, k)
+            si, sj = state.order[pa], state.order[pb]
+            na, nb = state.counts[si], state.counts[sj]
             i = moves.nth_member(head, nxt, si, rng.integers(0, na), -1)
             j = moves.nth_member(head, nxt, sj, rng.integers(0, nb), -1)
-            w_ab = _pair_weight(
-                state.sums[si], na, h[si], state.sums[sj], nb, h[sj], params, scratch
-            )
-            _state_row(state, h, state.sums[sj], nb, h[sj], sj, params, scratch, row)
+            w_ab = known[0][pa, pb]
+            _cluster_row(state, h, pb, params, scratch, known, row)
             total_b = _log_sum(row, k)
             m = moves.gather_members(head, nxt, si, sj, i, j, members, target)
             seats = (members, m, side, target)
@@ -205,7 +248,7 @@ def informed_split_merge(rng, chain, n_moves, n_scans):
                 union_into_group(state, si, sj, groups, params)
                 put_group(state, sj, groups, 0)
                 moves.merge_labels(state, si, sj, i, j, members, m, head, nxt)
-                _slot_weights(state, params, h)
+                known = _forget(state, h, params, known)
         else:  # split
             sc = state.order[rng.integers(0, k)]
             nc = state.counts[sc]
@@ -241,5 +284,5 @@ def informed_split_merge(rng, chain, n_moves, n_scans):
                 new = moves.split_labels(state, sc, i, j, members, m, side, head, nxt)
                 put_group(state, new, groups, 0)
                 put_group(state, sc, groups, 1)
-                _slot_weights(state, params, h)
+                known = _forget(state, h, params, known)
     return n_split, n_split_acc, n_merge, n_merge_acc
