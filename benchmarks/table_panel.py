@@ -7,6 +7,8 @@ into a cache folder; Debian ``r-cran-mlbench``) and one count data set:
   (392 missing votes), classes democrat / republican;
 * **Zoo**: 101 animals, 15 yes/no attributes and the number of legs, 7 types;
 * **Soybean**: 683 plants, 35 categorical attributes (2,337 missing cells), 19 diseases;
+* **BreastCancer** (mlbench): 699 breast tissue samples, nine cytology scores 1-10
+  read as counts 0-9 (16 missing), classes benign / malignant;
 * **digits (counts)**: scikit-learn's 1,797 8x8 digit images, each pixel an intensity
   count 0-16 (the 61 pixels that vary), 10 digits.
 
@@ -51,9 +53,19 @@ import pandas as pd
 
 from sklearn.metrics import adjusted_rand_score
 
-DATASETS = ("house_votes", "zoo", "soybean", "digits_counts")
-R_NAMES = {"house_votes": "HouseVotes84", "zoo": "Zoo", "soybean": "Soybean"}
-CLASS_COLUMN = {"house_votes": "Class", "zoo": "type", "soybean": "Class"}
+DATASETS = ("house_votes", "zoo", "soybean", "breast_cancer", "digits_counts")
+R_NAMES = {
+    "house_votes": "HouseVotes84",
+    "zoo": "Zoo",
+    "soybean": "Soybean",
+    "breast_cancer": "BreastCancer",
+}
+CLASS_COLUMN = {
+    "house_votes": "Class",
+    "zoo": "type",
+    "soybean": "Class",
+    "breast_cancer": "Class",
+}
 
 
 def _cache() -> Path:
@@ -93,6 +105,9 @@ def load(name: str) -> tuple[pd.DataFrame, np.ndarray]:
         return frame, digits.target
     raw = pd.read_csv(_export(name), keep_default_na=False, na_values=[""], dtype=str)
     classes = pd.factorize(raw.pop(CLASS_COLUMN[name]))[0]
+    if name == "breast_cancer":  # nine cytology scores 1-10, read as counts 0-9
+        scores = raw.drop(columns="Id").astype("Int64") - 1
+        return scores.rename(columns=lambda c: c.replace(".", "_")), classes
     frame = pd.DataFrame(index=raw.index)
     for column in raw:
         values = raw[column]
@@ -222,7 +237,7 @@ def run_kmodes(frame: pd.DataFrame, truth: np.ndarray, seed: int, numeric=()) ->
     }
 
 
-COUNT_COLUMNS = {"zoo": {"legs": "poisson"}, "digits_counts": "poisson"}
+COUNT_COLUMNS = {"zoo": {"legs": "poisson"}, "breast_cancer": "poisson", "digits_counts": "poisson"}
 
 
 def run_pcrp(

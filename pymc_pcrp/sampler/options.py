@@ -87,7 +87,7 @@ SPECK_SIZE = SMALL_SIZE
 # table family): INFORMED_MOVES proposals per sweep that merge a cluster with one drawn by
 # how much the posterior gains from the merge, or split a uniform cluster
 # (_kernels/informed_moves.py; docs/tables.md, "Tuning").
-INFORMED_MOVES = 20.0
+INFORMED_MOVES = 40.0
 # pair_moves=None with split-merge moves on: PAIR_MOVES moves per sweep that carry two nearby
 # points of one cluster to another cluster together (docs/mixing.md, "Pair moves"), for the
 # full-covariance family in at least PAIR_MOVES_MIN_D dimensions (a lone point costs the
@@ -448,7 +448,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("split_merge_scans", SPLIT_MERGE_SCANS, "fixed default (-1: sequential allocation)"),
     Option("speck_moves", None, "4 with split-merge moves, else 0 (auto_speck_moves)"),
-    Option("informed_moves", None, "20 with split-merge moves where supported (tables), else 0"),
+    Option("informed_moves", None, "40 with split-merge moves where supported (tables), else 0"),
     Option("pair_moves", None, "2 in D >= 3 up to N = 10,000 where supported (auto_pair_moves)"),
     Option("temper", None, "off"),
     Option("restarts", None, "most starts whose tournament fits 400 draws (auto_restarts)"),

@@ -118,7 +118,7 @@ class PCRPGibbs(BlockedStep):
         Expected split-merge proposals among clusters of at most 8 points per sweep.
     informed_moves : float or None, default=None
         Expected informed split-merge proposals per sweep (merges aimed at similar
-        clusters; the table family only, where ``None`` gives 20, else 0).
+        clusters; the table family only, where ``None`` gives 40, else 0).
     pair_moves : float or None, default=None
         Expected moves of two nearby points together per sweep.
     temper : int, sequence of float or None, default=None
