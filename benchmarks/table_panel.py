@@ -53,7 +53,8 @@ import pandas as pd
 
 from sklearn.metrics import adjusted_rand_score
 
-DATASETS = ("house_votes", "zoo", "soybean", "breast_cancer", "digits_counts")
+DATASETS = ("house_votes", "zoo", "soybean", "breast_cancer")
+EXTRA_DATASETS = ("digits_counts",)  # loadable with --datasets, not in the default panel
 R_NAMES = {
     "house_votes": "HouseVotes84",
     "zoo": "Zoo",
