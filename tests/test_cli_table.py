@@ -69,7 +69,7 @@ def test_a_mixed_csv_with_missing_cells_is_clustered_as_a_table(tmp_path, capsys
     assert "- 2 missing cell(s), integrated out" in summary
     assert "`clusters_2d.png`, `chain_groups.png` and `density_1d.png` are skipped" in summary
     assert "--kinds visits=poisson" in summary  # the reproducing command
-    assert "40 informed proposal(s) per sweep (merges of similar clusters)" in summary
+    assert "min(40, K^2 / 6), K when tuning ends, informed proposal(s) per sweep" in summary
 
 
 def test_power_auto_on_a_table_and_family_table_on_numbers_with_a_missing_cell(tmp_path):

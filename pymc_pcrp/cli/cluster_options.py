@@ -371,7 +371,8 @@ def _add_sampling_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="expected informed split-merge proposals per sweep, merges aimed at similar "
         "clusters (see pymc_pcrp.PCRPGibbs, informed_moves); tables only, 0 turns them off "
-        "(default: the step's own, 40 per sweep on a table, or 0 with --split-merge 0)",
+        "(default: the step's own on a table, min(40, K^2 / 6) per sweep, K the number of "
+        "clusters when tuning ends; 0 with --split-merge 0)",
         metavar="M",
     )
     sampling.add_argument(

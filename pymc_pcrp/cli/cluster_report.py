@@ -164,10 +164,13 @@ def _model_section(
     if pairs:
         moves += f", {pairs:g} pair move(s) per sweep"
     if table_lines is not None:
-        informed = auto_informed_moves(float(on))
-        informed = informed if args.informed_moves is None else args.informed_moves
+        if args.informed_moves is not None:
+            informed = f"{args.informed_moves:g}" if args.informed_moves else ""
+        else:
+            cap = auto_informed_moves(float(on))
+            informed = f"min({cap:g}, K^2 / 6), K when tuning ends," if cap else ""
         if informed:
-            moves += f", {informed:g} informed proposal(s) per sweep (merges of similar clusters)"
+            moves += f", {informed} informed proposal(s) per sweep (merges of similar clusters)"
     moves += _jumps_text(args, idata)
     given = (args.split_merge, args.speck_moves, args.informed_moves, args.pair_moves)
     given += (args.template_jumps,)

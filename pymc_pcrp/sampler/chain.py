@@ -41,6 +41,7 @@ from pymc_pcrp.sampler.inputs import (
 from pymc_pcrp.sampler.options import (
     MovePlan,
     auto_split_merge,
+    informed_rate,
     initial_labels,
     sweep_matched_rate,
     tuning_split_merge,
@@ -131,6 +132,9 @@ class Chain:
         # reached when tuning ends (settle_split_merge)
         self.split_merge = plan.split_merge
         self.split_merge_settled = not plan.split_merge_auto
+        # informed_moves=None: informed_rate of the partition while tuning, then kept
+        self.informed_moves = plan.informed_moves
+        self.informed_settled = not plan.informed_moves_auto
         # random starts tried during tuning, the chain going on from the best (restarts.py)
         self.tournament = RestartTournament(plan.restarts, segment_draws(plan.sweeps_per_draw))
         # hot replicas of parallel tempering (None: off), see tempering.py
@@ -163,6 +167,7 @@ class Chain:
         self.rng = rng
         self.fresh = True
         self.split_merge_settled = not self.plan.split_merge_auto  # a new chain tunes its own
+        self.informed_settled = not self.plan.informed_moves_auto
         self.kept = None
         self.tournament.reset()
         self.jumps.reset()
@@ -217,17 +222,23 @@ class Chain:
         :func:`~pymc_pcrp.sampler.options.sweep_matched_rate` of the partition);
         the first draw after tuning sets it by
         :func:`~pymc_pcrp.sampler.options.auto_split_merge` from the partition it
-        starts from, and the chain keeps that rate.
+        starts from, and the chain keeps that rate. An automatic rate of informed
+        proposals is set the same way, by
+        :func:`~pymc_pcrp.sampler.options.informed_rate` at every tuning draw and at
+        the first kept one (the rate of a kept draw must not depend on the state).
         """
-        if self.split_merge_settled:
-            return
-        if self.tune:
-            self.split_merge = tuning_split_merge(self.n, self.d)
-            if self.family.tunes_by_sweep_cost:
-                self.split_merge = max(self.split_merge, sweep_matched_rate(state.counts))
-        else:
-            self.split_merge = auto_split_merge(self.n, self.d, visited_fraction(state.counts))
-        self.split_merge_settled = not self.tune
+        if not self.split_merge_settled:
+            if self.tune:
+                self.split_merge = tuning_split_merge(self.n, self.d)
+                if self.family.tunes_by_sweep_cost:
+                    self.split_merge = max(self.split_merge, sweep_matched_rate(state.counts))
+            else:
+                counts = state.counts
+                self.split_merge = auto_split_merge(self.n, self.d, visited_fraction(counts))
+            self.split_merge_settled = not self.tune
+        if not self.informed_settled:  # informed_moves=None: informed_rate, kept after tuning
+            self.informed_moves = informed_rate(state.counts, self.plan.informed_moves)
+            self.informed_settled = not self.tune
 
     def pair_plan(self, xc: np.ndarray) -> tuple:
         """Return the ``pairs`` entry of the kernel's plan: the rate, the pair tables, a tally.
@@ -365,7 +376,7 @@ class Chain:
             plan.speck_moves,
             pairs,
         )
-        kernel_plan = self.family.kernel_plan(moves, plan)
+        kernel_plan = self.family.kernel_plan(moves, self.informed_moves)
         # Every argument is passed (None too): call_compiled looks the function up by type.
         args = (self.rng, (xc, state, params, inputs.tables), kernel_plan, (counts, labels64))
         args = (*args, alpha_args)

@@ -111,14 +111,14 @@ class ClusterFamily:
         """
         raise NotImplementedError
 
-    def kernel_plan(self, moves: tuple, plan) -> tuple:
+    def kernel_plan(self, moves: tuple, informed_moves: float) -> tuple:
         """Return the ``plan`` argument of the family's draw kernel.
 
         ``moves`` is ``(n_sweeps, n_split_merge, n_scans, n_specks, pairs)``, the
         plan every family's kernel takes; a family with informed proposals adds
-        their rate (``plan.informed_moves``).
+        their rate.
         """
-        return (*moves, plan.informed_moves) if self.supports_informed_moves else moves
+        return (*moves, informed_moves) if self.supports_informed_moves else moves
 
     def init_state(self, xc: np.ndarray, labels: np.ndarray, params):
         """Return the sweep state of partition ``labels`` of ``xc``."""

@@ -46,6 +46,7 @@ __all__ = [
     "auto_template_jumps",
     "auto_tune_sweeps",
     "check_options",
+    "informed_rate",
     "initial_labels",
     "random_init_max_k",
     "resolve_plan",
@@ -84,9 +85,10 @@ SPECK_MOVES = 4.0
 #: The largest cluster a speck move draws its pair of points from.
 SPECK_SIZE = SMALL_SIZE
 # informed_moves=None with split-merge moves on, for the families that have the move (the
-# table family): INFORMED_MOVES proposals per sweep that merge a cluster with one drawn by
-# how much the posterior gains from the merge, or split a uniform cluster
-# (_kernels/informed_moves.py; docs/tables.md, "Tuning").
+# table family): proposals per sweep that merge a cluster with one drawn by how much the
+# posterior gains from the merge, or split a uniform cluster (_kernels/informed_moves.py;
+# docs/tables.md, "Tuning"): min(INFORMED_MOVES, K^2 / 6), about half a sweep's work, set from
+# the partition each tuning draw starts from and kept from the first draw after tuning.
 INFORMED_MOVES = 40.0
 # pair_moves=None with split-merge moves on: PAIR_MOVES moves per sweep that carry two nearby
 # points of one cluster to another cluster together (docs/mixing.md, "Pair moves"), for the
@@ -298,12 +300,29 @@ def auto_speck_moves(split_merge: float) -> float:
 
 
 def auto_informed_moves(split_merge: float, supported: bool = True) -> float:
-    """Informed proposals per sweep of ``informed_moves=None``: ``INFORMED_MOVES``, or 0.
+    """Return the cap on the informed proposals per sweep of ``informed_moves=None``.
 
     0 when ``split_merge == 0`` (so that ``split_merge=0`` alone still gives the
     paper's Algorithm 1) and for a family without the move (the Gaussian ones).
+    Otherwise ``INFORMED_MOVES`` (40), and a chain makes :func:`informed_rate` of
+    its partition, at most that.
     """
     return INFORMED_MOVES if split_merge > 0 and supported else 0.0
+
+
+def informed_rate(counts: np.ndarray, cap: float = INFORMED_MOVES) -> float:
+    """Informed proposals per sweep that cost about half a sweep, ``K^2 / 6``, at most ``cap``.
+
+    A table's sweep scores every row under each of the ``K`` clusters (``N K``
+    scores). An informed split visits the rows of a uniform cluster (``N / K`` on
+    average), a merge those of two (about ``2 N / K``), each row under two groups:
+    about ``3 N / K`` scores a proposal, so ``K^2 / 6`` of them make about half
+    a sweep's work (more in practice: a row seated in a group also updates the
+    group's statistics). On few clusters the move is then rare (it has little to choose from);
+    on many it runs at ``cap``.
+    """
+    k = int(np.count_nonzero(np.asarray(counts)))
+    return min(float(cap), k * k / 6.0)
 
 
 def auto_pair_moves(split_merge: float, n: int, d: int, supported: bool = True) -> float:
@@ -448,7 +467,11 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("split_merge_scans", SPLIT_MERGE_SCANS, "fixed default (-1: sequential allocation)"),
     Option("speck_moves", None, "4 with split-merge moves, else 0 (auto_speck_moves)"),
-    Option("informed_moves", None, "40 with split-merge moves where supported (tables), else 0"),
+    Option(
+        "informed_moves",
+        None,
+        "min(40, K^2 / 6) with split-merge moves where supported (tables; informed_rate), else 0",
+    ),
     Option("pair_moves", None, "2 in D >= 3 up to N = 10,000 where supported (auto_pair_moves)"),
     Option("temper", None, "off"),
     Option("restarts", None, "most starts whose tournament fits 400 draws (auto_restarts)"),
@@ -476,6 +499,7 @@ class MovePlan:
     split_merge_scans: int
     speck_moves: float
     informed_moves: float
+    informed_moves_auto: bool
     pair_moves: float
     temper: np.ndarray | None
     restarts: int
@@ -566,6 +590,7 @@ def resolve_plan(options: dict, facts: ChainFacts) -> MovePlan:
         split_merge_scans=int(given["split_merge_scans"]),
         speck_moves=speck,
         informed_moves=informed,
+        informed_moves_auto=given["informed_moves"] is None and informed > 0,
         pair_moves=pairs,
         temper=betas,
         restarts=restarts,

@@ -52,7 +52,8 @@ class PCRPGibbsState(StepMethodState):
     split_merge_settled: bool
     split_merge_scans: int = field(metadata={"frozen": True})
     speck_moves: float = field(metadata={"frozen": True})
-    informed_moves: float = field(metadata={"frozen": True})
+    informed_moves: float  # the rate in use (see sampler.chain.Chain.settle_split_merge)
+    informed_settled: bool
     pair_moves: float = field(metadata={"frozen": True})
     fresh_chain: bool
     tune: bool
@@ -118,7 +119,8 @@ class PCRPGibbs(BlockedStep):
         Expected split-merge proposals among clusters of at most 8 points per sweep.
     informed_moves : float or None, default=None
         Expected informed split-merge proposals per sweep (merges aimed at similar
-        clusters; the table family only, where ``None`` gives 40, else 0).
+        clusters; the table family only, where ``None`` gives ``min(40, K^2 / 6)``
+        from the partition when tuning ends, else 0).
     pair_moves : float or None, default=None
         Expected moves of two nearby points together per sweep.
     temper : int, sequence of float or None, default=None
@@ -179,7 +181,8 @@ class PCRPGibbs(BlockedStep):
     split_merge_auto = _On("plan", "split_merge_auto", False)
     split_merge_scans = _On("plan", "split_merge_scans", False)
     speck_moves = _On("plan", "speck_moves", False)
-    informed_moves = _On("plan", "informed_moves", False)
+    informed_moves = _On("chain", "informed_moves")
+    informed_settled = _On("chain", "informed_settled")
     pair_moves = _On("plan", "pair_moves", False)
     restarts = _On("plan", "restarts", False)
     split_merge = _On("chain", "split_merge")

@@ -31,10 +31,30 @@ def _gaussian_step(**options):
 
 
 def test_tables_get_informed_moves_by_default_and_none_with_split_merge_off():
-    assert _table_step().informed_moves == pcrp_options.INFORMED_MOVES
+    assert _table_step().plan.informed_moves == pcrp_options.INFORMED_MOVES
+    assert _table_step().plan.informed_moves_auto
     assert _table_step(split_merge=0).informed_moves == 0.0
-    assert _table_step(informed_moves=2.5).informed_moves == 2.5
+    explicit = _table_step(informed_moves=2.5)
+    assert explicit.informed_moves == 2.5 and not explicit.plan.informed_moves_auto
     assert pcrp_options.auto_informed_moves(1.0, supported=False) == 0.0
+
+
+def test_informed_rate_is_half_a_sweeps_work_and_kept_from_the_first_draw_after_tuning():
+    assert pcrp_options.informed_rate(np.array([5, 0, 3, 1])) == pytest.approx(1.5)
+    assert pcrp_options.informed_rate(np.full(30, 2)) == pcrp_options.INFORMED_MOVES
+    assert pcrp_options.informed_rate(np.zeros(3, dtype=np.int64)) == 0.0
+    step = _table_step(n=60, sweeps_per_draw=1, init="point", restarts=1)
+    six = {"z": np.arange(60) % 6}
+    one = {"z": np.zeros(60, dtype=np.int64)}
+    step.step(six)  # tuning: the rate of the partition the draw starts from
+    assert step.informed_moves == pytest.approx(6.0)
+    step.step(one)
+    assert step.informed_moves == pytest.approx(1 / 6)
+    step.stop_tuning()
+    step.step(six)  # the first kept draw sets the rate for good
+    assert step.informed_moves == pytest.approx(6.0)
+    step.step(one)
+    assert step.informed_moves == pytest.approx(6.0)
 
 
 def test_gaussian_families_have_none_and_refuse_a_rate():
