@@ -85,7 +85,7 @@ def table_case(kind: str, n: int, d: int, seed: int):
     gaussian = spec.kind == 2
     values[:, gaussian] -= spec.hyp[gaussian, 3]
     values[~mask] = np.nan
-    params = make_table_params(1.0, 1.1, spec.kind, spec.nlev, spec.conc, spec.hyp, n)
+    params = make_table_params(1.0, 1.1, spec.kind, spec.nlev, spec.conc, spec.hyp, n, values)
     state = family_moves.init_state(values, canonical_labels(labels), params)
     chain = (values, state, params, table_tables(values, params))
     return lambda rng, sweeps: family_sweeps(rng, chain, np.int64(sweeps)), state

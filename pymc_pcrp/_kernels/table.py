@@ -19,24 +19,28 @@ rows) are, from the column's offset ``soff[j]``: the number of observed cells,
 then the level counts (categorical), or the sum and the sum of
 ``log y!`` (counts), or the sum and the sum of squares (Gaussian). The scoring
 cache (from ``coff[j]``) holds what a row's log predictive needs, so that a
-categorical or binary cell costs two lookups, a count one ``lgamma`` and a
-Gaussian cell one logarithm:
+categorical, binary or (small) count cell costs one lookup and a Gaussian cell
+one product:
 
-* categorical: ``log(n + sum_c a_c)``, then ``log(n_c + a_c)`` per level (read
-  from tables of ``log(m + a)``, ``m = 0..N``, built with the parameters), then the
-  same with one cell fewer, ``log(n - 1 + sum_c a_c)`` and ``log(n_c - 1 + a_c)``
-  (for a row's own cluster without it; 0 where a count is 0);
+* categorical: each level's log predictive probability, ``log(n_c + a_c) -
+  log(n + sum_c a_c)``, then the same with one cell fewer (for a row's own
+  cluster without it; 0 where the level's count is 0), differences of tables of
+  ``log(m + a)``, ``m = 0..N``, built with the parameters;
 * counts: ``A = a + S``, ``lgamma(A)``, ``A log(B / (B + 1))``, ``log(B + 1)``,
   ``log B`` and ``log(B - 1)`` (0 when ``n = 0``) with ``B = b + n`` (the
-  predictive is negative binomial);
+  predictive is negative binomial), then the log predictive of each count ``x =
+  0..tmax[j]``, then the same with a row of count ``x`` left out (0 where ``x >
+  S``); a larger count is scored from the scalars (:func:`count_tables`);
 * Gaussian: the Student-t's constant, its location ``S / kappa_n``, ``kappa_n /
-  (2 b_n (kappa_n + 1))`` and the exponent ``a_n + 1/2``;
+  (2 b_n (kappa_n + 1))``, the exponent ``a_n + 1/2``, and for a row left out
+  the third entry times ``(kappa_n + 1) / (kappa_n - 1)`` and the constant with
+  one cell fewer but the same rate (both 0 when ``n = 0``);
 
 and, after the columns' entries (at ``params.expo``), the exponent every Gaussian
 column of the cluster shares (no missing cell among the cluster's rows and one
-``a0``; else 0). The count columns' rising factorials and, with a shared exponent,
-the Gaussian columns' Student-t factors are multiplied and take one logarithm per
-cluster (as the diagonal family's sweep does), not one per cell.
+``a0``; else 0). With a shared exponent the Gaussian columns' Student-t factors
+are multiplied and take one logarithm per cluster (as the diagonal family's sweep
+does), not one per cell.
 
 The moves are the generic ones of :mod:`pymc_pcrp._kernels.family_moves`,
 which this module registers for :class:`TableParams`, with the sweep written out
@@ -58,7 +62,9 @@ from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.family_moves import FamilyOps, register_family
 from pymc_pcrp._kernels.table_scores import (
     CATEGORICAL,
+    COUNT_SCALARS,
     GAUSSIAN,
+    GAUSSIAN_ENTRIES,
     HALF_LOG_2PI,
     POISSON,
     refresh_cells,
@@ -70,10 +76,14 @@ from pymc_pcrp._kernels.table_sweep import table_sweeps
 
 __all__ = [
     "CATEGORICAL",
+    "DEFAULT_TABULATED",
     "GAUSSIAN",
+    "MAX_LOG_TABLE",
+    "MAX_TABULATED",
     "POISSON",
     "TableParams",
     "cell_layout",
+    "count_tables",
     "loo_score",
     "loo_tables",
     "make_table_params",
@@ -83,6 +93,10 @@ __all__ = [
     "shift",
     "table_tables",
 ]
+
+MAX_TABULATED = 40  # the largest count a cluster's cache tabulates
+DEFAULT_TABULATED = 15  # without the data: counts up to this
+MAX_LOG_TABLE = 1 << 20  # entries of a table of log(a + m)
 
 
 class TableParams(NamedTuple):
@@ -102,7 +116,10 @@ class TableParams(NamedTuple):
     ``v_u`` among the concentrations and their sums, and ``tab_id`` the row of
     a categorical statistic (a level's concentration, or at a column's count of
     observed cells their sum): categorical caches are then lookups, with no
-    logarithm.
+    logarithm. ``look_cols`` lists the categorical and count columns, whose
+    cells are scored by a lookup in the cache's table of log predictives at
+    ``toff[j]`` up to the value ``tmax[j]`` (the leave-one-out table follows);
+    ``ltab`` and ``ltab_id`` are the count columns' tables of :func:`count_tables`.
     """
 
     log_alpha: float
@@ -123,40 +140,51 @@ class TableParams(NamedTuple):
     expo: int
     gtab_id: np.ndarray
     gtab: np.ndarray
-    loff: np.ndarray
+    toff: np.ndarray
+    tmax: np.ndarray
+    look_cols: np.ndarray
+    ltab_id: np.ndarray
+    ltab: np.ndarray
 
 
 def make_table_params(
-    alpha: float, power: float, kind, nlev, conc, hyp, n_rows: int
+    alpha: float, power: float, kind, nlev, conc, hyp, n_rows: int, data=None
 ) -> TableParams:
     """Build :class:`TableParams` from per-column kinds, level counts and priors.
 
     ``n_rows`` is ``N`` (the largest count the lookup tables need); ``conc``
     holds the concentrations of the categorical columns' levels, one column
     after another; ``hyp[j]`` the column's prior row (see the class; a fourth
-    entry, the Gaussian prior mean, is ignored: the data are centred).
+    entry, the Gaussian prior mean, is ignored: the data are centred). ``data``,
+    the encoded table (NaN missing), sizes the count columns' tables of log
+    predictives (:func:`count_tables`); any data can be scored with the result.
     """
     kind = np.ascontiguousarray(kind, dtype=np.int64)
     nlev = np.ascontiguousarray(nlev, dtype=np.int64)
     d = kind.shape[0]
+    hyp = np.ascontiguousarray(np.asarray(hyp, dtype=np.float64).reshape(d, -1)[:, :3])
+    tmax, ltab_id, ltab = count_tables(kind, hyp, n_rows, data)
     soff = np.zeros(d, dtype=np.int64)
     coff = np.zeros(d, dtype=np.int64)
-    loff = np.zeros(d, dtype=np.int64)
+    toff = np.zeros(d, dtype=np.int64)
     n_stats = n_cache = 0
     for j in range(d):
         soff[j], coff[j] = n_stats, n_cache
         if kind[j] == CATEGORICAL:
             n_stats += 1 + nlev[j]
-            loff[j] = n_cache + 1 + nlev[j]
-            n_cache += 2 * (1 + nlev[j])
+            toff[j], tmax[j] = n_cache, nlev[j] - 1
+            n_cache += 2 * nlev[j]
+        elif kind[j] == POISSON:
+            n_stats += 3
+            toff[j] = n_cache + COUNT_SCALARS
+            n_cache += COUNT_SCALARS + 2 * (tmax[j] + 1)
         else:
             n_stats += 3
-            n_cache += 6 if kind[j] == POISSON else 4
+            n_cache += GAUSSIAN_ENTRIES
     expo = n_cache
     n_cache += 1
     flat = np.asarray(conc, dtype=np.float64)
     per_stat = np.zeros(n_stats)
-    hyp = np.ascontiguousarray(np.asarray(hyp, dtype=np.float64).reshape(d, -1)[:, :3])
     start = 0
     for j in range(d):
         if kind[j] == CATEGORICAL:
@@ -210,8 +238,46 @@ def make_table_params(
         expo,
         gtab_id,
         gtab,
-        loff,
+        toff,
+        tmax,
+        np.flatnonzero(kind != GAUSSIAN).astype(np.int64),
+        ltab_id,
+        ltab,
     )
+
+
+def count_tables(kind, hyp, n_rows, data=None):
+    """``(tmax, ltab_id, ltab)``: how far each count column's cache tabulates its scores.
+
+    ``tmax[j]`` is the largest count whose log predictive (and leave-one-out log
+    predictive) a cluster's cache holds: the column's largest count in ``data``,
+    at most :data:`MAX_TABULATED` (without data, :data:`DEFAULT_TABULATED`); larger
+    counts are scored from the cache's scalars. ``ltab[ltab_id[j], m] = log(a +
+    m)`` for the column's prior shape ``a`` and ``m`` up to the column's total count
+    and ``tmax`` (at most :data:`MAX_LOG_TABLE` entries; a cluster's refresh takes
+    the logarithm past the end), so that refreshing the tables takes no logarithm.
+    """
+    d = kind.shape[0]
+    tmax = np.zeros(d, dtype=np.int64)
+    shapes, ltab_id, sizes = [], np.zeros(d, dtype=np.int64), []
+    for j in np.flatnonzero(kind == POISSON):
+        if data is None:
+            top, total = DEFAULT_TABULATED, DEFAULT_TABULATED * n_rows
+        else:
+            column = np.asarray(data, dtype=np.float64)[:, j]
+            column = column[~np.isnan(column)]
+            top = int(column.max()) if column.size else 0
+            total = int(column.sum()) if column.size else 0
+        tmax[j] = min(top, MAX_TABULATED)
+        a = float(hyp[j, 0])
+        if a not in shapes:
+            shapes.append(a)
+            sizes.append(0)
+        ltab_id[j] = shapes.index(a)
+        sizes[ltab_id[j]] = max(sizes[ltab_id[j]], min(total + tmax[j] + 1, MAX_LOG_TABLE))
+    m = np.arange(max(sizes, default=1), dtype=np.float64)
+    ltab = np.log(m[None, :] + np.asarray(shapes or [1.0], dtype=np.float64)[:, None])
+    return tmax, ltab_id, np.ascontiguousarray(ltab)
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
@@ -228,25 +294,24 @@ def refresh(stats, cache, slot, params):
 
 @numba.njit(inline="always", **NJIT_KWARGS)
 def cell_layout(params):
-    """``(kind, soff, coff, nlev, loff, hyp, cols, expo)``: where each column's entries are."""
+    """``(soff, coff, nlev, tmax, hyp, cols, expo)``: where each column's entries are."""
     cols = (params.cat_cols, params.count_cols, params.gauss_cols)
-    return (
-        params.kind, params.soff, params.coff, params.nlev, params.loff, params.hyp, cols,
-        params.expo,
-    )  # fmt: skip
+    return (params.soff, params.coff, params.nlev, params.tmax, params.hyp, cols, params.expo)
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
 def loo_tables(params):
-    """``(tab_id, logtab, gtab_id, gtab)``: the lookup tables of the scores."""
-    return (params.tab_id, params.logtab, params.gtab_id, params.gtab)
+    """``(tab_id, logtab, gtab_id, gtab, ltab_id, ltab)``: the lookup tables of the cache."""
+    return (params.tab_id, params.logtab, params.gtab_id, params.gtab, params.ltab_id, params.ltab)
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
 def score(cache, slot, data, i, params):
     """Log posterior predictive of row ``i`` under the cluster of ``slot`` (observed cells)."""
-    cols = (params.cat_cols, params.count_cols, params.gauss_cols)
-    return row_score(cache, slot, data, i, cols, params.coff, params.expo)
+    return row_score(
+        cache, slot, data, i, params.look_cols, params.toff, params.tmax, params.gauss_cols,
+        params.coff, params.expo,
+    )  # fmt: skip
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -256,30 +321,38 @@ def score_slots(stats, cache, order, k, own, data, i, params, out):
     The row's own slot ``own`` is scored with the row left out (:func:`loo_score`).
     The parameters' arrays are read once per row, not once per slot.
     """
-    cols = (params.cat_cols, params.count_cols, params.gauss_cols)
-    coff, expo = params.coff, params.expo
-    offsets = (params.soff, coff, params.loff, expo, params.hyp)
-    tables = (params.tab_id, params.logtab, params.gtab_id, params.gtab)
+    look_cols, toff, tmax, gauss_cols = (
+        params.look_cols,
+        params.toff,
+        params.tmax,
+        params.gauss_cols,
+    )
+    coff, expo, soff, hyp = params.coff, params.expo, params.soff, params.hyp
+    gtab_id, gtab = params.gtab_id, params.gtab
     for p in range(k):
         slot = order[p]
         if slot == own:
-            out[p] = row_loo_score(stats, cache, slot, data, i, cols, offsets, tables)
+            out[p] = row_loo_score(
+                stats, cache, slot, data, i, look_cols, toff, tmax, gauss_cols, coff, expo, soff,
+                hyp, gtab_id, gtab,
+            )  # fmt: skip
         else:
-            out[p] = row_score(cache, slot, data, i, cols, coff, expo)
+            out[p] = row_score(cache, slot, data, i, look_cols, toff, tmax, gauss_cols, coff, expo)
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
 def loo_score(stats, cache, slot, data, i, params):
     """Log predictive of row ``i``, which ``slot`` holds, under ``slot`` without the row.
 
-    Read from the statistics and the cache with the row's cells taken out by
-    hand; neither is changed. Gaussian cells multiply their rates and their
-    Student-t factors and take two logarithms in all.
+    Read from the cache's leave-one-out entries (and, for a Gaussian cell whose
+    rate would be numerically near 0 without the row, from the statistics); neither
+    is changed.
     """
-    cols = (params.cat_cols, params.count_cols, params.gauss_cols)
-    offsets = (params.soff, params.coff, params.loff, params.expo, params.hyp)
-    tables = (params.tab_id, params.logtab, params.gtab_id, params.gtab)
-    return row_loo_score(stats, cache, slot, data, i, cols, offsets, tables)
+    return row_loo_score(
+        stats, cache, slot, data, i, params.look_cols, params.toff, params.tmax,
+        params.gauss_cols, params.coff, params.expo, params.soff, params.hyp, params.gtab_id,
+        params.gtab,
+    )  # fmt: skip
 
 
 @numba.njit(**NJIT_KWARGS)
@@ -353,7 +426,11 @@ def with_log_alpha(params, log_alpha):
         params.expo,
         params.gtab_id,
         params.gtab,
-        params.loff,
+        params.toff,
+        params.tmax,
+        params.look_cols,
+        params.ltab_id,
+        params.ltab,
     )
 
 

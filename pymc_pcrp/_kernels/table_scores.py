@@ -11,16 +11,26 @@ under many clusters costs no reference counting per cluster:
   (the table sweep's skipping, :mod:`pymc_pcrp._kernels.table_sweep`);
 * the parts of these scores for each kind of column (``*_terms``), from which the
   table sweep composes them itself;
-* :func:`shift_cells` and :func:`refresh_cells`: a row added to or taken out of a
-  cluster's statistics, and the cluster's scoring cache recomputed from them.
+* :func:`shift_cells` and :func:`refresh_cells` (or, one kind of column at a time,
+  the ``refresh_*`` functions): a row added to or taken out of a cluster's
+  statistics, and the cluster's scoring cache recomputed from them.
 
 The kinds of column are :data:`CATEGORICAL` (binary columns are two levels),
-:data:`POISSON` and :data:`GAUSSIAN`.
+:data:`POISSON` and :data:`GAUSSIAN`. A categorical cell, and a count cell up to
+its column's tabulated maximum, is scored by one lookup in the cache (its log
+predictive, or its leave-one-out log predictive); these are the "lookup"
+columns, ``look_cols``, with their tables at ``toff`` and the largest tabulated
+value ``tmax`` (the leave-one-out table follows at ``toff + tmax + 1``).
+``coff`` and ``soff`` are the columns' offsets into the cache and the
+statistics, ``expo`` where the cache holds the exponent all Gaussian columns of
+a cluster share (0 when they do not share one).
 
-``cols = (cat_cols, count_cols, gauss_cols)`` lists the columns of each kind,
-``coff`` and ``soff`` are the columns' offsets into the cache and the statistics,
-``expo`` where the cache holds the exponent all Gaussian columns of a cluster share
-(0 when they do not share one).
+Speed: the functions the sweep calls once per row or cluster take their arrays one
+by one and are compiled as functions of their own, with ``range`` loops over the
+columns. Handing them tuples of arrays, inlining them (``inline="always"``) or
+iterating over an array of columns (``for j in cols``) each made numba count
+references to the arrays at every call, which cost more than the cells' arithmetic
+(the Gaussian sweep 1.6 to 1.8 times slower, a binary table's refresh 3 times).
 """
 
 from __future__ import annotations
@@ -34,20 +44,22 @@ from pymc_pcrp._kernels._config import NJIT_KWARGS
 
 __all__ = [
     "CATEGORICAL",
+    "COUNT_SCALARS",
     "GAUSSIAN",
+    "GAUSSIAN_ENTRIES",
     "HALF_LOG_2PI",
     "POISSON",
     "PRODUCT_CAP",
-    "RISING_BY_PRODUCT",
     "bounded_score",
-    "categorical_loo_terms",
-    "categorical_terms",
-    "count_loo_terms",
-    "count_terms",
     "gaussian_loo_terms",
     "gaussian_terms",
     "log_factorial",
+    "lookup_loo_terms",
+    "lookup_terms",
+    "refresh_categorical",
     "refresh_cells",
+    "refresh_counts",
+    "refresh_gaussian",
     "row_loo_score",
     "row_score",
     "shift_cells",
@@ -56,11 +68,12 @@ __all__ = [
 CATEGORICAL = 0
 POISSON = 1
 GAUSSIAN = 2
+COUNT_SCALARS = 6  # a count column's cache entries before its tables
+GAUSSIAN_ENTRIES = 6
 HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
 PRODUCT_CAP = 1e150  # a running product past this is logged and restarted
 _SMALL_COUNT = 64  # counts below this read log(x!) from a table
 _LOG_FACTORIAL = np.array([math.lgamma(x + 1.0) for x in range(_SMALL_COUNT)])
-RISING_BY_PRODUCT = 8  # log of a rising factorial of fewer factors: one logarithm
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
@@ -71,121 +84,115 @@ def log_factorial(x):
     return math.lgamma(x + 1.0)
 
 
-@numba.njit(inline="always", **NJIT_KWARGS)
-def row_score(cache, slot, data, i, cols, coff, expo):
-    """:func:`score` on plain arrays: ``cols = (cat_cols, count_cols, gauss_cols)``."""
-    return bounded_score(cache, slot, data, i, cols, coff, expo, -math.inf)
+@numba.njit(**NJIT_KWARGS)
+def row_score(cache, slot, data, i, look_cols, toff, tmax, gauss_cols, coff, expo):
+    """:func:`score` on plain arrays."""
+    return bounded_score(
+        cache, slot, data, i, look_cols, toff, tmax, gauss_cols, coff, expo, -math.inf
+    )
 
 
-@numba.njit(inline="always", **NJIT_KWARGS)
-def row_loo_score(stats, cache, slot, data, i, cols, offsets, tables):
-    """:func:`loo_score` on plain arrays (``cols`` as for :func:`row_score`).
+@numba.njit(**NJIT_KWARGS)
+def row_loo_score(
+    stats, cache, slot, data, i, look_cols, toff, tmax, gauss_cols, coff, expo, soff, hyp,
+    gtab_id, gtab,
+):  # fmt: skip
+    """:func:`loo_score` on plain arrays.
 
-    ``offsets = (soff, coff, loff, expo, hyp)``, ``tables = (tab_id, logtab, gtab_id,
-    gtab)``. Categorical and count cells read the cache's entries with one cell
-    fewer. A Gaussian cell uses the rank-one identity of the diagonal family's
-    sweep: without the row the rate is ``b' = b r``, ``r = 1 - h (kappa + 1) /
-    (kappa - 1) (x - mean)^2`` (``h`` the cached scale factor), and the log
-    predictive is ``c(m) + a_m log r - log(b) / 2`` with ``m = n - 1``, ``c(m)``
-    the table ``gtab`` and ``-log(b) / 2`` the cached constant less ``c(n)``; one
-    logarithm of the product of the ``r`` when the exponents agree. A cell whose
-    ``r`` is numerically near 0 is scored from the statistics instead.
+    Categorical and count cells read the cache's leave-one-out tables. A Gaussian
+    cell uses the rank-one identity of the diagonal family's sweep: without the
+    row the rate is ``b' = b r``, ``r = 1 - h (kappa + 1) / (kappa - 1) (x -
+    mean)^2`` (``h`` the cached scale factor; the cache holds the product), and the
+    log predictive is ``c(m) + a_m log r - log(b) / 2`` with ``m = n - 1``, the
+    cache holding ``c(m) - log(b) / 2``; one logarithm of the product of the ``r``
+    when the exponents agree. A cell whose ``r`` is numerically near 0 is scored
+    from the statistics (``soff``, ``hyp``, ``gtab_id``, ``gtab``) instead.
     """
-    cat_cols, count_cols, gauss_cols = cols
-    soff, coff, loff, expo, hyp = offsets
-    _, _, gtab_id, gtab = tables
     total = 0.0
-    if cat_cols.shape[0] > 0:
-        total = categorical_loo_terms(total, cache, slot, data, i, cat_cols, loff)
-    if count_cols.shape[0] > 0:
-        total = count_loo_terms(total, cache, slot, data, i, count_cols, coff)
+    if look_cols.shape[0] > 0:
+        total = lookup_loo_terms(total, cache, slot, data, i, look_cols, toff, tmax)
     if gauss_cols.shape[0] > 0:
-        gauss = (soff, coff, hyp, gtab_id, gtab)
-        total = gaussian_loo_terms(total, stats, cache, slot, data, i, gauss_cols, gauss, expo)
+        total = gaussian_loo_terms(
+            total, stats, cache, slot, data, i, gauss_cols, coff, expo, soff, hyp, gtab_id, gtab
+        )
     return total
 
 
-# The three kinds' parts of row_loo_score, each adding to the running ``total`` (so that
-# the sum is taken in the same order however they are called). The table sweep calls
-# them directly, and only for the kinds its table has: through row_loo_score, with
-# every kind's arrays, a row's own-cluster score cost about as much as scoring two other
-# clusters (most likely numba's reference counting of the arrays).
+# The parts of row_loo_score, each adding to the running ``total`` (so that the sum is
+# taken in the same order however they are called). The table sweep calls them
+# directly, and only for the kinds its table has.
 
 
-@numba.njit(inline="always", **NJIT_KWARGS)
-def categorical_loo_terms(total, cache, slot, data, i, cat_cols, loff):
-    """``total`` plus the categorical cells' log predictives, the row left out of ``slot``."""
-    for j in cat_cols:
+@numba.njit(**NJIT_KWARGS)
+def lookup_loo_terms(total, cache, slot, data, i, look_cols, toff, tmax):
+    """``total`` plus the lookup cells' log predictives, the row left out of ``slot``."""
+    for jj in range(look_cols.shape[0]):
+        j = look_cols[jj]
         x = data[i, j]
-        if not math.isnan(x):
-            total += cache[slot, loff[j] + 1 + int(x)] - cache[slot, loff[j]]
+        if math.isnan(x):
+            continue
+        if x <= tmax[j]:
+            total += cache[slot, toff[j] + tmax[j] + 1 + int(x)]
+        else:
+            total += _count_tail_loo(cache, slot, toff[j] - COUNT_SCALARS, x)
     return total
 
 
-@numba.njit(inline="always", **NJIT_KWARGS)
-def count_loo_terms(total, cache, slot, data, i, count_cols, coff):
-    """``total`` plus the count cells' log predictives, the row left out of ``slot``."""
+@numba.njit(**NJIT_KWARGS)
+def _count_tail_loo(cache, slot, c, x):
+    """Score a count cell past its column's tables, the row left out (``c``: its offset)."""
+    big_a = cache[slot, c] - x  # a + S without the row
+    log_b = cache[slot, c + 4]  # log(B' + 1) with B' = B - 1
+    rise = cache[slot, c + 1] - math.lgamma(big_a)
+    return big_a * (cache[slot, c + 5] - log_b) - x * log_b - log_factorial(x) + rise
+
+
+@numba.njit(**NJIT_KWARGS)
+def _count_tail(cache, slot, c, x):
+    """Score a count cell past its column's tables (``c``: the column's offset)."""
+    rise = math.lgamma(cache[slot, c] + x) - cache[slot, c + 1]
+    return cache[slot, c + 2] - x * cache[slot, c + 3] - log_factorial(x) + rise
+
+
+@numba.njit(**NJIT_KWARGS)
+def gaussian_loo_terms(
+    total, stats, cache, slot, data, i, gauss_cols, coff, expo, soff, hyp, gtab_id, gtab
+):
+    """``total`` plus the Gaussian cells' log predictives, the row left out of ``slot``.
+
+    ``soff``, ``hyp``, ``gtab_id`` and ``gtab`` are for a cell scored from the statistics.
+    """
+    uniform = cache[slot, expo] > 0.0
     acc = 0.0
     prod = 1.0
-    for j in count_cols:
+    for jj in range(gauss_cols.shape[0]):
+        j = gauss_cols[jj]
         x = data[i, j]
         if math.isnan(x):
             continue
         c = coff[j]
-        big_a = cache[slot, c] - x  # a + S without the row
-        log_b = cache[slot, c + 4]  # log(B' + 1) with B' = B - 1
-        total += big_a * (cache[slot, c + 5] - log_b) - x * log_b - log_factorial(x)
-        if x < RISING_BY_PRODUCT:
-            for t in range(int(x)):
-                prod *= big_a + t
-            if prod > PRODUCT_CAP:
-                acc += math.log(prod)
-                prod = 1.0
-        else:
-            acc += cache[slot, c + 1] - math.lgamma(big_a)
-    return total + (acc + math.log(prod))
-
-
-@numba.njit(inline="always", **NJIT_KWARGS)
-def gaussian_loo_terms(total, stats, cache, slot, data, i, gauss_cols, gauss, expo):
-    """``total`` plus the Gaussian cells' log predictives, the row left out of ``slot``.
-
-    ``gauss = (soff, coff, hyp, gtab_id, gtab)``.
-    """
-    soff, coff, hyp, gtab_id, gtab = gauss
-    uniform = cache[slot, expo] > 0.0
-    acc = 0.0
-    prod = 1.0
-    for j in gauss_cols:
-        x = data[i, j]
-        if math.isnan(x):
-            continue
-        o, c = soff[j], coff[j]
-        n = stats[slot, o]
-        m = int(n) - 1  # the column's cells without the row
-        kappa = hyp[j, 0] + n
         t = x - cache[slot, c + 1]
-        r = 1.0 - t * t * cache[slot, c + 2] * (kappa + 1.0) / (kappa - 1.0)
+        r = 1.0 - t * t * cache[slot, c + 4]
         if not r > 1e-8:
-            total += _gaussian_loo_from_stats(stats, slot, o, x, hyp[j], gtab[gtab_id[j], m])
+            total += _gaussian_loo_from_stats(stats, slot, soff[j], x, hyp, j, gtab, gtab_id[j])
             continue
-        total += gtab[gtab_id[j], m] + cache[slot, c] - gtab[gtab_id[j], m + 1]
+        total += cache[slot, c + 5]
         if uniform:
             prod *= r
             if prod < 1.0 / PRODUCT_CAP:
                 acc += math.log(prod)
                 prod = 1.0
         else:
-            total += (hyp[j, 1] + 0.5 * m) * math.log(r)
+            total += (cache[slot, c + 3] - 1.0) * math.log(r)
     if uniform:  # each column's exponent without the row: the slot's less 1
         total += (cache[slot, expo] - 1.0) * (acc + math.log(prod))
     return total
 
 
 @numba.njit(**NJIT_KWARGS)
-def _gaussian_loo_from_stats(stats, slot, o, x, prior, const):
+def _gaussian_loo_from_stats(stats, slot, o, x, hyp, j, gtab, row):
     """Return a Gaussian cell's leave-one-out log predictive from the statistics (safe path)."""
-    kappa0, a0, b0 = prior[0], prior[1], prior[2]
+    kappa0, a0, b0 = hyp[j, 0], hyp[j, 1], hyp[j, 2]
     m = stats[slot, o] - 1.0
     kappa_m = kappa0 + m
     s = stats[slot, o + 1] - x
@@ -193,52 +200,49 @@ def _gaussian_loo_from_stats(stats, slot, o, x, prior, const):
     b_m = b0 + 0.5 * (w if w > 0.0 else 0.0)
     t = x - s / kappa_m
     factor = kappa_m / (2.0 * b_m * (kappa_m + 1.0)) * t * t
+    const = gtab[row, int(m)]
     return const - 0.5 * math.log(b_m) - (a0 + 0.5 * m + 0.5) * math.log1p(factor)
 
 
-@numba.njit(inline="always", **NJIT_KWARGS)
-def bounded_score(cache, slot, data, i, cols, coff, expo, cut):
+@numba.njit(**NJIT_KWARGS)
+def bounded_score(cache, slot, data, i, look_cols, toff, tmax, gauss_cols, coff, expo, cut):
     """Row ``i``'s log predictive under ``slot``, or ``-inf`` once it is surely below ``cut``.
 
-    Each kind of column in its own loop, and one logarithm per product of count or
-    Gaussian factors. Gaussian columns come first (with a finite ``cut``, a bound
-    without a logarithm before the product), then categorical cells one at a time
-    (each term at most 0), then the count columns, whose terms are at most 0 too.
-    ``cut = -inf`` scores the row exactly (:func:`row_score`).
+    Gaussian columns first (with a finite ``cut``, a bound without a logarithm
+    before the product), then the lookup cells one at a time (each term is a log
+    probability, at most 0). ``cut = -inf`` scores the row exactly (:func:`row_score`).
     """
-    cat_cols, count_cols, gauss_cols = cols
     total = 0.0
     if gauss_cols.shape[0] > 0:
         total = gaussian_terms(cache, slot, data, i, gauss_cols, coff, cache[slot, expo], cut)
         if total < cut:
             return -math.inf
-    if cat_cols.shape[0] > 0:
-        total = categorical_terms(total, cache, slot, data, i, cat_cols, coff, cut)
-    if count_cols.shape[0] > 0 and total > -math.inf:
-        total += count_terms(cache, slot, data, i, count_cols, coff)
-        if total < cut:
-            return -math.inf
+    if look_cols.shape[0] > 0:
+        total = lookup_terms(total, cache, slot, data, i, look_cols, toff, tmax, cut)
     return total
 
 
-@numba.njit(inline="always", **NJIT_KWARGS)
-def categorical_terms(total, cache, slot, data, i, cat_cols, coff, cut):
-    """``total`` plus the categorical cells' log predictives, or ``-inf`` once below ``cut``.
+@numba.njit(**NJIT_KWARGS)
+def lookup_terms(total, cache, slot, data, i, look_cols, toff, tmax, cut):
+    """``total`` plus the lookup cells' log predictives, or ``-inf`` once below ``cut``.
 
     Each term is at most 0, so the running sum is compared with ``cut`` after every cell.
     """
-    for j in cat_cols:
+    for jj in range(look_cols.shape[0]):
+        j = look_cols[jj]
         x = data[i, j]
         if math.isnan(x):
             continue
-        c = coff[j]
-        total += cache[slot, c + 1 + int(x)] - cache[slot, c]
+        if x <= tmax[j]:
+            total += cache[slot, toff[j] + int(x)]
+        else:
+            total += _count_tail(cache, slot, toff[j] - COUNT_SCALARS, x)
         if total < cut:
             return -math.inf
     return total
 
 
-@numba.njit(inline="always", **NJIT_KWARGS)
+@numba.njit(**NJIT_KWARGS)
 def gaussian_terms(cache, slot, data, i, gauss_cols, coff, power, cut):
     """Sum the Gaussian cells' log predictives (``-inf`` once their bound is below ``cut``).
 
@@ -246,31 +250,39 @@ def gaussian_terms(cache, slot, data, i, gauss_cols, coff, power, cut):
     logarithm of the product of the Student-t factors), else each cell has its own.
     """
     if power > 0.0:
-        # One pass: the constants, the product of the Student-t factors and T = sum_j u_j.
-        # With a finite cut, const - power T / (1 + T) bounds the terms from above, and a
-        # row below the cut is abandoned before the product's logarithm.
+        # The constants and T = sum_j u_j first: with a finite cut, const - power T /
+        # (1 + T) bounds the terms from above, and a row below the cut is abandoned
+        # before the product of the Student-t factors and its logarithm.
         const = 0.0
-        prod = 1.0
-        acc = 0.0
         big_t = 0.0
-        for j in gauss_cols:
+        for jj in range(gauss_cols.shape[0]):
+            j = gauss_cols[jj]
             x = data[i, j]
             if math.isnan(x):
                 continue
             c = coff[j]
             t = x - cache[slot, c + 1]
-            u = cache[slot, c + 2] * t * t
             const += cache[slot, c]
-            big_t += u
-            prod *= 1.0 + u
+            big_t += cache[slot, c + 2] * t * t
+        if cut > -math.inf and const - power * big_t / (1.0 + big_t) < cut:
+            return -math.inf
+        prod = 1.0
+        acc = 0.0
+        for jj in range(gauss_cols.shape[0]):
+            j = gauss_cols[jj]
+            x = data[i, j]
+            if math.isnan(x):
+                continue
+            c = coff[j]
+            t = x - cache[slot, c + 1]
+            prod *= 1.0 + cache[slot, c + 2] * t * t
             if prod > PRODUCT_CAP:
                 acc += math.log(prod)
                 prod = 1.0
-        if cut > -math.inf and const - power * big_t / (1.0 + big_t) < cut:
-            return -math.inf
         return const - power * (acc + math.log(prod))
     total = 0.0
-    for j in gauss_cols:
+    for jj in range(gauss_cols.shape[0]):
+        j = gauss_cols[jj]
         x = data[i, j]
         if math.isnan(x):
             continue
@@ -280,31 +292,7 @@ def gaussian_terms(cache, slot, data, i, gauss_cols, coff, power, cut):
     return total
 
 
-@numba.njit(inline="always", **NJIT_KWARGS)
-def count_terms(cache, slot, data, i, count_cols, coff):
-    """Sum the count cells' log predictives (negative binomial), one log for small counts."""
-    total = 0.0
-    acc = 0.0
-    prod = 1.0
-    for j in count_cols:
-        x = data[i, j]
-        if math.isnan(x):
-            continue
-        c = coff[j]
-        total += cache[slot, c + 2] - x * cache[slot, c + 3] - log_factorial(x)
-        if x < RISING_BY_PRODUCT:  # lgamma(A + x) - lgamma(A) as a product
-            a = cache[slot, c]
-            for t in range(int(x)):
-                prod *= a + t
-            if prod > PRODUCT_CAP:
-                acc += math.log(prod)
-                prod = 1.0
-        else:
-            acc += math.lgamma(cache[slot, c] + x) - cache[slot, c + 1]
-    return total + acc + math.log(prod)
-
-
-@numba.njit(inline="always", **NJIT_KWARGS)
+@numba.njit(**NJIT_KWARGS)
 def shift_cells(stats, slot, data, i, sign, kind, soff):
     """Add (``sign = 1``) or take out (``-1``) row ``i`` from the statistics of ``slot``."""
     for j in range(data.shape[1]):
@@ -323,52 +311,128 @@ def shift_cells(stats, slot, data, i, sign, kind, soff):
             stats[slot, o + 2] += sign * x * x
 
 
-@numba.njit(inline="always", **NJIT_KWARGS)
+@numba.njit(**NJIT_KWARGS)
 def refresh_cells(stats, cache, slot, layout, tables):
     """Recompute the scoring cache of ``slot`` from its statistics.
 
-    ``layout = (kind, soff, coff, nlev, loff, hyp, cols, expo)`` and ``tables = (tab_id,
-    logtab, gtab_id, gtab)`` (see :mod:`pymc_pcrp._kernels.table` for the cache).
+    ``layout = (soff, coff, nlev, tmax, hyp, cols, expo)``, ``cols = (cat_cols,
+    count_cols, gauss_cols)``, and ``tables = (tab_id, logtab, gtab_id, gtab, ltab_id,
+    ltab)`` (see :mod:`pymc_pcrp._kernels.table` for the cache): the ``refresh_*``
+    function of each kind of column the table has.
     """
-    kind, soff, coff, nlev, loff, hyp, cols, expo = layout
-    tab_id, logtab, gtab_id, gtab = tables
-    for j in range(kind.shape[0]):
+    soff, coff, nlev, tmax, hyp, cols, expo = layout
+    cat_cols, count_cols, gauss_cols = cols
+    tab_id, logtab, gtab_id, gtab, ltab_id, ltab = tables
+    if cat_cols.shape[0] > 0:
+        refresh_categorical(stats, cache, slot, cat_cols, soff, coff, nlev, tab_id, logtab)
+    if count_cols.shape[0] > 0:
+        refresh_counts(stats, cache, slot, count_cols, soff, coff, tmax, hyp, ltab_id, ltab)
+    if gauss_cols.shape[0] > 0:
+        refresh_gaussian(stats, cache, slot, gauss_cols, soff, coff, expo, hyp, gtab_id, gtab)
+
+
+@numba.njit(**NJIT_KWARGS)
+def refresh_categorical(stats, cache, slot, cat_cols, soff, coff, nlev, tab_id, logtab):
+    """Refresh the categorical columns' cache (each level's log probability, and without a cell)."""
+    for jj in range(cat_cols.shape[0]):
+        j = cat_cols[jj]
+        o, c = soff[j], coff[j]
+        n_all = int(stats[slot, o])
+        log_n = logtab[tab_id[o], n_all]
+        log_m = logtab[tab_id[o], n_all - 1] if n_all > 0 else 0.0
+        levels = nlev[j]
+        for lvl in range(levels):
+            t = o + 1 + lvl
+            m = int(stats[slot, t])
+            cache[slot, c + lvl] = logtab[tab_id[t], m] - log_n
+            cache[slot, c + levels + lvl] = logtab[tab_id[t], m - 1] - log_m if m > 0 else 0.0
+
+
+@numba.njit(**NJIT_KWARGS)
+def refresh_counts(stats, cache, slot, count_cols, soff, coff, tmax, hyp, ltab_id, ltab):
+    """Refresh the count columns' cache (:func:`_refresh_count_column`)."""
+    for jj in range(count_cols.shape[0]):
+        j = count_cols[jj]
+        o = soff[j]
+        _refresh_count_column(
+            cache, slot, coff[j], stats[slot, o], stats[slot, o + 1], hyp, j, tmax[j], ltab,
+            ltab_id[j],
+        )  # fmt: skip
+
+
+@numba.njit(**NJIT_KWARGS)
+def refresh_gaussian(stats, cache, slot, gauss_cols, soff, coff, expo, hyp, gtab_id, gtab):
+    """Refresh the Gaussian columns' cache and their shared exponent (see the module)."""
+    for jj in range(gauss_cols.shape[0]):
+        j = gauss_cols[jj]
         o, c = soff[j], coff[j]
         n = stats[slot, o]
-        if kind[j] == CATEGORICAL:
-            lo = loff[j]
-            for t in range(o, o + 1 + nlev[j]):  # the column's cells, then each level's
-                m = int(stats[slot, t])
-                cache[slot, c + t - o] = logtab[tab_id[t], m]
-                cache[slot, lo + t - o] = logtab[tab_id[t], m - 1] if m > 0 else 0.0
-        elif kind[j] == POISSON:
-            big_a = hyp[j, 0] + stats[slot, o + 1]
-            big_b = hyp[j, 1] + n
-            cache[slot, c] = big_a
-            cache[slot, c + 1] = math.lgamma(big_a)
-            log_b = math.log(big_b)
-            cache[slot, c + 3] = math.log(big_b + 1.0)
-            cache[slot, c + 2] = big_a * (log_b - cache[slot, c + 3])
-            cache[slot, c + 4] = log_b
-            cache[slot, c + 5] = math.log(big_b - 1.0) if n > 0.0 else 0.0
+        kappa_n = hyp[j, 0] + n
+        a_n = hyp[j, 1] + 0.5 * n
+        s = stats[slot, o + 1]
+        w = stats[slot, o + 2] - s * s / kappa_n
+        b_n = hyp[j, 2] + 0.5 * (w if w > 0.0 else 0.0)
+        g = gtab_id[j]
+        cache[slot, c] = gtab[g, int(n)] - 0.5 * math.log(b_n)
+        cache[slot, c + 1] = s / kappa_n
+        cache[slot, c + 2] = kappa_n / (2.0 * b_n * (kappa_n + 1.0))
+        cache[slot, c + 3] = a_n + 0.5
+        if n >= 1.0:  # the leave-one-out factor and constant (see row_loo_score)
+            cache[slot, c + 4] = cache[slot, c + 2] * (kappa_n + 1.0) / (kappa_n - 1.0)
+            cache[slot, c + 5] = gtab[g, int(n) - 1] + cache[slot, c] - gtab[g, int(n)]
         else:
-            kappa_n = hyp[j, 0] + n
-            a_n = hyp[j, 1] + 0.5 * n
-            s = stats[slot, o + 1]
-            w = stats[slot, o + 2] - s * s / kappa_n
-            b_n = hyp[j, 2] + 0.5 * (w if w > 0.0 else 0.0)
-            cache[slot, c] = gtab[gtab_id[j], int(n)] - 0.5 * math.log(b_n)
-            cache[slot, c + 1] = s / kappa_n
-            cache[slot, c + 2] = kappa_n / (2.0 * b_n * (kappa_n + 1.0))
-            cache[slot, c + 3] = a_n + 0.5
-    _refresh_exponent(cache, slot, cols[2], coff, expo)
+            cache[slot, c + 4] = 0.0
+            cache[slot, c + 5] = 0.0
+    _refresh_exponent(cache, slot, gauss_cols, coff, expo)
 
 
-@numba.njit(inline="always", **NJIT_KWARGS)
+@numba.njit(**NJIT_KWARGS)
+def _refresh_count_column(cache, slot, c, n, s, hyp, j, top, ltab, row):
+    """Refresh a count column's cache: its scalars, then its two tables of log predictives.
+
+    ``ltab[row, m] = log(a + m)`` (past its end the logarithm is taken); ``top`` the
+    largest tabulated count. The rising factorials ``A (A + 1) ... (A + x - 1)`` and,
+    without the row, ``(A - x) ... (A - 1)`` are summed one logarithm at a time.
+    """
+    big_a = hyp[j, 0] + s
+    big_b = hyp[j, 1] + n
+    log_b = math.log(big_b)
+    log_b1 = math.log(big_b + 1.0)
+    log_bm = math.log(big_b - 1.0) if n > 0.0 else 0.0
+    const = big_a * (log_b - log_b1)
+    cache[slot, c] = big_a
+    cache[slot, c + 1] = math.lgamma(big_a)
+    cache[slot, c + 2] = const
+    cache[slot, c + 3] = log_b1
+    cache[slot, c + 4] = log_b
+    cache[slot, c + 5] = log_bm
+    base = c + COUNT_SCALARS
+    s_int = int(s)
+    size = ltab.shape[1]
+    rise = 0.0
+    cache[slot, base] = const
+    for x in range(1, top + 1):
+        m = s_int + x - 1
+        rise += ltab[row, m] if m < size else math.log(big_a + (x - 1))
+        cache[slot, base + x] = const + rise - log_factorial(x) - x * log_b1
+    base += top + 1
+    rise = 0.0
+    for x in range(top + 1):  # the row of count x left out: A' = A - x, B' = B - 1
+        if n <= 0.0 or x > s_int:
+            cache[slot, base + x] = 0.0
+            continue
+        if x > 0:
+            m = s_int - x
+            rise += ltab[row, m] if m < size else math.log(big_a - x)
+        cache[slot, base + x] = (big_a - x) * (log_bm - log_b) + rise - log_factorial(x) - x * log_b
+
+
+@numba.njit(**NJIT_KWARGS)
 def _refresh_exponent(cache, slot, gauss_cols, coff, expo):
     """Store the exponent every Gaussian column of ``slot`` shares (0 when they differ)."""
     power = 0.0
-    for j in gauss_cols:
+    for jj in range(gauss_cols.shape[0]):
+        j = gauss_cols[jj]
         c = coff[j]
         if power == 0.0:
             power = cache[slot, c + 3]

@@ -7,15 +7,14 @@ a new one), computed the way the diagonal family's sweep
 (:func:`~pymc_pcrp._kernels.diag_sweep.diag_sweeps`) computes it:
 
 * the parameters' and the state's arrays are read once per call, not once per
-  row or cluster (numba counts references at every read of a structure's
-  field, which costs more than scoring a few cells);
+  row or cluster, and handed one by one (no tuples) to the functions that score
+  and update (numba counts references at every read of a structure's field and
+  at every call that passes a tuple of arrays, which costs more than scoring a
+  few cells);
 * a row's scores are composed in the loop from the parts for each kind of column
   (:mod:`pymc_pcrp._kernels.table_scores`, ``*_terms``), each called only when the
-  table has that kind. Going through
-  :func:`~pymc_pcrp._kernels.table_scores.row_loo_score` and
-  :func:`~pymc_pcrp._kernels.table_scores.bounded_score`, which take every kind's
-  arrays, made the sweep 1.2 to 1.7 times slower (more on binary and categorical
-  columns; same draws), most likely numba's reference counting of those arrays;
+  table has that kind: a categorical, binary or small count cell is one lookup in
+  the cache, a Gaussian cell a factor of a product;
 * far clusters are bounded and skipped, with an exact draw. Each cell's log
   predictive of a categorical or count column is a log probability, so at most
   0; a Gaussian column's is at most its peak, and the columns' product of
@@ -27,8 +26,9 @@ a new one), computed the way the diagonal family's sweep
   scored exactly (:func:`pymc_pcrp._kernels.diag_sweep.diag_sweeps` gives the
   argument that every option keeps exactly its conditional probability).
 
-The state changes only when a row moves, by the generic moves' ``move_row``. The
-row scores are those of :mod:`pymc_pcrp._kernels.table_scores`, on plain arrays;
+The state changes only when a row moves, as by the generic moves' ``move_row``
+(written out here, with the arrays read once). The row scores are those of
+:mod:`pymc_pcrp._kernels.table_scores`, on plain arrays;
 :mod:`pymc_pcrp._kernels.table` registers this sweep as the table family's.
 """
 
@@ -40,7 +40,6 @@ import numba
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.draws import shuffle_in_place, sweep_order
-from pymc_pcrp._kernels.family_moves import move_row
 from pymc_pcrp._kernels.scores import (
     SKIP_NATS,
     pick_option,
@@ -48,14 +47,17 @@ from pymc_pcrp._kernels.scores import (
     skipped_stage,
     sweep_workspace,
 )
+from pymc_pcrp._kernels.slots import free_slot, open_slot
 from pymc_pcrp._kernels.table_scores import (
-    categorical_loo_terms,
-    categorical_terms,
-    count_loo_terms,
-    count_terms,
     gaussian_loo_terms,
     gaussian_terms,
+    lookup_loo_terms,
+    lookup_terms,
+    refresh_categorical,
+    refresh_counts,
+    refresh_gaussian,
     row_score,
+    shift_cells,
 )
 
 __all__ = ["table_sweeps"]
@@ -76,10 +78,11 @@ def table_sweeps(rng, chain, n_sweeps):
     logw, skipped, wts, wsk, skip_weight = sweep_workspace(n, SKIP_NATS)
     labels, counts, stats, cache = state.labels, state.counts, state.sums, state.cache
     order, where, k_arr = state.order, state.where, state.k
+    look_cols, toff, tmax = params.look_cols, params.toff, params.tmax
     cat_cols, count_cols, gauss_cols = params.cat_cols, params.count_cols, params.gauss_cols
-    cols = (cat_cols, count_cols, gauss_cols)
-    coff, expo, loff = params.coff, params.expo, params.loff
-    gauss = (params.soff, coff, params.hyp, params.gtab_id, params.gtab)
+    kind, soff, coff, expo, nlev = params.kind, params.soff, params.coff, params.expo, params.nlev
+    hyp, tab_id, logtab = params.hyp, params.tab_id, params.logtab
+    gtab_id, gtab, ltab_id, ltab = params.gtab_id, params.gtab, params.ltab_id, params.ltab
     perm = sweep_order(n)
     moved = 0
     for _ in range(n_sweeps):
@@ -93,12 +96,13 @@ def table_sweeps(rng, chain, n_sweeps):
             w_own = -math.inf
             if m > 1:  # row_loo_score, with only the kinds of column the table has
                 lw = 0.0
-                if cat_cols.shape[0] > 0:
-                    lw = categorical_loo_terms(lw, cache, old, data, i, cat_cols, loff)
-                if count_cols.shape[0] > 0:
-                    lw = count_loo_terms(lw, cache, old, data, i, count_cols, coff)
+                if look_cols.shape[0] > 0:
+                    lw = lookup_loo_terms(lw, cache, old, data, i, look_cols, toff, tmax)
                 if gauss_cols.shape[0] > 0:
-                    lw = gaussian_loo_terms(lw, stats, cache, old, data, i, gauss_cols, gauss, expo)
+                    lw = gaussian_loo_terms(
+                        lw, stats, cache, old, data, i, gauss_cols, coff, expo, soff, hyp, gtab_id,
+                        gtab,
+                    )  # fmt: skip
                 w_own = by_size[m - 1, 0] + lw
             ref = max(w_own, log_new[i])
             floor = ref - SKIP_NATS
@@ -113,17 +117,12 @@ def table_sweeps(rng, chain, n_sweeps):
                 cut = floor - seat
                 lw = 0.0
                 if gauss_cols.shape[0] > 0:
-                    lw = gaussian_terms(
-                        cache, slot, data, i, gauss_cols, coff, cache[slot, expo], cut
-                    )
+                    power = cache[slot, expo]
+                    lw = gaussian_terms(cache, slot, data, i, gauss_cols, coff, power, cut)
                     if lw < cut:
                         lw = -math.inf
-                if cat_cols.shape[0] > 0 and lw > -math.inf:
-                    lw = categorical_terms(lw, cache, slot, data, i, cat_cols, coff, cut)
-                if count_cols.shape[0] > 0 and lw > -math.inf:
-                    lw += count_terms(cache, slot, data, i, count_cols, coff)
-                    if lw < cut:
-                        lw = -math.inf
+                if look_cols.shape[0] > 0 and lw > -math.inf:
+                    lw = lookup_terms(lw, cache, slot, data, i, look_cols, toff, tmax, cut)
                 if lw == -math.inf:
                     skipped[n_skip] = p
                     n_skip += 1
@@ -151,7 +150,7 @@ def table_sweeps(rng, chain, n_sweeps):
                     else:
                         slot = order[p]
                         lw = by_size[counts[slot], 0] + row_score(
-                            cache, slot, data, i, cols, coff, expo
+                            cache, slot, data, i, look_cols, toff, tmax, gauss_cols, coff, expo
                         )
                     wsk[s_] = math.exp(lw - top)
                     big += wsk[s_]
@@ -159,6 +158,32 @@ def table_sweeps(rng, chain, n_sweeps):
             choice = pick_option(in_scored, target, wts, k + 1, wsk, skipped, n_skip)
             if choice == own_p or (choice == k and m == 1):
                 continue  # stays (a singleton drawing a new cluster stays where it is)
-            move_row(state, data, i, old, order[choice], params)
+            # 4. The move (family_moves.move_row): ``order[choice]`` is read before
+            #    freeing a slot reorders ``order``.
+            new = order[choice]
+            if m == 1:
+                free_slot(state, old)
+            else:
+                counts[old] -= 1
+                shift_cells(stats, old, data, i, -1.0, kind, soff)
+            if counts[new] == 0:
+                open_slot(state, new)
+            counts[new] += 1
+            shift_cells(stats, new, data, i, 1.0, kind, soff)
+            labels[i] = new
+            for side in range(2 if m > 1 else 1):  # refresh_cells, kind by kind
+                slot = new if side == 0 else old
+                if cat_cols.shape[0] > 0:
+                    refresh_categorical(
+                        stats, cache, slot, cat_cols, soff, coff, nlev, tab_id, logtab
+                    )
+                if count_cols.shape[0] > 0:
+                    refresh_counts(
+                        stats, cache, slot, count_cols, soff, coff, tmax, hyp, ltab_id, ltab
+                    )
+                if gauss_cols.shape[0] > 0:
+                    refresh_gaussian(
+                        stats, cache, slot, gauss_cols, soff, coff, expo, hyp, gtab_id, gtab
+                    )
             moved += 1
     return moved

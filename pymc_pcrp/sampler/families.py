@@ -293,7 +293,7 @@ class TableFamily(ClusterFamily):
         (level codes, counts, values centred at their prior means, NaN missing).
         """
         alpha, power = numbers[:2]
-        params = make_table_params(alpha, power, *arrays, n_rows=xc.shape[0])
+        params = make_table_params(alpha, power, *arrays, n_rows=xc.shape[0], data=xc)
         return SweepInputs(xc, params, table_tables(xc, params)), None
 
     def init_state(self, xc, labels, params):
