@@ -116,10 +116,10 @@ class TableParams(NamedTuple):
     ``v_u`` among the concentrations and their sums, and ``tab_id`` the row of
     a categorical statistic (a level's concentration, or at a column's count of
     observed cells their sum): categorical caches are then lookups, with no
-    logarithm. ``look_cols`` lists the categorical and count columns, whose
-    cells are scored by a lookup in the cache's table of log predictives at
-    ``toff[j]`` up to the value ``tmax[j]`` (the leave-one-out table follows);
-    ``ltab`` and ``ltab_id`` are the count columns' tables of :func:`count_tables`.
+    logarithm. A categorical or count cell is scored by a lookup in the cache's
+    table of log predictives at ``toff[j]``, up to the value ``tmax[j]``, or of
+    leave-one-out log predictives at ``loff[j]``; ``ltab`` and ``ltab_id`` are the
+    count columns' tables of :func:`count_tables`.
     """
 
     log_alpha: float
@@ -142,7 +142,7 @@ class TableParams(NamedTuple):
     gtab: np.ndarray
     toff: np.ndarray
     tmax: np.ndarray
-    look_cols: np.ndarray
+    loff: np.ndarray
     ltab_id: np.ndarray
     ltab: np.ndarray
 
@@ -240,7 +240,7 @@ def make_table_params(
         gtab,
         toff,
         tmax,
-        np.flatnonzero(kind != GAUSSIAN).astype(np.int64),
+        toff + tmax + 1,
         ltab_id,
         ltab,
     )
@@ -309,8 +309,8 @@ def loo_tables(params):
 def score(cache, slot, data, i, params):
     """Log posterior predictive of row ``i`` under the cluster of ``slot`` (observed cells)."""
     return row_score(
-        cache, slot, data, i, params.look_cols, params.toff, params.tmax, params.gauss_cols,
-        params.coff, params.expo,
+        cache, slot, data, i, params.cat_cols, params.count_cols, params.gauss_cols, params.coff,
+        params.toff, params.tmax, params.expo,
     )  # fmt: skip
 
 
@@ -321,23 +321,20 @@ def score_slots(stats, cache, order, k, own, data, i, params, out):
     The row's own slot ``own`` is scored with the row left out (:func:`loo_score`).
     The parameters' arrays are read once per row, not once per slot.
     """
-    look_cols, toff, tmax, gauss_cols = (
-        params.look_cols,
-        params.toff,
-        params.tmax,
-        params.gauss_cols,
-    )
-    coff, expo, soff, hyp = params.coff, params.expo, params.soff, params.hyp
-    gtab_id, gtab = params.gtab_id, params.gtab
+    cat_cols, count_cols, gauss_cols = params.cat_cols, params.count_cols, params.gauss_cols
+    coff, toff, loff, tmax, expo = params.coff, params.toff, params.loff, params.tmax, params.expo
+    soff, hyp, gtab_id, gtab = params.soff, params.hyp, params.gtab_id, params.gtab
     for p in range(k):
         slot = order[p]
         if slot == own:
             out[p] = row_loo_score(
-                stats, cache, slot, data, i, look_cols, toff, tmax, gauss_cols, coff, expo, soff,
-                hyp, gtab_id, gtab,
+                stats, cache, slot, data, i, cat_cols, count_cols, gauss_cols, coff, loff, tmax,
+                expo, soff, hyp, gtab_id, gtab,
             )  # fmt: skip
         else:
-            out[p] = row_score(cache, slot, data, i, look_cols, toff, tmax, gauss_cols, coff, expo)
+            out[p] = row_score(
+                cache, slot, data, i, cat_cols, count_cols, gauss_cols, coff, toff, tmax, expo
+            )
 
 
 @numba.njit(inline="always", **NJIT_KWARGS)
@@ -349,9 +346,9 @@ def loo_score(stats, cache, slot, data, i, params):
     is changed.
     """
     return row_loo_score(
-        stats, cache, slot, data, i, params.look_cols, params.toff, params.tmax,
-        params.gauss_cols, params.coff, params.expo, params.soff, params.hyp, params.gtab_id,
-        params.gtab,
+        stats, cache, slot, data, i, params.cat_cols, params.count_cols, params.gauss_cols,
+        params.coff, params.loff, params.tmax, params.expo, params.soff, params.hyp,
+        params.gtab_id, params.gtab,
     )  # fmt: skip
 
 
@@ -428,7 +425,7 @@ def with_log_alpha(params, log_alpha):
         params.gtab,
         params.toff,
         params.tmax,
-        params.look_cols,
+        params.loff,
         params.ltab_id,
         params.ltab,
     )

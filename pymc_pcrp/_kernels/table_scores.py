@@ -16,14 +16,14 @@ under many clusters costs no reference counting per cluster:
   statistics, and the cluster's scoring cache recomputed from them.
 
 The kinds of column are :data:`CATEGORICAL` (binary columns are two levels),
-:data:`POISSON` and :data:`GAUSSIAN`. A categorical cell, and a count cell up to
-its column's tabulated maximum, is scored by one lookup in the cache (its log
-predictive, or its leave-one-out log predictive); these are the "lookup"
-columns, ``look_cols``, with their tables at ``toff`` and the largest tabulated
-value ``tmax`` (the leave-one-out table follows at ``toff + tmax + 1``).
-``coff`` and ``soff`` are the columns' offsets into the cache and the
-statistics, ``expo`` where the cache holds the exponent all Gaussian columns of
-a cluster share (0 when they do not share one).
+:data:`POISSON` and :data:`GAUSSIAN`; ``cat_cols``, ``count_cols`` and
+``gauss_cols`` list the columns of each kind. A categorical cell, and a count
+cell up to its column's largest tabulated count ``tmax``, is scored by one
+lookup in the cache: its log predictive in the table at ``toff``, or its
+leave-one-out log predictive in the table at ``loff``. ``coff`` and ``soff``
+are the columns' offsets into the cache and the statistics, ``expo`` where the
+cache holds the exponent all Gaussian columns of a cluster share (0 when they do
+not share one).
 
 Speed: the functions the sweep calls once per row or cluster take their arrays one
 by one and are compiled as functions of their own, with ``range`` loops over the
@@ -51,11 +51,13 @@ __all__ = [
     "POISSON",
     "PRODUCT_CAP",
     "bounded_score",
+    "categorical_loo_terms",
+    "categorical_terms",
+    "count_loo_terms",
+    "count_terms",
     "gaussian_loo_terms",
     "gaussian_terms",
     "log_factorial",
-    "lookup_loo_terms",
-    "lookup_terms",
     "refresh_categorical",
     "refresh_cells",
     "refresh_counts",
@@ -85,32 +87,34 @@ def log_factorial(x):
 
 
 @numba.njit(**NJIT_KWARGS)
-def row_score(cache, slot, data, i, look_cols, toff, tmax, gauss_cols, coff, expo):
+def row_score(cache, slot, data, i, cat_cols, count_cols, gauss_cols, coff, toff, tmax, expo):
     """:func:`score` on plain arrays."""
     return bounded_score(
-        cache, slot, data, i, look_cols, toff, tmax, gauss_cols, coff, expo, -math.inf
+        cache, slot, data, i, cat_cols, count_cols, gauss_cols, coff, toff, tmax, expo, -math.inf
     )
 
 
 @numba.njit(**NJIT_KWARGS)
 def row_loo_score(
-    stats, cache, slot, data, i, look_cols, toff, tmax, gauss_cols, coff, expo, soff, hyp,
-    gtab_id, gtab,
+    stats, cache, slot, data, i, cat_cols, count_cols, gauss_cols, coff, loff, tmax, expo,
+    soff, hyp, gtab_id, gtab,
 ):  # fmt: skip
     """:func:`loo_score` on plain arrays.
 
-    Categorical and count cells read the cache's leave-one-out tables. A Gaussian
-    cell uses the rank-one identity of the diagonal family's sweep: without the
-    row the rate is ``b' = b r``, ``r = 1 - h (kappa + 1) / (kappa - 1) (x -
-    mean)^2`` (``h`` the cached scale factor; the cache holds the product), and the
-    log predictive is ``c(m) + a_m log r - log(b) / 2`` with ``m = n - 1``, the
+    Categorical and count cells read the cache's leave-one-out tables (at ``loff``).
+    A Gaussian cell uses the rank-one identity of the diagonal family's sweep:
+    without the row the rate is ``b' = b r``, ``r = 1 - h (kappa + 1) / (kappa - 1)
+    (x - mean)^2`` (``h`` the cached scale factor; the cache holds the product), and
+    the log predictive is ``c(m) + a_m log r - log(b) / 2`` with ``m = n - 1``, the
     cache holding ``c(m) - log(b) / 2``; one logarithm of the product of the ``r``
     when the exponents agree. A cell whose ``r`` is numerically near 0 is scored
     from the statistics (``soff``, ``hyp``, ``gtab_id``, ``gtab``) instead.
     """
     total = 0.0
-    if look_cols.shape[0] > 0:
-        total = lookup_loo_terms(total, cache, slot, data, i, look_cols, toff, tmax)
+    if cat_cols.shape[0] > 0:
+        total = categorical_loo_terms(total, cache, slot, data, i, cat_cols, loff)
+    if count_cols.shape[0] > 0:
+        total = count_loo_terms(total, cache, slot, data, i, count_cols, coff, loff, tmax)
     if gauss_cols.shape[0] > 0:
         total = gaussian_loo_terms(
             total, stats, cache, slot, data, i, gauss_cols, coff, expo, soff, hyp, gtab_id, gtab
@@ -124,17 +128,28 @@ def row_loo_score(
 
 
 @numba.njit(**NJIT_KWARGS)
-def lookup_loo_terms(total, cache, slot, data, i, look_cols, toff, tmax):
-    """``total`` plus the lookup cells' log predictives, the row left out of ``slot``."""
-    for jj in range(look_cols.shape[0]):
-        j = look_cols[jj]
+def categorical_loo_terms(total, cache, slot, data, i, cat_cols, loff):
+    """``total`` plus the categorical cells' log predictives, the row left out of ``slot``."""
+    for jj in range(cat_cols.shape[0]):
+        j = cat_cols[jj]
+        x = data[i, j]
+        if not math.isnan(x):
+            total += cache[slot, loff[j] + int(x)]
+    return total
+
+
+@numba.njit(**NJIT_KWARGS)
+def count_loo_terms(total, cache, slot, data, i, count_cols, coff, loff, tmax):
+    """``total`` plus the count cells' log predictives, the row left out of ``slot``."""
+    for jj in range(count_cols.shape[0]):
+        j = count_cols[jj]
         x = data[i, j]
         if math.isnan(x):
             continue
         if x <= tmax[j]:
-            total += cache[slot, toff[j] + tmax[j] + 1 + int(x)]
+            total += cache[slot, loff[j] + int(x)]
         else:
-            total += _count_tail_loo(cache, slot, toff[j] - COUNT_SCALARS, x)
+            total += _count_tail_loo(cache, slot, coff[j], x)
     return total
 
 
@@ -205,38 +220,60 @@ def _gaussian_loo_from_stats(stats, slot, o, x, hyp, j, gtab, row):
 
 
 @numba.njit(**NJIT_KWARGS)
-def bounded_score(cache, slot, data, i, look_cols, toff, tmax, gauss_cols, coff, expo, cut):
+def bounded_score(
+    cache, slot, data, i, cat_cols, count_cols, gauss_cols, coff, toff, tmax, expo, cut
+):
     """Row ``i``'s log predictive under ``slot``, or ``-inf`` once it is surely below ``cut``.
 
     Gaussian columns first (with a finite ``cut``, a bound without a logarithm
-    before the product), then the lookup cells one at a time (each term is a log
-    probability, at most 0). ``cut = -inf`` scores the row exactly (:func:`row_score`).
+    before the product), then the categorical and the count cells one at a time
+    (each term is a log probability, at most 0). ``cut = -inf`` scores the row
+    exactly (:func:`row_score`).
     """
     total = 0.0
     if gauss_cols.shape[0] > 0:
         total = gaussian_terms(cache, slot, data, i, gauss_cols, coff, cache[slot, expo], cut)
         if total < cut:
             return -math.inf
-    if look_cols.shape[0] > 0:
-        total = lookup_terms(total, cache, slot, data, i, look_cols, toff, tmax, cut)
+    if cat_cols.shape[0] > 0:
+        total = categorical_terms(total, cache, slot, data, i, cat_cols, toff, cut)
+    if count_cols.shape[0] > 0 and total > -math.inf:
+        total = count_terms(total, cache, slot, data, i, count_cols, coff, toff, tmax, cut)
     return total
 
 
 @numba.njit(**NJIT_KWARGS)
-def lookup_terms(total, cache, slot, data, i, look_cols, toff, tmax, cut):
-    """``total`` plus the lookup cells' log predictives, or ``-inf`` once below ``cut``.
+def categorical_terms(total, cache, slot, data, i, cat_cols, toff, cut):
+    """``total`` plus the categorical cells' log predictives, or ``-inf`` once below ``cut``.
 
     Each term is at most 0, so the running sum is compared with ``cut`` after every cell.
     """
-    for jj in range(look_cols.shape[0]):
-        j = look_cols[jj]
+    for jj in range(cat_cols.shape[0]):
+        j = cat_cols[jj]
+        x = data[i, j]
+        if math.isnan(x):
+            continue
+        total += cache[slot, toff[j] + int(x)]
+        if total < cut:
+            return -math.inf
+    return total
+
+
+@numba.njit(**NJIT_KWARGS)
+def count_terms(total, cache, slot, data, i, count_cols, coff, toff, tmax, cut):
+    """``total`` plus the count cells' log predictives, or ``-inf`` once below ``cut``.
+
+    Counts up to ``tmax`` read their column's table; each term is at most 0.
+    """
+    for jj in range(count_cols.shape[0]):
+        j = count_cols[jj]
         x = data[i, j]
         if math.isnan(x):
             continue
         if x <= tmax[j]:
             total += cache[slot, toff[j] + int(x)]
         else:
-            total += _count_tail(cache, slot, toff[j] - COUNT_SCALARS, x)
+            total += _count_tail(cache, slot, coff[j], x)
         if total < cut:
             return -math.inf
     return total
@@ -305,7 +342,7 @@ def shift_cells(stats, slot, data, i, sign, kind, soff):
             stats[slot, o + 1 + int(x)] += sign
         elif kind[j] == POISSON:
             stats[slot, o + 1] += sign * x
-            stats[slot, o + 2] += sign * math.lgamma(x + 1.0)
+            stats[slot, o + 2] += sign * log_factorial(x)
         else:
             stats[slot, o + 1] += sign * x
             stats[slot, o + 2] += sign * x * x

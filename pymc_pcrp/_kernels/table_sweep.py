@@ -49,10 +49,12 @@ from pymc_pcrp._kernels.scores import (
 )
 from pymc_pcrp._kernels.slots import free_slot, open_slot
 from pymc_pcrp._kernels.table_scores import (
+    categorical_loo_terms,
+    categorical_terms,
+    count_loo_terms,
+    count_terms,
     gaussian_loo_terms,
     gaussian_terms,
-    lookup_loo_terms,
-    lookup_terms,
     refresh_categorical,
     refresh_counts,
     refresh_gaussian,
@@ -78,7 +80,7 @@ def table_sweeps(rng, chain, n_sweeps):
     logw, skipped, wts, wsk, skip_weight = sweep_workspace(n, SKIP_NATS)
     labels, counts, stats, cache = state.labels, state.counts, state.sums, state.cache
     order, where, k_arr = state.order, state.where, state.k
-    look_cols, toff, tmax = params.look_cols, params.toff, params.tmax
+    toff, loff, tmax = params.toff, params.loff, params.tmax
     cat_cols, count_cols, gauss_cols = params.cat_cols, params.count_cols, params.gauss_cols
     kind, soff, coff, expo, nlev = params.kind, params.soff, params.coff, params.expo, params.nlev
     hyp, tab_id, logtab = params.hyp, params.tab_id, params.logtab
@@ -96,8 +98,10 @@ def table_sweeps(rng, chain, n_sweeps):
             w_own = -math.inf
             if m > 1:  # row_loo_score, with only the kinds of column the table has
                 lw = 0.0
-                if look_cols.shape[0] > 0:
-                    lw = lookup_loo_terms(lw, cache, old, data, i, look_cols, toff, tmax)
+                if cat_cols.shape[0] > 0:
+                    lw = categorical_loo_terms(lw, cache, old, data, i, cat_cols, loff)
+                if count_cols.shape[0] > 0:
+                    lw = count_loo_terms(lw, cache, old, data, i, count_cols, coff, loff, tmax)
                 if gauss_cols.shape[0] > 0:
                     lw = gaussian_loo_terms(
                         lw, stats, cache, old, data, i, gauss_cols, coff, expo, soff, hyp, gtab_id,
@@ -121,8 +125,10 @@ def table_sweeps(rng, chain, n_sweeps):
                     lw = gaussian_terms(cache, slot, data, i, gauss_cols, coff, power, cut)
                     if lw < cut:
                         lw = -math.inf
-                if look_cols.shape[0] > 0 and lw > -math.inf:
-                    lw = lookup_terms(lw, cache, slot, data, i, look_cols, toff, tmax, cut)
+                if cat_cols.shape[0] > 0 and lw > -math.inf:
+                    lw = categorical_terms(lw, cache, slot, data, i, cat_cols, toff, cut)
+                if count_cols.shape[0] > 0 and lw > -math.inf:
+                    lw = count_terms(lw, cache, slot, data, i, count_cols, coff, toff, tmax, cut)
                 if lw == -math.inf:
                     skipped[n_skip] = p
                     n_skip += 1
@@ -150,8 +156,9 @@ def table_sweeps(rng, chain, n_sweeps):
                     else:
                         slot = order[p]
                         lw = by_size[counts[slot], 0] + row_score(
-                            cache, slot, data, i, look_cols, toff, tmax, gauss_cols, coff, expo
-                        )
+                            cache, slot, data, i, cat_cols, count_cols, gauss_cols, coff, toff,
+                            tmax, expo,
+                        )  # fmt: skip
                     wsk[s_] = math.exp(lw - top)
                     big += wsk[s_]
                 in_scored, target = skipped_stage(u, a, total, big)

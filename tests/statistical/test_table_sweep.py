@@ -76,24 +76,36 @@ def test_a_sweep_that_leaves_the_row_in_its_own_cluster_is_caught():
     # the own cluster scored as any other cluster (the row counted in its statistics)
     df, columns, alpha, r = _tables()["mixed"]
     x, params, (parts, probs) = kernel_inputs(df, columns, alpha, r)
-    broken = recompiled(table_sweeps, **_left_in_parts())
+    broken = recompiled(table_sweeps, **_left_in_parts(params))
     tv = _tv(broken, x, params, parts, probs, seed=5)
     assert tv > TV_BROKEN, f"the broken sweep is only {tv:.4f} from the exact posterior"
 
 
-def _left_in_parts() -> dict:
+def _left_in_parts(params) -> dict:
     """Stand-ins for the sweep's leave-one-out parts that score the row left in its cluster."""
     import math
 
     import numba
 
-    lookup_terms = table_scores.lookup_terms
+    categorical_terms = table_scores.categorical_terms
+    count_terms = table_scores.count_terms
     gaussian_terms = table_scores.gaussian_terms
 
-    # a lookup column's left-in table is the one before its leave-one-out one, at toff
+    # a column's left-in table (at toff) is the one the sweep scores other clusters with;
+    # a categorical column's starts nlev entries before its leave-one-out one (at loff)
+    levels = {int(params.nlev[j]) for j in params.cat_cols}
+    assert len(levels) == 1, "this stand-in needs one number of levels"
+    shift = levels.pop()
+
     @numba.njit(cache=False)
-    def lookup_left_in(total, cache, slot, data, i, look_cols, toff, tmax):
-        return lookup_terms(total, cache, slot, data, i, look_cols, toff, tmax, -math.inf)
+    def categorical_left_in(total, cache, slot, data, i, cat_cols, loff):
+        return categorical_terms(total, cache, slot, data, i, cat_cols, loff - shift, -math.inf)
+
+    @numba.njit(cache=False)
+    def count_left_in(total, cache, slot, data, i, count_cols, coff, loff, tmax):
+        return count_terms(
+            total, cache, slot, data, i, count_cols, coff, loff - tmax - 1, tmax, -math.inf
+        )
 
     @numba.njit(cache=False)
     def gaussian_left_in(
@@ -103,4 +115,8 @@ def _left_in_parts() -> dict:
             cache, slot, data, i, gauss_cols, coff, cache[slot, expo], -math.inf
         )
 
-    return {"lookup_loo_terms": lookup_left_in, "gaussian_loo_terms": gaussian_left_in}
+    return {
+        "categorical_loo_terms": categorical_left_in,
+        "count_loo_terms": count_left_in,
+        "gaussian_loo_terms": gaussian_left_in,
+    }
