@@ -38,9 +38,10 @@ one product:
 
 and, after the columns' entries (at ``params.expo``), the exponent every Gaussian
 column of the cluster shares (no missing cell among the cluster's rows and one
-``a0``; else 0). With a shared exponent the Gaussian columns' Student-t factors
-are multiplied and take one logarithm per cluster (as the diagonal family's sweep
-does), not one per cell.
+``a0``; else 0), and last an entry that stays 0 (where the table sweep reads a
+missing cell's score). With a shared exponent the Gaussian columns' Student-t
+factors are multiplied and take one logarithm per cluster (as the diagonal
+family's sweep does), not one per cell.
 
 The moves are the generic ones of :mod:`pymc_pcrp._kernels.family_moves`,
 which this module registers for :class:`TableParams`, with the sweep written out
@@ -182,7 +183,7 @@ def make_table_params(
             n_stats += 3
             n_cache += GAUSSIAN_ENTRIES
     expo = n_cache
-    n_cache += 1
+    n_cache += 2  # the shared exponent, then an entry that stays 0 (a missing cell's score)
     flat = np.asarray(conc, dtype=np.float64)
     per_stat = np.zeros(n_stats)
     start = 0

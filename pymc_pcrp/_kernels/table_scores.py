@@ -53,11 +53,13 @@ __all__ = [
     "bounded_score",
     "categorical_loo_terms",
     "categorical_terms",
+    "cell_offsets",
     "count_loo_terms",
     "count_terms",
     "gaussian_loo_terms",
     "gaussian_terms",
     "log_factorial",
+    "lookup_terms",
     "refresh_categorical",
     "refresh_cells",
     "refresh_counts",
@@ -150,6 +152,43 @@ def count_loo_terms(total, cache, slot, data, i, count_cols, coff, loff, tmax):
             total += cache[slot, loff[j] + int(x)]
         else:
             total += _count_tail_loo(cache, slot, coff[j], x)
+    return total
+
+
+@numba.njit(**NJIT_KWARGS)
+def cell_offsets(data, i, cols, toff, loff, tmax, zero, at, loo_at):
+    """Where row ``i``'s cells of ``cols`` (categorical or count columns) are scored.
+
+    Into ``at[jj]`` the cache entry of the cell's log predictive (table ``toff``),
+    into ``loo_at[jj]`` that of its leave-one-out log predictive (table ``loff``):
+    ``zero``, an entry that is always 0, for a missing cell, and -1 for a count past
+    its column's table. The table sweep finds them once per row, then sums them
+    under each cluster (:func:`lookup_terms`).
+    """
+    for jj in range(cols.shape[0]):
+        j = cols[jj]
+        x = data[i, j]
+        if math.isnan(x):
+            at[jj] = zero
+            loo_at[jj] = zero
+        elif x <= tmax[j]:
+            at[jj] = toff[j] + int(x)
+            loo_at[jj] = loff[j] + int(x)
+        else:
+            at[jj] = -1
+            loo_at[jj] = -1
+
+
+@numba.njit(**NJIT_KWARGS)
+def lookup_terms(total, cache, slot, at, cut):
+    """``total`` plus the entries ``at`` of ``slot`` (:func:`cell_offsets`), or ``-inf``.
+
+    ``-inf`` once the sum is below ``cut`` (each entry is a log probability, at most 0).
+    """
+    for jj in range(at.shape[0]):
+        total += cache[slot, at[jj]]
+        if total < cut:
+            return -math.inf
     return total
 
 

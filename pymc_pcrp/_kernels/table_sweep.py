@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 
 import numba
+import numpy as np
 
 from pymc_pcrp._kernels._config import NJIT_KWARGS
 from pymc_pcrp._kernels.draws import shuffle_in_place, sweep_order
@@ -49,12 +50,12 @@ from pymc_pcrp._kernels.scores import (
 )
 from pymc_pcrp._kernels.slots import free_slot, open_slot
 from pymc_pcrp._kernels.table_scores import (
-    categorical_loo_terms,
-    categorical_terms,
+    cell_offsets,
     count_loo_terms,
     count_terms,
     gaussian_loo_terms,
     gaussian_terms,
+    lookup_terms,
     refresh_categorical,
     refresh_counts,
     refresh_gaussian,
@@ -85,6 +86,9 @@ def table_sweeps(rng, chain, n_sweeps):
     kind, soff, coff, expo, nlev = params.kind, params.soff, params.coff, params.expo, params.nlev
     hyp, tab_id, logtab = params.hyp, params.tab_id, params.logtab
     gtab_id, gtab, ltab_id, ltab = params.gtab_id, params.gtab, params.ltab_id, params.ltab
+    n_cat, n_count = cat_cols.shape[0], count_cols.shape[0]
+    zero = params.n_cache - 1  # an entry that stays 0
+    cat_at, cat_loo = np.empty(n_cat, dtype=np.int64), np.empty(n_cat, dtype=np.int64)
     perm = sweep_order(n)
     moved = 0
     for _ in range(n_sweeps):
@@ -94,13 +98,15 @@ def table_sweeps(rng, chain, n_sweeps):
             m = counts[old]
             k = k_arr[0]
             own_p = where[old]
+            if n_cat > 0:  # where the row's categorical cells are scored
+                cell_offsets(data, i, cat_cols, toff, loff, tmax, zero, cat_at, cat_loo)
             # 1. The own cluster with the row left out, and the new cluster, exactly.
             w_own = -math.inf
             if m > 1:  # row_loo_score, with only the kinds of column the table has
                 lw = 0.0
-                if cat_cols.shape[0] > 0:
-                    lw = categorical_loo_terms(lw, cache, old, data, i, cat_cols, loff)
-                if count_cols.shape[0] > 0:
+                if n_cat > 0:
+                    lw = lookup_terms(lw, cache, old, cat_loo, -math.inf)
+                if n_count > 0:
                     lw = count_loo_terms(lw, cache, old, data, i, count_cols, coff, loff, tmax)
                 if gauss_cols.shape[0] > 0:
                     lw = gaussian_loo_terms(
@@ -125,9 +131,9 @@ def table_sweeps(rng, chain, n_sweeps):
                     lw = gaussian_terms(cache, slot, data, i, gauss_cols, coff, power, cut)
                     if lw < cut:
                         lw = -math.inf
-                if cat_cols.shape[0] > 0 and lw > -math.inf:
-                    lw = categorical_terms(lw, cache, slot, data, i, cat_cols, toff, cut)
-                if count_cols.shape[0] > 0 and lw > -math.inf:
+                if n_cat > 0 and lw > -math.inf:
+                    lw = lookup_terms(lw, cache, slot, cat_at, cut)
+                if n_count > 0 and lw > -math.inf:
                     lw = count_terms(lw, cache, slot, data, i, count_cols, coff, toff, tmax, cut)
                 if lw == -math.inf:
                     skipped[n_skip] = p

@@ -76,30 +76,26 @@ def test_a_sweep_that_leaves_the_row_in_its_own_cluster_is_caught():
     # the own cluster scored as any other cluster (the row counted in its statistics)
     df, columns, alpha, r = _tables()["mixed"]
     x, params, (parts, probs) = kernel_inputs(df, columns, alpha, r)
-    broken = recompiled(table_sweeps, **_left_in_parts(params))
+    broken = recompiled(table_sweeps, **_left_in_parts())
     tv = _tv(broken, x, params, parts, probs, seed=5)
     assert tv > TV_BROKEN, f"the broken sweep is only {tv:.4f} from the exact posterior"
 
 
-def _left_in_parts(params) -> dict:
+def _left_in_parts() -> dict:
     """Stand-ins for the sweep's leave-one-out parts that score the row left in its cluster."""
     import math
 
     import numba
 
-    categorical_terms = table_scores.categorical_terms
+    cell_offsets = table_scores.cell_offsets
     count_terms = table_scores.count_terms
     gaussian_terms = table_scores.gaussian_terms
 
-    # a column's left-in table (at toff) is the one the sweep scores other clusters with;
-    # a categorical column's starts nlev entries before its leave-one-out one (at loff)
-    levels = {int(params.nlev[j]) for j in params.cat_cols}
-    assert len(levels) == 1, "this stand-in needs one number of levels"
-    shift = levels.pop()
-
+    # each lookup column's left-in table (at toff) is the one other clusters are scored with
     @numba.njit(cache=False)
-    def categorical_left_in(total, cache, slot, data, i, cat_cols, loff):
-        return categorical_terms(total, cache, slot, data, i, cat_cols, loff - shift, -math.inf)
+    def offsets_left_in(data, i, cols, toff, loff, tmax, zero, at, loo_at):
+        cell_offsets(data, i, cols, toff, loff, tmax, zero, at, loo_at)
+        loo_at[:] = at
 
     @numba.njit(cache=False)
     def count_left_in(total, cache, slot, data, i, count_cols, coff, loff, tmax):
@@ -116,7 +112,7 @@ def _left_in_parts(params) -> dict:
         )
 
     return {
-        "categorical_loo_terms": categorical_left_in,
+        "cell_offsets": offsets_left_in,
         "count_loo_terms": count_left_in,
         "gaussian_loo_terms": gaussian_left_in,
     }
