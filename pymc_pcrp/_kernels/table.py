@@ -97,7 +97,7 @@ __all__ = [
 
 MAX_TABULATED = 40  # the largest count a cluster's cache tabulates
 DEFAULT_TABULATED = 15  # without the data: counts up to this
-MAX_LOG_TABLE = 1 << 20  # entries of a table of log(a + m)
+MAX_LOG_TABLE = 1 << 20  # entries of a table of log rising factorials
 
 
 class TableParams(NamedTuple):
@@ -253,10 +253,11 @@ def count_tables(kind, hyp, n_rows, data=None):
     ``tmax[j]`` is the largest count whose log predictive (and leave-one-out log
     predictive) a cluster's cache holds: the column's largest count in ``data``,
     at most :data:`MAX_TABULATED` (without data, :data:`DEFAULT_TABULATED`); larger
-    counts are scored from the cache's scalars. ``ltab[ltab_id[j], m] = log(a +
-    m)`` for the column's prior shape ``a`` and ``m`` up to the column's total count
-    and ``tmax`` (at most :data:`MAX_LOG_TABLE` entries; a cluster's refresh takes
-    the logarithm past the end), so that refreshing the tables takes no logarithm.
+    counts are scored from the cache's scalars. ``ltab[ltab_id[j], m] = log(a (a +
+    1) ... (a + m - 1)) = lgamma(a + m) - lgamma(a)`` for the column's prior shape
+    ``a`` and ``m`` up to the column's total count and ``tmax`` (at most
+    :data:`MAX_LOG_TABLE` entries; past the end a cluster's refresh takes log-gamma
+    functions), so that a table entry is a difference of two lookups.
     """
     d = kind.shape[0]
     tmax = np.zeros(d, dtype=np.int64)
@@ -277,7 +278,8 @@ def count_tables(kind, hyp, n_rows, data=None):
         ltab_id[j] = shapes.index(a)
         sizes[ltab_id[j]] = max(sizes[ltab_id[j]], min(total + tmax[j] + 1, MAX_LOG_TABLE))
     m = np.arange(max(sizes, default=1), dtype=np.float64)
-    ltab = np.log(m[None, :] + np.asarray(shapes or [1.0], dtype=np.float64)[:, None])
+    a = np.asarray(shapes or [1.0], dtype=np.float64)[:, None]
+    ltab = scipy.special.gammaln(a + m[None, :]) - scipy.special.gammaln(a)
     return tmax, ltab_id, np.ascontiguousarray(ltab)
 
 

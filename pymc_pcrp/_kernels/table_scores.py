@@ -466,9 +466,10 @@ def refresh_gaussian(stats, cache, slot, gauss_cols, soff, coff, expo, hyp, gtab
 def _refresh_count_column(cache, slot, c, n, s, hyp, j, top, ltab, row):
     """Refresh a count column's cache: its scalars, then its two tables of log predictives.
 
-    ``ltab[row, m] = log(a + m)`` (past its end the logarithm is taken); ``top`` the
-    largest tabulated count. The rising factorials ``A (A + 1) ... (A + x - 1)`` and,
-    without the row, ``(A - x) ... (A - 1)`` are summed one logarithm at a time.
+    ``ltab[row, m] = lgamma(a + m) - lgamma(a)`` (past its end log-gamma functions
+    are taken); ``top`` the largest tabulated count. The rising factorials ``A (A + 1)
+    ... (A + x - 1)`` and, without the row, ``(A - x) ... (A - 1)`` are differences
+    of two entries, each table entry independent of the others.
     """
     big_a = hyp[j, 0] + s
     big_b = hyp[j, 1] + n
@@ -476,30 +477,31 @@ def _refresh_count_column(cache, slot, c, n, s, hyp, j, top, ltab, row):
     log_b1 = math.log(big_b + 1.0)
     log_bm = math.log(big_b - 1.0) if n > 0.0 else 0.0
     const = big_a * (log_b - log_b1)
+    lg_a = math.lgamma(big_a)
     cache[slot, c] = big_a
-    cache[slot, c + 1] = math.lgamma(big_a)
+    cache[slot, c + 1] = lg_a
     cache[slot, c + 2] = const
     cache[slot, c + 3] = log_b1
     cache[slot, c + 4] = log_b
     cache[slot, c + 5] = log_bm
     base = c + COUNT_SCALARS
     s_int = int(s)
-    size = ltab.shape[1]
-    rise = 0.0
-    cache[slot, base] = const
-    for x in range(1, top + 1):
-        m = s_int + x - 1
-        rise += ltab[row, m] if m < size else math.log(big_a + (x - 1))
+    fast = s_int + top < ltab.shape[1]
+    for x in range(top + 1):
+        if fast:
+            rise = ltab[row, s_int + x] - ltab[row, s_int]
+        else:
+            rise = math.lgamma(big_a + x) - lg_a
         cache[slot, base + x] = const + rise - log_factorial(x) - x * log_b1
     base += top + 1
-    rise = 0.0
     for x in range(top + 1):  # the row of count x left out: A' = A - x, B' = B - 1
         if n <= 0.0 or x > s_int:
             cache[slot, base + x] = 0.0
             continue
-        if x > 0:
-            m = s_int - x
-            rise += ltab[row, m] if m < size else math.log(big_a - x)
+        if fast:
+            rise = ltab[row, s_int] - ltab[row, s_int - x]
+        else:
+            rise = lg_a - math.lgamma(big_a - x)
         cache[slot, base + x] = (big_a - x) * (log_bm - log_b) + rise - log_factorial(x) - x * log_b
 
 
