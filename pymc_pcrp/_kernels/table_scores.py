@@ -57,6 +57,7 @@ __all__ = [
     "count_loo_terms",
     "count_terms",
     "gaussian_loo_terms",
+    "gaussian_row_terms",
     "gaussian_terms",
     "log_factorial",
     "lookup_terms",
@@ -363,6 +364,51 @@ def gaussian_terms(cache, slot, data, i, gauss_cols, coff, power, cut):
         if math.isnan(x):
             continue
         c = coff[j]
+        t = x - cache[slot, c + 1]
+        total += cache[slot, c] - cache[slot, c + 3] * math.log1p(cache[slot, c + 2] * t * t)
+    return total
+
+
+@numba.njit(**NJIT_KWARGS)
+def gaussian_row_terms(cache, slot, xs, gc, power, cut):
+    """:func:`gaussian_terms` from the row's Gaussian values and their cache offsets.
+
+    ``xs[jj]`` is the row's value in column ``gauss_cols[jj]``, ``gc[jj]`` that column's
+    ``coff``: the table sweep copies them once per row (one load fewer per cell and
+    cluster). ``cut`` is finite.
+    """
+    if power > 0.0:
+        const = 0.0
+        big_t = 0.0
+        for jj in range(xs.shape[0]):
+            x = xs[jj]
+            if math.isnan(x):
+                continue
+            c = gc[jj]
+            t = x - cache[slot, c + 1]
+            const += cache[slot, c]
+            big_t += cache[slot, c + 2] * t * t
+        if const - power * big_t / (1.0 + big_t) < cut:
+            return -math.inf
+        prod = 1.0
+        acc = 0.0
+        for jj in range(xs.shape[0]):
+            x = xs[jj]
+            if math.isnan(x):
+                continue
+            c = gc[jj]
+            t = x - cache[slot, c + 1]
+            prod *= 1.0 + cache[slot, c + 2] * t * t
+            if prod > PRODUCT_CAP:
+                acc += math.log(prod)
+                prod = 1.0
+        return const - power * (acc + math.log(prod))
+    total = 0.0
+    for jj in range(xs.shape[0]):
+        x = xs[jj]
+        if math.isnan(x):
+            continue
+        c = gc[jj]
         t = x - cache[slot, c + 1]
         total += cache[slot, c] - cache[slot, c + 3] * math.log1p(cache[slot, c + 2] * t * t)
     return total

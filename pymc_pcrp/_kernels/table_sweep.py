@@ -54,7 +54,7 @@ from pymc_pcrp._kernels.table_scores import (
     count_loo_terms,
     count_terms,
     gaussian_loo_terms,
-    gaussian_terms,
+    gaussian_row_terms,
     lookup_terms,
     refresh_categorical,
     refresh_counts,
@@ -89,6 +89,10 @@ def table_sweeps(rng, chain, n_sweeps):
     n_cat, n_count = cat_cols.shape[0], count_cols.shape[0]
     zero = params.n_cache - 1  # an entry that stays 0
     cat_at, cat_loo = np.empty(n_cat, dtype=np.int64), np.empty(n_cat, dtype=np.int64)
+    n_gauss = gauss_cols.shape[0]
+    xs, gc = np.empty(n_gauss), np.empty(n_gauss, dtype=np.int64)  # a row's values, offsets
+    for jj in range(n_gauss):
+        gc[jj] = coff[gauss_cols[jj]]
     perm = sweep_order(n)
     moved = 0
     for _ in range(n_sweeps):
@@ -98,6 +102,8 @@ def table_sweeps(rng, chain, n_sweeps):
             m = counts[old]
             k = k_arr[0]
             own_p = where[old]
+            for jj in range(n_gauss):
+                xs[jj] = data[i, gauss_cols[jj]]
             if n_cat > 0:  # where the row's categorical cells are scored
                 cell_offsets(data, i, cat_cols, toff, loff, tmax, zero, cat_at, cat_loo)
             # 1. The own cluster with the row left out, and the new cluster, exactly.
@@ -128,7 +134,7 @@ def table_sweeps(rng, chain, n_sweeps):
                 lw = 0.0
                 if gauss_cols.shape[0] > 0:
                     power = cache[slot, expo]
-                    lw = gaussian_terms(cache, slot, data, i, gauss_cols, coff, power, cut)
+                    lw = gaussian_row_terms(cache, slot, xs, gc, power, cut)
                     if lw < cut:
                         lw = -math.inf
                 if n_cat > 0 and lw > -math.inf:
