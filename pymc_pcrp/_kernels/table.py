@@ -113,14 +113,15 @@ class TableParams(NamedTuple):
     ``conc`` holds each
     categorical level's concentration at its statistic's offset; ``hyp[j]`` is
     ``(sum of concentrations, 0, 0)``, ``(a, b, 0)`` or ``(kappa0, a0, b0)``.
-    ``logtab[u, m] = log(m + v_u)`` for ``m = 0..N`` and each distinct value
-    ``v_u`` among the concentrations and their sums, and ``tab_id`` the row of
-    a categorical statistic (a level's concentration, or at a column's count of
-    observed cells their sum): categorical caches are then lookups, with no
-    logarithm. A categorical or count cell is scored by a lookup in the cache's
-    table of log predictives at ``toff[j]``, up to the value ``tmax[j]``, or of
-    leave-one-out log predictives at ``loff[j]``; ``ltab`` and ``ltab_id`` are the
-    count columns' tables of :func:`count_tables`.
+    ``logtab[u, m] = log(m + v_u)`` for ``m = 0..N + 1`` and each distinct value
+    ``v_u`` among the concentrations, their sums and the count columns' rates
+    ``b``, and ``tab_id`` the row of a categorical statistic (a level's
+    concentration, or at a column's count of observed cells their sum) or, at a
+    count column's count of cells, of its ``b``: categorical and count caches are
+    then lookups, with no logarithm. A categorical or count cell is scored by a
+    lookup in the cache's table of log predictives at ``toff[j]``, up to the value
+    ``tmax[j]``, or of leave-one-out log predictives at ``loff[j]``; ``ltab`` and
+    ``ltab_id`` are the count columns' tables of :func:`count_tables`.
     """
 
     log_alpha: float
@@ -195,6 +196,10 @@ def make_table_params(
             hyp[j, 0] = a.sum()
     values, tab_id = [], np.zeros(n_stats, dtype=np.int64)
     for j in range(d):
+        if kind[j] == POISSON:  # the rate b: log(B - 1), log B, log(B + 1) at B = b + n
+            if float(hyp[j, 1]) not in values:
+                values.append(float(hyp[j, 1]))
+            tab_id[soff[j]] = values.index(float(hyp[j, 1]))
         if kind[j] != CATEGORICAL:
             continue
         for t in range(soff[j], soff[j] + 1 + nlev[j]):
@@ -203,7 +208,8 @@ def make_table_params(
                 values.append(v)
             tab_id[t] = values.index(v)
     m = np.arange(int(n_rows) + 1, dtype=np.float64)
-    logtab = np.log(m[None, :] + np.asarray(values, dtype=np.float64)[:, None])
+    m2 = np.arange(int(n_rows) + 2, dtype=np.float64)
+    logtab = np.log(m2[None, :] + np.asarray(values, dtype=np.float64)[:, None])
     pairs, gtab_id = [], np.zeros(d, dtype=np.int64)
     for j in range(d):
         if kind[j] == GAUSSIAN:
@@ -232,7 +238,7 @@ def make_table_params(
         n_stats,
         n_cache,
         tab_id,
-        np.ascontiguousarray(logtab.reshape(len(values), m.size)),
+        np.ascontiguousarray(logtab.reshape(len(values), m2.size)),
         np.flatnonzero(kind == CATEGORICAL).astype(np.int64),
         np.flatnonzero(kind == POISSON).astype(np.int64),
         np.flatnonzero(kind == GAUSSIAN).astype(np.int64),
@@ -253,11 +259,11 @@ def count_tables(kind, hyp, n_rows, data=None):
     ``tmax[j]`` is the largest count whose log predictive (and leave-one-out log
     predictive) a cluster's cache holds: the column's largest count in ``data``,
     at most :data:`MAX_TABULATED` (without data, :data:`DEFAULT_TABULATED`); larger
-    counts are scored from the cache's scalars. ``ltab[ltab_id[j], m] = log(a (a +
-    1) ... (a + m - 1)) = lgamma(a + m) - lgamma(a)`` for the column's prior shape
-    ``a`` and ``m`` up to the column's total count and ``tmax`` (at most
-    :data:`MAX_LOG_TABLE` entries; past the end a cluster's refresh takes log-gamma
-    functions), so that a table entry is a difference of two lookups.
+    counts are scored from the cache's scalars. ``ltab[ltab_id[j], m] = lgamma(a +
+    m)`` for the column's prior shape ``a`` and ``m`` up to the column's total count
+    and ``tmax`` (at most :data:`MAX_LOG_TABLE` entries; past the end a cluster's
+    refresh takes log-gamma functions), so that a table entry's rising factorial is
+    a difference of two lookups.
     """
     d = kind.shape[0]
     tmax = np.zeros(d, dtype=np.int64)
@@ -279,7 +285,7 @@ def count_tables(kind, hyp, n_rows, data=None):
         sizes[ltab_id[j]] = max(sizes[ltab_id[j]], min(total + tmax[j] + 1, MAX_LOG_TABLE))
     m = np.arange(max(sizes, default=1), dtype=np.float64)
     a = np.asarray(shapes or [1.0], dtype=np.float64)[:, None]
-    ltab = scipy.special.gammaln(a + m[None, :]) - scipy.special.gammaln(a)
+    ltab = scipy.special.gammaln(a + m[None, :])
     return tmax, ltab_id, np.ascontiguousarray(ltab)
 
 

@@ -448,7 +448,9 @@ def refresh_cells(stats, cache, slot, layout, tables):
     if cat_cols.shape[0] > 0:
         refresh_categorical(stats, cache, slot, cat_cols, soff, coff, nlev, tab_id, logtab)
     if count_cols.shape[0] > 0:
-        refresh_counts(stats, cache, slot, count_cols, soff, coff, tmax, hyp, ltab_id, ltab)
+        refresh_counts(
+            stats, cache, slot, count_cols, soff, coff, tmax, hyp, ltab_id, ltab, tab_id, logtab
+        )
     if gauss_cols.shape[0] > 0:
         refresh_gaussian(stats, cache, slot, gauss_cols, soff, coff, expo, hyp, gtab_id, gtab)
 
@@ -471,14 +473,16 @@ def refresh_categorical(stats, cache, slot, cat_cols, soff, coff, nlev, tab_id, 
 
 
 @numba.njit(**NJIT_KWARGS)
-def refresh_counts(stats, cache, slot, count_cols, soff, coff, tmax, hyp, ltab_id, ltab):
+def refresh_counts(
+    stats, cache, slot, count_cols, soff, coff, tmax, hyp, ltab_id, ltab, tab_id, logtab
+):
     """Refresh the count columns' cache (:func:`_refresh_count_column`)."""
     for jj in range(count_cols.shape[0]):
         j = count_cols[jj]
         o = soff[j]
         _refresh_count_column(
-            cache, slot, coff[j], stats[slot, o], stats[slot, o + 1], hyp, j, tmax[j], ltab,
-            ltab_id[j],
+            cache, slot, coff[j], stats[slot, o], stats[slot, o + 1], hyp[j, 0], hyp[j, 1],
+            tmax[j], ltab, ltab_id[j], logtab, tab_id[o],
         )  # fmt: skip
 
 
@@ -509,21 +513,25 @@ def refresh_gaussian(stats, cache, slot, gauss_cols, soff, coff, expo, hyp, gtab
 
 
 @numba.njit(**NJIT_KWARGS)
-def _refresh_count_column(cache, slot, c, n, s, hyp, j, top, ltab, row):
+def _refresh_count_column(cache, slot, c, n, s, a, b, top, ltab, row, logtab, b_row):
     """Refresh a count column's cache: its scalars, then its two tables of log predictives.
 
-    ``ltab[row, m] = lgamma(a + m) - lgamma(a)`` (past its end log-gamma functions
-    are taken); ``top`` the largest tabulated count. The rising factorials ``A (A + 1)
-    ... (A + x - 1)`` and, without the row, ``(A - x) ... (A - 1)`` are differences
-    of two entries, each table entry independent of the others.
+    ``ltab[row, m] = lgamma(a + m)`` and ``logtab[b_row, m] = log(b + m)`` (past their
+    ends the functions are taken); ``top`` the largest tabulated count. The rising
+    factorials ``A (A + 1) ... (A + x - 1)`` and, without the row, ``(A - x) ... (A -
+    1)`` are differences of two entries, each table entry independent of the others.
     """
-    big_a = hyp[j, 0] + s
-    big_b = hyp[j, 1] + n
-    log_b = math.log(big_b)
-    log_b1 = math.log(big_b + 1.0)
-    log_bm = math.log(big_b - 1.0) if n > 0.0 else 0.0
+    big_a = a + s
+    n_int, s_int = int(n), int(s)
+    if n_int + 1 < logtab.shape[1]:  # log(B - 1), log B, log(B + 1), B = b + n
+        log_b, log_b1 = logtab[b_row, n_int], logtab[b_row, n_int + 1]
+        log_bm = logtab[b_row, n_int - 1] if n_int > 0 else 0.0
+    else:
+        big_b = b + n
+        log_b, log_b1, log_bm = math.log(big_b), math.log(big_b + 1.0), math.log(big_b - 1.0)
     const = big_a * (log_b - log_b1)
-    lg_a = math.lgamma(big_a)
+    fast = s_int + top < ltab.shape[1]
+    lg_a = ltab[row, s_int] if fast else math.lgamma(big_a)
     cache[slot, c] = big_a
     cache[slot, c + 1] = lg_a
     cache[slot, c + 2] = const
@@ -531,24 +539,22 @@ def _refresh_count_column(cache, slot, c, n, s, hyp, j, top, ltab, row):
     cache[slot, c + 4] = log_b
     cache[slot, c + 5] = log_bm
     base = c + COUNT_SCALARS
-    s_int = int(s)
-    fast = s_int + top < ltab.shape[1]
     for x in range(top + 1):
         if fast:
-            rise = ltab[row, s_int + x] - ltab[row, s_int]
+            rise = ltab[row, s_int + x] - lg_a
         else:
             rise = math.lgamma(big_a + x) - lg_a
         cache[slot, base + x] = const + rise - log_factorial(x) - x * log_b1
     base += top + 1
-    for x in range(top + 1):  # the row of count x left out: A' = A - x, B' = B - 1
-        if n <= 0.0 or x > s_int:
-            cache[slot, base + x] = 0.0
-            continue
+    last = min(top, s_int) if n_int > 0 else -1  # a row's count is at most S
+    for x in range(last + 1):  # the row of count x left out: A' = A - x, B' = B - 1
         if fast:
-            rise = ltab[row, s_int] - ltab[row, s_int - x]
+            rise = lg_a - ltab[row, s_int - x]
         else:
             rise = lg_a - math.lgamma(big_a - x)
         cache[slot, base + x] = (big_a - x) * (log_bm - log_b) + rise - log_factorial(x) - x * log_b
+    for x in range(last + 1, top + 1):
+        cache[slot, base + x] = 0.0
 
 
 @numba.njit(**NJIT_KWARGS)

@@ -198,8 +198,9 @@ def table_sweeps(rng, chain, n_sweeps):
                     )
                 if count_cols.shape[0] > 0:
                     refresh_counts(
-                        stats, cache, slot, count_cols, soff, coff, tmax, hyp, ltab_id, ltab
-                    )
+                        stats, cache, slot, count_cols, soff, coff, tmax, hyp, ltab_id, ltab,
+                        tab_id, logtab,
+                    )  # fmt: skip
                 if gauss_cols.shape[0] > 0:
                     refresh_gaussian(
                         stats, cache, slot, gauss_cols, soff, coff, expo, hyp, gtab_id, gtab
