@@ -539,22 +539,26 @@ def _refresh_count_column(cache, slot, c, n, s, a, b, top, ltab, row, logtab, b_
     cache[slot, c + 4] = log_b
     cache[slot, c + 5] = log_bm
     base = c + COUNT_SCALARS
-    for x in range(top + 1):
-        if fast:
-            rise = ltab[row, s_int + x] - lg_a
-        else:
-            rise = math.lgamma(big_a + x) - lg_a
-        cache[slot, base + x] = const + rise - log_factorial(x) - x * log_b1
-    base += top + 1
+    loo = base + top + 1
     last = min(top, s_int) if n_int > 0 else -1  # a row's count is at most S
-    for x in range(last + 1):  # the row of count x left out: A' = A - x, B' = B - 1
-        if fast:
+    if fast and top < _SMALL_COUNT:  # lookups only, and loops without branches
+        for x in range(top + 1):
+            rise = ltab[row, s_int + x] - lg_a
+            cache[slot, base + x] = const + rise - _LOG_FACTORIAL[x] - x * log_b1
+        for x in range(last + 1):  # the row of count x left out: A' = A - x, B' = B - 1
             rise = lg_a - ltab[row, s_int - x]
-        else:
+            lp = (big_a - x) * (log_bm - log_b) + rise - _LOG_FACTORIAL[x] - x * log_b
+            cache[slot, loo + x] = lp
+    else:
+        for x in range(top + 1):
+            rise = math.lgamma(big_a + x) - lg_a
+            cache[slot, base + x] = const + rise - log_factorial(x) - x * log_b1
+        for x in range(last + 1):
             rise = lg_a - math.lgamma(big_a - x)
-        cache[slot, base + x] = (big_a - x) * (log_bm - log_b) + rise - log_factorial(x) - x * log_b
+            lp = (big_a - x) * (log_bm - log_b) + rise - log_factorial(x) - x * log_b
+            cache[slot, loo + x] = lp
     for x in range(last + 1, top + 1):
-        cache[slot, base + x] = 0.0
+        cache[slot, loo + x] = 0.0
 
 
 @numba.njit(**NJIT_KWARGS)
