@@ -81,6 +81,8 @@ from pymc_pcrp._kernels.slots import free_slot, open_occupied, open_slot
 __all__ = [
     "FamilyOps",
     "FamilyState",
+    "apply_merge",
+    "apply_split",
     "block_marginal",
     "draw_choice",
     "init_state",
@@ -481,6 +483,26 @@ def union_into_group(state, si, sj, groups, params):
 
 
 @numba.njit(**NJIT_KWARGS)
+def apply_merge(state, si, sj, i, j, seats, lists, groups, params):
+    """Write an accepted merge of slots ``si`` and ``sj`` into ``state`` (the union in ``sj``)."""
+    members, m, _, _ = seats
+    head, nxt = lists
+    union_into_group(state, si, sj, groups, params)
+    put_group(state, sj, groups, 0)
+    moves.merge_labels(state, si, sj, i, j, members, m, head, nxt)
+
+
+@numba.njit(**NJIT_KWARGS)
+def apply_split(state, sj, i, j, seats, lists, groups):
+    """Write an accepted split of slot ``sj`` into ``state`` (group 0 to a new slot)."""
+    members, m, side, _ = seats
+    head, nxt = lists
+    new = moves.split_labels(state, sj, i, j, members, m, side, head, nxt)
+    put_group(state, new, groups, 0)
+    put_group(state, sj, groups, 1)
+
+
+@numba.njit(**NJIT_KWARGS)
 def split_merge(rng, chain, n_moves, n_scans, pairs):
     """Run ``n_moves`` split-merge proposals in place; return the four counts.
 
@@ -532,14 +554,10 @@ def split_merge(rng, chain, n_moves, n_scans, pairs):
             gain += moves.selection_log_ratio(pairs[0], k_now, sizes_, True)
             if moves.accepts(rng, gain - log_q):
                 n_split_acc += 1
-                new = moves.split_labels(state, sj, i, j, members, m, side, head, nxt)
-                put_group(state, new, groups, 0)
-                put_group(state, sj, groups, 1)
+                apply_split(state, sj, i, j, seats, (head, nxt), groups)
         else:
             n_merge += 1
             if moves.merge_accepted(rng, log_q, log_u, base, 1.0):
                 n_merge_acc += 1
-                union_into_group(state, si, sj, groups, params)
-                put_group(state, sj, groups, 0)
-                moves.merge_labels(state, si, sj, i, j, members, m, head, nxt)
+                apply_merge(state, si, sj, i, j, seats, (head, nxt), groups, params)
     return n_split, n_split_acc, n_merge, n_merge_acc

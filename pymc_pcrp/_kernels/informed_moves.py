@@ -56,14 +56,17 @@ import numpy as np
 
 from pymc_pcrp._kernels import moves
 from pymc_pcrp._kernels._config import NJIT_KWARGS
+from pymc_pcrp._kernels.draws import log_sum_exp
 from pymc_pcrp._kernels.family_moves import (
+    apply_merge,
+    apply_split,
     block_weight,
     draw_choice,
     launch,
-    put_group,
     sizes,
     union_into_group,
 )
+from pymc_pcrp._kernels.partitions import log_add
 
 __all__ = ["informed_split_merge", "merge_selection", "split_selection"]
 
@@ -144,29 +147,9 @@ def _state_row(state, h, stats_a, n_a, h_a, skip, params, scratch, out):
 
 
 @numba.njit(**NJIT_KWARGS)
-def _log_sum(v, m):
-    """``log sum_p exp(v[p])`` over ``p < m``."""
-    top = -math.inf
-    for p in range(m):
-        top = max(top, v[p])
-    if top == -math.inf:
-        return top
-    total = 0.0
-    for p in range(m):
-        total += math.exp(v[p] - top)
-    return top + math.log(total)
-
-
-@numba.njit(**NJIT_KWARGS)
-def either_order(x, y):
-    """``log(exp(x) + exp(y))``: the two orders in which a merge can pick its pair."""
-    return max(x, y) + math.log1p(math.exp(-abs(x - y)))
-
-
-@numba.njit(**NJIT_KWARGS)
 def merge_selection(k, n_a, n_b, log_w_ab, log_total_a, log_total_b):
     """Log probability that a merge proposal of ``k`` clusters picks ``a``, ``b``, the anchors."""
-    both = either_order(log_w_ab - log_total_a, log_w_ab - log_total_b)
+    both = log_add(log_w_ab - log_total_a, log_w_ab - log_total_b)  # a first, or b first
     return LOG_HALF - math.log(k) + both - math.log(n_a) - math.log(n_b)
 
 
@@ -188,7 +171,7 @@ def _split_reverse(state, h, sc, groups, params, scratch, row):
     for g in range(2):
         _state_row(state, h, gstats[g], gcount[g], h0 if g == 0 else h1, sc, params, scratch, row)
         row[k] = w01  # the other new cluster
-        totals[g] = _log_sum(row, k + 1)
+        totals[g] = log_sum_exp(row[: k + 1])
     return merge_selection(k + 1, gcount[0], gcount[1], w01, totals[0], totals[1])
 
 
@@ -225,7 +208,7 @@ def informed_split_merge(rng, chain, n_moves, n_scans):
                 continue
             pa = rng.integers(0, k)
             _cluster_row(state, h, pa, params, scratch, known, row)
-            total_a = _log_sum(row, k)
+            total_a = log_sum_exp(row[:k])
             pb = draw_choice(rng, row, k)
             si, sj = state.order[pa], state.order[pb]
             na, nb = state.counts[si], state.counts[sj]
@@ -233,7 +216,7 @@ def informed_split_merge(rng, chain, n_moves, n_scans):
             j = moves.nth_member(head, nxt, sj, rng.integers(0, nb), -1)
             w_ab = known[0][pa, pb]
             _cluster_row(state, h, pb, params, scratch, known, row)
-            total_b = _log_sum(row, k)
+            total_b = log_sum_exp(row[:k])
             m = moves.gather_members(head, nxt, si, sj, i, j, members, target)
             seats = (members, m, side, target)
             union_into_group(state, si, sj, groups, params)
@@ -245,9 +228,7 @@ def informed_split_merge(rng, chain, n_moves, n_scans):
             n_merge += 1
             if moves.merge_accepted(rng, log_q, log_u, base, 1.0):
                 n_merge_acc += 1
-                union_into_group(state, si, sj, groups, params)
-                put_group(state, sj, groups, 0)
-                moves.merge_labels(state, si, sj, i, j, members, m, head, nxt)
+                apply_merge(state, si, sj, i, j, seats, (head, nxt), groups, params)
                 known = _forget(state, h, params, known)
         else:  # split
             sc = state.order[rng.integers(0, k)]
@@ -281,8 +262,6 @@ def informed_split_merge(rng, chain, n_moves, n_scans):
                 )
             if accepted:
                 n_split_acc += 1
-                new = moves.split_labels(state, sc, i, j, members, m, side, head, nxt)
-                put_group(state, new, groups, 0)
-                put_group(state, sc, groups, 1)
+                apply_split(state, sc, i, j, seats, (head, nxt), groups)
                 known = _forget(state, h, params, known)
     return n_split, n_split_acc, n_merge, n_merge_acc

@@ -71,7 +71,7 @@ def _broken(wrong: str):
     if wrong == "no selection ratio":
         names = {"merge_selection": _nothing, "split_selection": _nothing}
         return recompiled(kernel, **names, _split_reverse=_nothing)
-    merge = recompiled(informed_moves.merge_selection, either_order=_first_order)
+    merge = recompiled(informed_moves.merge_selection, log_add=_first_order)
     reverse = recompiled(informed_moves._split_reverse, merge_selection=merge)
     return recompiled(kernel, merge_selection=merge, _split_reverse=reverse)
 
