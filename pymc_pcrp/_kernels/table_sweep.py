@@ -14,7 +14,10 @@ a new one), computed the way the diagonal family's sweep
 * a row's scores are composed in the loop from the parts for each kind of column
   (:mod:`pymc_pcrp._kernels.table_scores`, ``*_terms``), each called only when the
   table has that kind: a categorical, binary or small count cell is one lookup in
-  the cache, a Gaussian cell a factor of a product;
+  the cache, a Gaussian cell a factor of a product. The cells' cache entries are
+  located once per row (``cell_offsets``), and a row whose count cells are all
+  tabulated sums its count entries as the categorical ones (``lookup_terms``; a
+  missing cell reads an entry that is 0, which leaves every sum unchanged);
 * far clusters are bounded and skipped, with an exact draw. Each cell's log
   predictive of a categorical or count column is a log probability, so at most
   0; a Gaussian column's is at most its peak, and the columns' product of
@@ -89,6 +92,7 @@ def table_sweeps(rng, chain, n_sweeps):
     n_cat, n_count = cat_cols.shape[0], count_cols.shape[0]
     zero = params.n_cache - 1  # an entry that stays 0
     cat_at, cat_loo = np.empty(n_cat, dtype=np.int64), np.empty(n_cat, dtype=np.int64)
+    cnt_at, cnt_loo = np.empty(n_count, dtype=np.int64), np.empty(n_count, dtype=np.int64)
     n_gauss = gauss_cols.shape[0]
     xs, gc = np.empty(n_gauss), np.empty(n_gauss, dtype=np.int64)  # a row's values, offsets
     for jj in range(n_gauss):
@@ -106,13 +110,22 @@ def table_sweeps(rng, chain, n_sweeps):
                 xs[jj] = data[i, gauss_cols[jj]]
             if n_cat > 0:  # where the row's categorical cells are scored
                 cell_offsets(data, i, cat_cols, toff, loff, tmax, zero, cat_at, cat_loo)
+            tabulated = False  # every count cell of the row read from its column's tables
+            if n_count > 0:
+                cell_offsets(data, i, count_cols, toff, loff, tmax, zero, cnt_at, cnt_loo)
+                tabulated = True
+                for jj in range(n_count):
+                    if cnt_at[jj] < 0:
+                        tabulated = False
             # 1. The own cluster with the row left out, and the new cluster, exactly.
             w_own = -math.inf
             if m > 1:  # row_loo_score, with only the kinds of column the table has
                 lw = 0.0
                 if n_cat > 0:
                     lw = lookup_terms(lw, cache, old, cat_loo, -math.inf)
-                if n_count > 0:
+                if tabulated:
+                    lw = lookup_terms(lw, cache, old, cnt_loo, -math.inf)
+                elif n_count > 0:
                     lw = count_loo_terms(lw, cache, old, data, i, count_cols, coff, loff, tmax)
                 if gauss_cols.shape[0] > 0:
                     lw = gaussian_loo_terms(
@@ -139,7 +152,9 @@ def table_sweeps(rng, chain, n_sweeps):
                         lw = -math.inf
                 if n_cat > 0 and lw > -math.inf:
                     lw = lookup_terms(lw, cache, slot, cat_at, cut)
-                if n_count > 0 and lw > -math.inf:
+                if tabulated and lw > -math.inf:
+                    lw = lookup_terms(lw, cache, slot, cnt_at, cut)
+                elif n_count > 0 and lw > -math.inf:
                     lw = count_terms(lw, cache, slot, data, i, count_cols, coff, toff, tmax, cut)
                 if lw == -math.inf:
                     skipped[n_skip] = p
