@@ -64,6 +64,7 @@ __all__ = [
     "refresh_categorical",
     "refresh_cells",
     "refresh_counts",
+    "refresh_counts_of_row",
     "refresh_gaussian",
     "row_loo_score",
     "row_score",
@@ -479,6 +480,27 @@ def refresh_counts(
     """Refresh the count columns' cache (:func:`_refresh_count_column`)."""
     for jj in range(count_cols.shape[0]):
         j = count_cols[jj]
+        o = soff[j]
+        _refresh_count_column(
+            cache, slot, coff[j], stats[slot, o], stats[slot, o + 1], hyp[j, 0], hyp[j, 1],
+            tmax[j], ltab, ltab_id[j], logtab, tab_id[o],
+        )  # fmt: skip
+
+
+@numba.njit(**NJIT_KWARGS)
+def refresh_counts_of_row(
+    stats, cache, slot, count_cols, soff, coff, tmax, hyp, ltab_id, ltab, tab_id, logtab, data, i
+):
+    """:func:`refresh_counts` after row ``i`` moved in or out of ``slot``, whose cache was current.
+
+    A column where the row's cell is missing keeps its statistics, so its cache
+    (a function of them alone) is left as it is: the same values a refresh would
+    write. Not for a slot just opened, whose cache may be stale.
+    """
+    for jj in range(count_cols.shape[0]):
+        j = count_cols[jj]
+        if math.isnan(data[i, j]):
+            continue
         o = soff[j]
         _refresh_count_column(
             cache, slot, coff[j], stats[slot, o], stats[slot, o + 1], hyp[j, 0], hyp[j, 1],

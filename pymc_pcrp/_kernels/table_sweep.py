@@ -61,6 +61,7 @@ from pymc_pcrp._kernels.table_scores import (
     lookup_terms,
     refresh_categorical,
     refresh_counts,
+    refresh_counts_of_row,
     refresh_gaussian,
     row_score,
     shift_cells,
@@ -211,10 +212,15 @@ def table_sweeps(rng, chain, n_sweeps):
                     refresh_categorical(
                         stats, cache, slot, cat_cols, soff, coff, nlev, tab_id, logtab
                     )
-                if count_cols.shape[0] > 0:
+                if n_count > 0 and side == 0 and counts[new] == 1:  # just opened
                     refresh_counts(
                         stats, cache, slot, count_cols, soff, coff, tmax, hyp, ltab_id, ltab,
                         tab_id, logtab,
+                    )  # fmt: skip
+                elif n_count > 0:  # only the columns where the row has a count
+                    refresh_counts_of_row(
+                        stats, cache, slot, count_cols, soff, coff, tmax, hyp, ltab_id, ltab,
+                        tab_id, logtab, data, i,
                     )  # fmt: skip
                 if gauss_cols.shape[0] > 0:
                     refresh_gaussian(
