@@ -318,8 +318,8 @@ def informed_rate(counts: np.ndarray, cap: float = INFORMED_MOVES) -> float:
     average), a merge those of two (about ``2 N / K``), each row under two groups:
     about ``3 N / K`` scores a proposal, so ``K^2 / 6`` of them make about half
     a sweep's work (more in practice: a row seated in a group also updates the
-    group's statistics). On few clusters the move is then rare (it has little to choose from);
-    on many it runs at ``cap``.
+    group's statistics). On few clusters the move is then rare (it has little to
+    choose from); on many it runs at ``cap``.
     """
     k = int(np.count_nonzero(np.asarray(counts)))
     return min(float(cap), k * k / 6.0)
@@ -488,7 +488,9 @@ class MovePlan:
     ``temper`` holds the inverse temperatures of parallel tempering (``None``: off).
 
     ``split_merge`` is the rate a chain starts with; with ``split_merge_auto`` the
-    chain sets its kept rate once, at its first draw after tuning.
+    chain sets its kept rate once, at its first draw after tuning. Likewise
+    ``informed_moves`` with ``informed_moves_auto``, where it is the cap of
+    :func:`informed_rate`.
     """
 
     sweeps_per_draw: int
