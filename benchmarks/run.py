@@ -830,7 +830,7 @@ def section_scale(cfg: Config, rep: Report, cache: dict) -> None:
 
     import pymc_pcrp as pcrp
 
-    from pymc_pcrp.sampler.options import random_init_max_k
+    from pymc_pcrp.sampler.restarts import random_init_max_k
 
     n, d = cfg.scale
     x, z, prior, _, _, _ = problem(n, d)
@@ -1233,7 +1233,7 @@ def section_start(cfg: Config, rep: Report, cache: dict) -> None:
 
     import pymc_pcrp as pcrp
 
-    from pymc_pcrp.sampler.options import random_init_max_k
+    from pymc_pcrp.sampler.restarts import random_init_max_k
 
     n, d = cfg.start
     x, _, prior, _, _, _ = problem(n, d)

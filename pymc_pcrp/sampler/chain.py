@@ -42,12 +42,11 @@ from pymc_pcrp.sampler.options import (
     MovePlan,
     auto_split_merge,
     informed_rate,
-    initial_labels,
     sweep_matched_rate,
     tuning_split_merge,
     visited_fraction,
 )
-from pymc_pcrp.sampler.restarts import FRESH, RestartTournament, segment_draws
+from pymc_pcrp.sampler.restarts import FRESH, RestartTournament, initial_labels, segment_draws
 from pymc_pcrp.sampler.scouting import scout
 from pymc_pcrp.sampler.tempering import Replicas
 from pymc_pcrp.sampler.templates import TemplateJumps, check_templates

@@ -2,11 +2,11 @@
 
 ``sweeps_per_draw=None`` and ``split_merge=None`` are resolved from the data's
 size by :func:`auto_sweeps_per_draw` and :func:`auto_split_merge`,
-``speck_moves=None`` by :func:`auto_speck_moves`, ``pair_moves=None`` by
-:func:`auto_pair_moves`;
-``init="random"`` draws at most :func:`random_init_max_k` initial clusters
-(docs/mixing.md explains each rule and the measurements behind its constants);
-:func:`initial_labels` draws a chain's start for each ``init``.
+``speck_moves=None`` by :func:`auto_speck_moves`, ``informed_moves=None`` by
+:func:`auto_informed_moves` and :func:`informed_rate`, ``pair_moves=None`` by
+:func:`auto_pair_moves` (docs/mixing.md explains each rule and the measurements
+behind its constants). A chain's start for each ``init`` is drawn by
+:func:`pymc_pcrp.sampler.restarts.initial_labels`.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from pymc_pcrp._kernels.moves import SMALL_SIZE
-from pymc_pcrp._kernels.partitions import canonical_labels
-from pymc_pcrp._kernels.prior_draws import sample_partitions
 from pymc_pcrp.sampler.restarts import RANDOM_INITS, auto_restarts
 from pymc_pcrp.sampler.tempering import checked_ladder
 
@@ -47,8 +45,6 @@ __all__ = [
     "auto_tune_sweeps",
     "check_options",
     "informed_rate",
-    "initial_labels",
-    "random_init_max_k",
     "resolve_plan",
     "tuning_split_merge",
     "visited_fraction",
@@ -105,8 +101,6 @@ PAIR_MOVES_MAX_N = 10_000
 # template: 25 on breast cancer (N D = 17,070), 1 from N D = 500,000 on.
 TEMPLATE_JUMPS = 25.0
 TEMPLATE_WORK = 500_000
-# init="random" draws K0 uniform on 1..min(ceil(sqrt(N)), RANDOM_INIT_MAX_K).
-RANDOM_INIT_MAX_K = 20
 # sweeps_per_draw=None: enough sweeps that a draw does about AUTO_SWEEP_WORK point-dimension
 # updates (N * max(D, AUTO_SWEEP_MIN_D) per sweep), at most AUTO_SWEEPS_MAX sweeps; see
 # auto_sweeps_per_draw. A point costs the kernel 0.77-0.87 times as much at D = 1 as at
@@ -350,36 +344,6 @@ def auto_template_jumps(split_merge: float, n: int, d: int, supported: bool = Tr
     if split_merge <= 0 or not supported:
         return 0.0
     return min(TEMPLATE_JUMPS, max(1.0, TEMPLATE_WORK / max(n * max(d, 1), 1)))
-
-
-def random_init_max_k(n: int) -> int:
-    """Largest ``K0`` of ``init="random"``: ``min(ceil(sqrt(n)), RANDOM_INIT_MAX_K)``."""
-    return max(1, min(math.ceil(math.sqrt(n)), RANDOM_INIT_MAX_K))
-
-
-def initial_labels(
-    init: str,
-    rng: np.random.Generator,
-    n: int,
-    current: np.ndarray,
-    alpha: float,
-    power: float,
-) -> np.ndarray:
-    """Draw the start labels of a chain for ``PCRPGibbs(init=...)`` (see its docstring).
-
-    ``current`` holds the labels of the start point (used by ``init="point"``);
-    ``alpha`` and ``power`` are the prior's (used by ``init="prior"``).
-    """
-    if init == "random":
-        k0 = int(rng.integers(1, random_init_max_k(n) + 1))
-        return canonical_labels(rng.integers(0, k0, size=n))
-    if init == "prior":
-        return sample_partitions(rng, n, alpha, power, 1)[0]
-    if init == "one":
-        return np.zeros(n, dtype=np.int64)
-    if init == "singletons":
-        return np.arange(n, dtype=np.int64)
-    return canonical_labels(np.asarray(current, dtype=np.int64))
 
 
 # -- The options declared once, resolved once ---------------------------------------------

@@ -20,6 +20,9 @@ kernel that makes the kept draws, and so the target, is unchanged. Chains stay
 independent of each other: each runs its own tournament, so R-hat still compares
 independent searches, and chains whose tournaments end in different basins are
 reported as not converged.
+
+A start is drawn by :func:`initial_labels` (``PCRPGibbs(init=...)``), the same for a
+new chain and for each start of a tournament.
 """
 
 from __future__ import annotations
@@ -27,6 +30,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from pymc_pcrp._kernels.partitions import canonical_labels
+from pymc_pcrp._kernels.prior_draws import sample_partitions
 
 __all__ = [
     "FRESH",
@@ -38,6 +44,8 @@ __all__ = [
     "RestartTournament",
     "auto_restarts",
     "finalists",
+    "initial_labels",
+    "random_init_max_k",
     "segment_draws",
     "tournament_draws",
 ]
@@ -52,6 +60,8 @@ RESTART_DRAWS_MAX = 400
 RESTART_FINALISTS = 4
 
 RANDOM_INITS = ("random", "prior")  # the inits whose starts are over-dispersed draws
+# init="random" draws K0 uniform on 1..min(ceil(sqrt(N)), RANDOM_INIT_MAX_K).
+RANDOM_INIT_MAX_K = 20
 
 FRESH = "fresh"  # RestartTournament.before_draw: the coming draw starts from a new random start
 
@@ -195,3 +205,33 @@ class RestartTournament:
         self.done = True  # candidates keep their labels: the template jumps choose from them
         self._labels = None
         self._log_joints = []
+
+
+def random_init_max_k(n: int) -> int:
+    """Largest ``K0`` of ``init="random"``: ``min(ceil(sqrt(n)), RANDOM_INIT_MAX_K)``."""
+    return max(1, min(math.ceil(math.sqrt(n)), RANDOM_INIT_MAX_K))
+
+
+def initial_labels(
+    init: str,
+    rng: np.random.Generator,
+    n: int,
+    current: np.ndarray,
+    alpha: float,
+    power: float,
+) -> np.ndarray:
+    """Draw the start labels of a chain for ``PCRPGibbs(init=...)`` (see its docstring).
+
+    ``current`` holds the labels of the start point (used by ``init="point"``);
+    ``alpha`` and ``power`` are the prior's (used by ``init="prior"``).
+    """
+    if init == "random":
+        k0 = int(rng.integers(1, random_init_max_k(n) + 1))
+        return canonical_labels(rng.integers(0, k0, size=n))
+    if init == "prior":
+        return sample_partitions(rng, n, alpha, power, 1)[0]
+    if init == "one":
+        return np.zeros(n, dtype=np.int64)
+    if init == "singletons":
+        return np.arange(n, dtype=np.int64)
+    return canonical_labels(np.asarray(current, dtype=np.int64))
