@@ -128,7 +128,7 @@ class Chain:
         self.fresh = True  # the next draw starts a new chain
         self.tune = True
         # split_merge=None: the tuning rate, then one set from the partition the chain has
-        # reached when tuning ends (settle_split_merge)
+        # reached when tuning ends (settle_rates)
         self.split_merge = plan.split_merge
         self.split_merge_settled = not plan.split_merge_auto
         # informed_moves=None: informed_rate of the partition while tuning, then kept
@@ -213,8 +213,8 @@ class Chain:
         alpha, power = math.exp(params.log_alpha), params.power
         return initial_labels(self.plan.init, self.rng, self.n, current, alpha, power)
 
-    def settle_split_merge(self, state) -> None:
-        """Set the automatic split-merge rate of this draw (see ``PCRPGibbs(split_merge=)``).
+    def settle_rates(self, state) -> None:
+        """Set the automatic split-merge and informed proposal rates of this draw.
 
         While the chain tunes, :func:`~pymc_pcrp.sampler.options.tuning_split_merge`
         (for a family that ``tunes_by_sweep_cost``, at least
@@ -358,7 +358,7 @@ class Chain:
         if fresh and owned_log_alpha is not None:
             params = params._replace(log_alpha=owned_log_alpha)
         state, age = self.start_state(current, inputs, params)
-        self.settle_split_merge(state)
+        self.settle_rates(state)
         counts = np.empty(4, dtype=np.int64)
         # the kernels write int64 labels whatever the variable's dtype: one compilation serves
         # int16 and int32 labels alike (the copy to the label dtype is O(N) per draw)

@@ -48,11 +48,11 @@ class PCRPGibbsState(StepMethodState):
     tune_sweeps: int = field(metadata={"frozen": True})
     init: str = field(metadata={"frozen": True})
     split_merge_auto: bool = field(metadata={"frozen": True})
-    split_merge: float  # the rate in use (see sampler.chain.Chain.settle_split_merge)
+    split_merge: float  # the rate in use (see sampler.chain.Chain.settle_rates)
     split_merge_settled: bool
     split_merge_scans: int = field(metadata={"frozen": True})
     speck_moves: float = field(metadata={"frozen": True})
-    informed_moves: float  # the rate in use (see sampler.chain.Chain.settle_split_merge)
+    informed_moves: float  # the rate in use (see sampler.chain.Chain.settle_rates)
     informed_settled: bool
     pair_moves: float = field(metadata={"frozen": True})
     fresh_chain: bool
