@@ -128,6 +128,13 @@ def mixed_table_5():
     return df, {"n": "poisson"}
 
 
+def categorical_table_5():
+    """Five rows of two categorical columns (three levels each)."""
+    return pd.DataFrame(
+        {"u": ["x", "x", "y", "z", "z"], "v": ["p", "q", "q", "r", "r"]}, dtype="category"
+    )
+
+
 def kernel_inputs(df, columns, alpha, r):
     """The kernels' data and parameters for a table, and its exact posterior."""
     from pymc_pcrp._kernels.table import make_table_params

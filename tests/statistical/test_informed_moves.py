@@ -14,11 +14,10 @@ import functools
 
 import numba
 import numpy as np
-import pandas as pd
 import pytest
 
 from kernel_variants import NJIT, recompiled
-from table_reference import kernel_inputs, mixed_table_5
+from table_reference import categorical_table_5, kernel_inputs, mixed_table_5
 
 from pymc_pcrp._kernels import family_moves, informed_moves
 from pymc_pcrp._kernels.partitions import canonical_labels
@@ -32,9 +31,7 @@ TV_BROKEN = 0.05
 
 def _tables():
     mixed, columns = mixed_table_5()
-    categorical = pd.DataFrame(
-        {"u": ["x", "x", "y", "z", "z"], "v": ["p", "q", "q", "r", "r"]}, dtype="category"
-    )
+    categorical = categorical_table_5()
     return {"mixed": (mixed, columns, 1.0, 1.2), "categorical": (categorical, None, 0.7, 1.3)}
 
 

@@ -17,7 +17,13 @@ import pymc as pm
 import pytest
 
 from enumeration import ENUMERATION_SWEEPS_PER_DRAW
-from table_reference import cells_counted_twice, missing_counted, partition_tv, table_posterior
+from table_reference import (
+    categorical_table_5,
+    cells_counted_twice,
+    missing_counted,
+    partition_tv,
+    table_posterior,
+)
 
 import pymc_pcrp as pcrp
 
@@ -36,9 +42,7 @@ def _tables():
             "c": [False, True, False, True, True],
         }
     )
-    categorical = pd.DataFrame(
-        {"u": ["x", "x", "y", "z", "z"], "v": ["p", "q", "q", "r", "r"]}, dtype="category"
-    )
+    categorical = categorical_table_5()
     counts = pd.DataFrame({"n": [0, 1, 0, 6, 8], "m": [3, 2, 4, 0, 1]})
     mixed = pd.DataFrame(
         {
