@@ -248,11 +248,13 @@ def run_pcrp(
     seed: int,
     draws: int,
     split_merge: float | None = None,
+    sweeps_per_draw: int | None = None,
 ) -> dict:
     """The pCRP with its defaults at r = 1.1 (4 chains), the table family read from the frame.
 
     ``split_merge`` sets ``PCRPGibbs(split_merge=...)`` (proposals per sweep) instead of
-    the automatic rate.
+    the automatic rate, ``sweeps_per_draw`` the sweeps per kept draw instead of the
+    automatic number; the method's name in the table says when either is set.
     """
     import pymc_pcrp as pcrp
 
@@ -263,6 +265,9 @@ def run_pcrp(
     if split_merge is not None:
         options["pcrp_gibbs"] = {"split_merge": split_merge}
         method += f", split_merge = {split_merge:g}"
+    if sweeps_per_draw is not None:
+        options["sweeps_per_draw"] = sweeps_per_draw
+        method += f", sweeps_per_draw = {sweeps_per_draw}"
     columns = COUNT_COLUMNS.get(name)
     fit_kwargs = {"columns": columns} if columns is not None else {"family": "table"}
     with warnings.catch_warnings():  # compile the kernels before the clock starts
@@ -319,6 +324,12 @@ def main(argv=None) -> int:
         default=None,
         help="the pCRP's split-merge proposals per sweep (default: the automatic rate)",
     )
+    parser.add_argument(
+        "--sweeps-per-draw",
+        type=int,
+        default=None,
+        help="the pCRP's sweeps per kept draw (default: the automatic number)",
+    )
     parser.add_argument("--out", default=None)
     parser.add_argument("--json", default=None, help="also write the header and all rows as JSON")
     parser.add_argument(
@@ -335,7 +346,18 @@ def main(argv=None) -> int:
         frame, truth = load(name)
         print(f"{name}: {frame.shape[0]} rows x {frame.shape[1]} columns", flush=True)
         numeric = ("legs",) if name == "zoo" else ()
-        runs = [partial(run_pcrp, name, frame, truth, args.seed, args.draws, args.split_merge)]
+        runs = [
+            partial(
+                run_pcrp,
+                name,
+                frame,
+                truth,
+                args.seed,
+                args.draws,
+                args.split_merge,
+                args.sweeps_per_draw,
+            )
+        ]
         if not args.no_peers:
             runs.append(partial(run_stepmix, frame, truth, args.k_max, args.seed))
             runs.append(partial(run_kmodes, frame, truth, args.seed, numeric=numeric))

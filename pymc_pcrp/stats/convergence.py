@@ -61,7 +61,9 @@ RHAT_MAX = 1.01
 ESS_PER_CHAIN_MIN = 100
 
 REMEDY = (
-    "Run more draws, more chains, or another power r, or give the step more "
+    "Run more draws, more chains, or another power r, give each draw more sweeps "
+    "(fit(..., sweeps_per_draw=...) or pcrp_gibbs={'sweeps_per_draw': ...}; a log joint "
+    "that drifts slowly needs them), or give the step more "
     "split-merge proposals (pcrp_gibbs={'split_merge': 1}; on large data each costs "
     "up to a sweep); a small sample size "
     "or chains that disagree make the posterior of K unreliable. "
