@@ -64,9 +64,14 @@ def check_data(x, name: str = "observed") -> np.ndarray:
     bad = ~np.isfinite(arr)
     if bad.any():
         rows = np.flatnonzero(bad.any(axis=1))
+        if np.isinf(arr).any():
+            advice = "Drop or impute those rows before clustering."
+        else:  # NaN only: missing cells
+            advice = _missing_advice()
+            advice = advice[0].upper() + advice[1:] + "."
         raise ValueError(
             f"Argument '{name}' contains {int(bad.sum())} NaN or infinite value(s), first in "
-            f"row(s) {rows[:5].tolist()}. Drop or impute those rows before clustering."
+            f"row(s) {rows[:5].tolist()}. {advice}"
         )
     _check_magnitude(arr, name)
     return arr
@@ -81,10 +86,14 @@ def _is_pandas(x) -> bool:
     return isinstance(x, pd.DataFrame | pd.Series)
 
 
-_MISSING_ADVICE = (
-    "the current families cannot marginalise missing values yet: drop those rows or impute "
-    "them before clustering"
-)
+def _missing_advice(drop: str = "") -> str:
+    """Return what to do with missing cells; ``drop`` shows how to drop those rows, if given."""
+    how = f" ({drop})" if drop else ""
+    return (
+        f"the Gaussian families need complete rows: drop those rows{how} or impute them, or "
+        "cluster with the table family, which integrates missing cells out "
+        "(fit(X, family='table'), or TableMixture in a model; docs/tables.md)"
+    )
 
 
 def _unmasked(x: np.ma.MaskedArray, name: str) -> np.ndarray:
@@ -94,8 +103,8 @@ def _unmasked(x: np.ma.MaskedArray, name: str) -> np.ndarray:
         rows = np.flatnonzero(mask.reshape(mask.shape[0], -1).any(axis=1)) if mask.ndim else [0]
         raise ValueError(
             f"Argument '{name}' is a masked array with {int(mask.sum())} masked (missing) "
-            f"value(s), first in row(s) {list(map(int, rows[:5]))}; {_MISSING_ADVICE} (for "
-            f"example {name}[~{name}.mask.any(axis=1)])."
+            f"value(s), first in row(s) {list(map(int, rows[:5]))}; "
+            f"{_missing_advice(f'{name}[~{name}.mask.any(axis=1)]')}."
         )
     return np.ma.getdata(x)
 
@@ -115,7 +124,7 @@ def _as_float(x, name: str) -> np.ndarray:
                 raise ValueError(
                     f"Argument '{name}' holds {int(missing.sum())} row(s) with missing values "
                     f"(None, pd.NA or NaN), first in row(s) {rows[:5].tolist()}; "
-                    f"{_MISSING_ADVICE}."
+                    f"{_missing_advice()}."
                 ) from None
         raise ValueError(
             f"Argument '{name}' holds values that are not numbers ({err}); pass numeric data "
@@ -187,7 +196,7 @@ def frame_to_array(frame, name: str = "X") -> np.ndarray:
         raise ValueError(
             f"Argument '{name}' has {int(missing.sum())} row(s) with missing values (NaN, "
             f"pd.NA or None), first at position(s) {rows[:5].tolist()} (index {labels}); "
-            f"{_MISSING_ADVICE} (for example {name}.dropna())."
+            f"{_missing_advice(f'{name}.dropna()')}."
         )
     arr = table.apply(pd.to_numeric).to_numpy(dtype=np.float64)
     return arr[:, 0] if one else arr

@@ -1,6 +1,7 @@
 """Input checks at the boundary: data the arithmetic cannot hold is refused by name."""
 
 import numpy as np
+import pandas as pd
 import pymc as pm
 import pytest
 
@@ -26,6 +27,21 @@ def test_data_too_large_for_sums_of_squares_is_refused(scale):
 def test_data_too_small_for_sums_of_squares_is_refused():
     x = np.random.default_rng(0).normal(size=(20, 3)) * 1e-200
     with pytest.raises(ValueError, match=r"column\(s\) \[0, 1, 2\] with values below"):
+        check_data(x, "X")
+
+
+def test_missing_cells_point_to_the_table_family_and_infinities_do_not():
+    x = np.ones((4, 2))
+    x[2, 1] = np.nan
+    with pytest.raises(
+        ValueError, match=r"row\(s\) \[2\]\. The Gaussian families .*family='table'"
+    ):
+        check_data(x, "X")
+    frame = pd.DataFrame(x, columns=["a", "b"])
+    with pytest.raises(ValueError, match=r"drop those rows \(X\.dropna\(\)\).*family='table'"):
+        check_data(frame, "X")
+    x[2, 1] = np.inf
+    with pytest.raises(ValueError, match=r"Drop or impute those rows before clustering\.$"):
         check_data(x, "X")
 
 
