@@ -1,17 +1,18 @@
 """Make PyMC's entry points either do the right thing on a pCRP model or say why not.
 
 A model with a :class:`~pymc_pcrp.PowerCRP` label vector and an observed
-:class:`~pymc_pcrp.NIWMixture` differs from an ordinary PyMC model in two ways:
-the labels are a discrete vector that only :class:`~pymc_pcrp.PCRPGibbs` can
-update, and the cluster means and covariances are integrated out, so they are
+:class:`~pymc_pcrp.NIWMixture` or :class:`~pymc_pcrp.TableMixture` differs from
+an ordinary PyMC model in two ways: the labels are a discrete vector that only
+:class:`~pymc_pcrp.PCRPGibbs` can update, and the cluster parameters (means and
+covariances, or a table's column parameters) are integrated out, so they are
 not in the trace. Several PyMC functions do not know this and return a wrong
 answer without complaint. This module wraps them so that, **for models that hold
-a PowerCRP or an NIWMixture variable only**, they either work or raise an error
+a PowerCRP, NIWMixture or TableMixture variable only**, they either work or raise an error
 that names the reason and what to call instead; every other model goes straight
 to PyMC's own function.
 
 * ``pm.sample_posterior_predictive``: replicated data of an observed NIWMixture
-  are drawn by :func:`pymc_pcrp.sample_posterior_predictive` (cluster parameters
+  or TableMixture are drawn by :func:`pymc_pcrp.sample_posterior_predictive` (cluster parameters
   from their posterior given each draw's partition); calls that function cannot
   serve are refused. PyMC's own function would draw the cluster parameters from
   their prior, and PyMC 5.28 also appends the observed variables to
@@ -49,6 +50,7 @@ from pytensor.graph.traversal import ancestors
 from pymc_pcrp._validation import rebuild_message
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.pcrp import PowerCRPRV
+from pymc_pcrp.distributions.table import TableMixtureRV
 
 __all__ = [
     "assign_step_methods",
@@ -78,11 +80,21 @@ def _labels(model) -> list:
     return [rv for rv in model.free_RVs if isinstance(getattr(rv.owner, "op", None), PowerCRPRV)]
 
 
-def _niw_observed(model) -> list:
-    """Return the model's observed NIWMixture variables."""
-    return [
-        rv for rv in model.observed_RVs if isinstance(getattr(rv.owner, "op", None), NIWMixtureRV)
-    ]
+def _collapsed_observed(model) -> list:
+    """Return the model's observed NIWMixture and TableMixture variables.
+
+    Their cluster parameters are integrated out of the trace, so PyMC's forward
+    draws of them would take the parameters from the prior.
+    """
+    ops = NIWMixtureRV | TableMixtureRV
+    return [rv for rv in model.observed_RVs if isinstance(getattr(rv.owner, "op", None), ops)]
+
+
+def _mixture_kinds(variables) -> str:
+    """``"NIWMixture"``, ``"TableMixture"`` or both, for observed mixture variables."""
+    table = [isinstance(v.owner.op, TableMixtureRV) for v in variables]
+    kinds = (["NIWMixture"] if not all(table) else []) + (["TableMixture"] if any(table) else [])
+    return " and ".join(kinds)
 
 
 def _names(variables) -> str:
@@ -111,31 +123,32 @@ def _drop_duplicate_observed(model) -> None:
 
 def _refuse_ppc(reason: str):
     return NotImplementedError(
-        f"pm.sample_posterior_predictive cannot replicate this pCRP model: {reason} The NIW "
-        "cluster means and covariances are integrated out and absent from the trace, so PyMC "
-        "would draw them from their prior. Call pymc_pcrp.sample_posterior_predictive(idata, "
-        "model), which draws them from their posterior given each draw's partition and the data "
-        "(for new points, pymc_pcrp.predict)."
+        f"pm.sample_posterior_predictive cannot replicate this pCRP model: {reason} The "
+        "cluster parameters (NIW means and covariances, a table's column parameters) are "
+        "integrated out and absent from the trace, so PyMC would draw them from their prior. "
+        "Call pymc_pcrp.sample_posterior_predictive(idata, model), which draws them from "
+        "their posterior given each draw's partition and the data (for new points, "
+        "pymc_pcrp.predict)."
     )
 
 
 def sample_posterior_predictive(*args, **kwargs):
-    """``pm.sample_posterior_predictive``, exact for observed NIWMixture variables.
+    """``pm.sample_posterior_predictive``, exact for observed NIWMixture and TableMixture variables.
 
-    On a model without PowerCRP or NIWMixture variables this is PyMC's function.
-    Otherwise, when the call asks for replicated data of the observed
-    NIWMixture variables (the default), it returns
+    On a model without PowerCRP, NIWMixture or TableMixture variables this is
+    PyMC's function. Otherwise, when the call asks for replicated data of the
+    observed NIWMixture or TableMixture variables (the default), it returns
     :func:`pymc_pcrp.sample_posterior_predictive` of the same ``InferenceData``
     (plus its ``observed_data`` group, as PyMC does), honouring
     ``random_seed`` and ``extend_inferencedata``; options that function has no
     counterpart for are refused with :class:`NotImplementedError`. Calls that do not
-    touch an NIWMixture (``var_names=["n_clusters"]``, say) go to PyMC.
+    touch one (``var_names=["n_clusters"]``, say) go to PyMC.
     """
     bound = _PPC_SIGNATURE.bind(*args, **kwargs)
     bound.apply_defaults()
     arg = bound.arguments
     model = modelcontext(arg["model"])
-    niws = _niw_observed(model)
+    niws = _collapsed_observed(model)
     if not niws and not _labels(model):
         return ORIGINAL_PPC(*args, **kwargs)
     var_names = arg["var_names"]
@@ -169,7 +182,7 @@ def sample_posterior_predictive(*args, **kwargs):
     rest = [v for v in requested if v not in niws]
     downstream = [v for v in rest if set(niws) & set(ancestors([v]))]
     if not wanted and not downstream:
-        # Nothing is drawn from an NIWMixture (a prior-only pCRP model, or
+        # Nothing is drawn from an NIWMixture or TableMixture (a prior-only pCRP model, or
         # var_names=["n_clusters"], say): PyMC's forward draws are right.
         try:
             return ORIGINAL_PPC(*args, **kwargs)
@@ -177,7 +190,8 @@ def sample_posterior_predictive(*args, **kwargs):
             _drop_duplicate_observed(model)
     if rest:
         raise _refuse_ppc(
-            f"var_names mixes the NIWMixture data {_names(wanted or niws)} with "
+            f"var_names mixes the {_mixture_kinds(wanted or niws)} data "
+            f"{_names(wanted or niws)} with "
             f"{_names(rest)}, which would be drawn together with them."
         )
     trace = arg["trace"]

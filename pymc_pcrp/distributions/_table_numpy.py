@@ -38,6 +38,7 @@ from scipy.special import gammaln
 __all__ = [
     "centred_values",
     "cluster_statistics",
+    "column_concentrations",
     "column_log_marginals",
     "log_predictive",
     "row_statistics",
@@ -48,7 +49,7 @@ __all__ = [
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
 
-def _concentrations(kind, nlev, conc) -> list[np.ndarray | None]:
+def column_concentrations(kind, nlev, conc) -> list[np.ndarray | None]:
     """Split ``conc`` into each categorical column's concentration vector."""
     out, start = [], 0
     for j in range(len(kind)):
@@ -72,7 +73,7 @@ def column_log_marginals(values, mask, labels, kind, nlev, conc, hyp) -> np.ndar
     _, inverse = np.unique(np.asarray(labels), return_inverse=True)
     k = int(inverse.max()) + 1 if inverse.size else 0
     hyp = np.asarray(hyp, dtype=np.float64)
-    concs = _concentrations(kind, nlev, conc)
+    concs = column_concentrations(kind, nlev, conc)
     out = np.zeros((k, values.shape[1]))
     for j in range(values.shape[1]):
         seen = mask[:, j]
@@ -201,7 +202,7 @@ def log_predictive(stats, values, mask, kind, nlev, conc, hyp, *, paired=False) 
     values = np.asarray(values, dtype=np.float64)
     mask = np.asarray(mask, dtype=bool)
     hyp = np.asarray(hyp, dtype=np.float64)
-    concs = _concentrations(kind, nlev, conc)
+    concs = column_concentrations(kind, nlev, conc)
     m = values.shape[0]
     shape = (m,) if paired else (len(stats[0][0]) if stats else 0, m)
     out = np.zeros(shape)

@@ -4,7 +4,8 @@
   estimate of the partition and its expected loss;
 * :mod:`~pymc_pcrp.posterior.prediction`: new points, their cluster
   (:func:`predict`) and their predictive density;
-* :mod:`~pymc_pcrp.posterior.ppc`: replicated data (posterior predictive draws);
+* :mod:`~pymc_pcrp.posterior.ppc`: replicated data (posterior predictive draws), the
+  tables' in :mod:`~pymc_pcrp.posterior.table_ppc`;
 * :mod:`~pymc_pcrp.posterior.pointwise`: the pointwise log-likelihood
   (:func:`log_likelihood`) behind ``az.loo``, ``az.waic`` and ``az.compare``;
 * :mod:`~pymc_pcrp.posterior.relabel`: per-cluster summaries of the parameters

@@ -1,10 +1,12 @@
 """Posterior predictive draws for models whose cluster parameters are integrated out.
 
-``pm.sample_posterior_predictive`` cannot do this job for an :class:`NIWMixture`:
-the cluster means and covariances are not in the trace (the sampler never
-draws them), so PyMC would draw them afresh from the NIW *prior*. This module
-draws them from their posterior given each draw's partition and the data, then
-draws replicated data.
+PyMC's own ``pm.sample_posterior_predictive`` cannot do this job for an
+:class:`NIWMixture` or a :class:`TableMixture`: the cluster parameters (means
+and covariances, or each column's parameters) are not in the trace (the
+sampler never draws them), so PyMC would draw them afresh from their *prior*.
+This module draws them from their posterior given each draw's partition and
+the data, then draws replicated data (the tables' draws are
+:func:`~pymc_pcrp.posterior.table_ppc.replicate_table`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from pymc_pcrp._idata import draw_nu0s, draw_scales
 from pymc_pcrp.distributions._niw_numpy import niw_posterior
 from pymc_pcrp.distributions.niw import NIWMixtureRV
 from pymc_pcrp.distributions.niw_prior import NIWPrior
+from pymc_pcrp.distributions.table import TableMixtureRV
+from pymc_pcrp.posterior.table_ppc import replicate_table
 
 __all__ = ["sample_posterior_predictive"]
 
@@ -31,7 +35,7 @@ def sample_posterior_predictive(
     random_seed: RandomState = None,
     extend_inferencedata: bool = False,
 ) -> az.InferenceData:
-    """Replicate every observed :class:`NIWMixture` given each posterior draw.
+    """Replicate every observed :class:`NIWMixture` and :class:`TableMixture` given each draw.
 
     For each draw and each cluster of that draw's partition, the cluster mean
     and covariance are drawn from their NIW posterior given the cluster's data,
@@ -39,7 +43,11 @@ def sample_posterior_predictive(
     learned NIW scale (``NIWPrior.scale_grid``) each draw uses its own scale,
     the sample stat ``niw_scale``; an ``idata`` without it is refused.
     For the diagonal family (``NIWPrior(covariance="diag")``) each dimension
-    is replicated from its own one-dimensional NIW posterior.
+    is replicated from its own one-dimensional NIW posterior. For a
+    :class:`TableMixture` each cluster's column parameters are drawn from their
+    conjugate posterior given the cluster's observed cells, and every cell is
+    replicated, missing ones too, in the table's encoding (level codes, counts,
+    values; :mod:`~pymc_pcrp.posterior.table_ppc`).
 
     Parameters
     ----------
@@ -54,35 +62,27 @@ def sample_posterior_predictive(
     Returns
     -------
     arviz.InferenceData
-        A ``posterior_predictive`` group with one variable per observed NIWMixture,
-        with the dims of its observed data.
+        A ``posterior_predictive`` group with one variable per observed NIWMixture
+        or TableMixture, with the dims of its observed data.
     """
     model = pm.modelcontext(model)
     rng = np.random.default_rng(random_seed)
     out = {}
     for obs in model.observed_RVs:
+        if isinstance(obs.owner.op, TableMixtureRV):
+            out[obs.name] = _replicate_tables(rng, idata, model, obs)
+            continue
         if not isinstance(obs.owner.op, NIWMixtureRV):
             continue
         z_rv, mu0, kappa0, nu0, psi0, grid, _, nu_grid, nu_log_w = obs.owner.op.dist_params(
             obs.owner
         )
-        if z_rv.name not in idata.posterior:
-            raise ValueError(
-                f"The labels '{z_rv.name}' of '{obs.name}' are not in idata.posterior."
-            )
         mu0, kappa0, nu0, psi0, grid = (
             np.asarray(v.eval(), dtype=np.float64) for v in (mu0, kappa0, nu0, psi0, grid)
         )
         data = np.asarray(model.rvs_to_values[obs].eval(), dtype=np.float64)
         x = data[:, None] if data.ndim == 1 else data
-        labels = idata.posterior[z_rv.name].values
-        if labels.shape[-1] != x.shape[0]:
-            raise ValueError(
-                f"The posterior labels '{z_rv.name}' are for {labels.shape[-1]} points but the "
-                f"data of '{obs.name}' now have {x.shape[0]} rows (pm.set_data?): replicated data "
-                "need the data the posterior was sampled on. Set those data back, sample the new "
-                "data's posterior first, or assign new points with pymc_pcrp.predict."
-            )
+        labels = _label_draws(idata, z_rv.name, obs.name, x.shape[0])
         scales = draw_scales(idata, grid, labels.shape[:2], obs.name)
         nu0s = np.full(labels.shape[:2], float(nu0))
         if nu_grid.eval().size > 1:
@@ -112,7 +112,7 @@ def sample_posterior_predictive(
                 )
         out[obs.name] = reps if data.ndim == 2 else reps[..., 0]
     if not out:
-        raise ValueError("The model has no observed NIWMixture to replicate.")
+        raise ValueError("The model has no observed NIWMixture or TableMixture to replicate.")
     dims = {name: list(model.named_vars_to_dims.get(name, ())) or None for name in out}
     pp = az.from_dict(
         posterior_predictive=out,
@@ -123,6 +123,35 @@ def sample_posterior_predictive(
         idata.extend(pp)
         return idata
     return pp
+
+
+def _label_draws(idata: az.InferenceData, name: str, data_name: str, rows: int) -> np.ndarray:
+    """Return the posterior draws of labels ``name``; refuse them unless they fit the data."""
+    if name not in idata.posterior:
+        raise ValueError(f"The labels '{name}' of '{data_name}' are not in idata.posterior.")
+    labels = idata.posterior[name].values
+    if labels.shape[-1] != rows:
+        raise ValueError(
+            f"The posterior labels '{name}' are for {labels.shape[-1]} points but the "
+            f"data of '{data_name}' now have {rows} rows (pm.set_data?): replicated data "
+            "need the data the posterior was sampled on. Set those data back, sample the new "
+            "data's posterior first, or assign new points with pymc_pcrp.predict."
+        )
+    return labels
+
+
+def _replicate_tables(rng, idata, model, obs) -> np.ndarray:
+    """Replicated tables of a TableMixture, ``(chain, draw, N, D)``, one per posterior draw."""
+    z_rv, *spec = obs.owner.op.dist_params(obs.owner)
+    kind, nlev, conc, hyp, mask = (np.asarray(v.eval()) for v in spec)
+    values = np.asarray(model.rvs_to_values[obs].eval(), dtype=np.float64)
+    labels = _label_draws(idata, z_rv.name, obs.name, values.shape[0])
+    values = np.where(mask != 0, values, 0.0)
+    reps = np.empty((*labels.shape[:2], *values.shape))
+    for c in range(labels.shape[0]):
+        for d in range(labels.shape[1]):
+            reps[c, d] = replicate_table(rng, values, mask, labels[c, d], kind, nlev, conc, hyp)
+    return reps
 
 
 def _replicate(rng, x, labels, mu0, kappa0, nu0, psi0) -> np.ndarray:
