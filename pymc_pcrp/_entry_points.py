@@ -7,14 +7,14 @@ an ordinary PyMC model in two ways: the labels are a discrete vector that only
 covariances, or a table's column parameters) are integrated out, so they are
 not in the trace. Several PyMC functions do not know this and return a wrong
 answer without complaint. This module wraps them so that, **for models that hold
-a PowerCRP, NIWMixture or TableMixture variable only**, they either work or raise an error
-that names the reason and what to call instead; every other model goes straight
-to PyMC's own function.
+a PowerCRP, NIWMixture or TableMixture variable only**, they either work or
+raise an error that names the reason and what to call instead; every other
+model goes straight to PyMC's own function.
 
 * ``pm.sample_posterior_predictive``: replicated data of an observed NIWMixture
-  or TableMixture are drawn by :func:`pymc_pcrp.sample_posterior_predictive` (cluster parameters
-  from their posterior given each draw's partition); calls that function cannot
-  serve are refused. PyMC's own function would draw the cluster parameters from
+  or TableMixture are drawn by :func:`pymc_pcrp.sample_posterior_predictive`
+  (cluster parameters from their posterior given each draw's partition); calls
+  that function cannot serve are refused. PyMC's own function would draw the cluster parameters from
   their prior, and PyMC 5.28 also appends the observed variables to
   ``model.observed_RVs`` a second time when the trace has ``observed_data``,
   which breaks ``model.logp()`` afterwards; neither can happen here.
@@ -148,11 +148,11 @@ def sample_posterior_predictive(*args, **kwargs):
     bound.apply_defaults()
     arg = bound.arguments
     model = modelcontext(arg["model"])
-    niws = _collapsed_observed(model)
-    if not niws and not _labels(model):
+    collapsed = _collapsed_observed(model)
+    if not collapsed and not _labels(model):
         return ORIGINAL_PPC(*args, **kwargs)
     var_names = arg["var_names"]
-    if not niws:
+    if not collapsed:
         # Latent NIWMixture values (if any) are in the trace, and observed variables
         # drawn given them are right; redrawing the values themselves is not.
         latent = [
@@ -169,18 +169,18 @@ def sample_posterior_predictive(*args, **kwargs):
         finally:
             _drop_duplicate_observed(model)
     if var_names is None:
-        others = [rv for rv in model.observed_RVs if rv not in niws]
+        others = [rv for rv in model.observed_RVs if rv not in collapsed]
         if others:
             raise _refuse_ppc(
                 f"it also has the observed variable(s) {_names(others)}; pass var_names to "
                 "replicate them with PyMC."
             )
-        requested = list(niws)
+        requested = list(collapsed)
     else:
         requested = [model[name] for name in var_names]
-    wanted = [rv for rv in requested if rv in niws]
-    rest = [v for v in requested if v not in niws]
-    downstream = [v for v in rest if set(niws) & set(ancestors([v]))]
+    wanted = [rv for rv in requested if rv in collapsed]
+    rest = [v for v in requested if v not in collapsed]
+    downstream = [v for v in rest if set(collapsed) & set(ancestors([v]))]
     if not wanted and not downstream:
         # Nothing is drawn from an NIWMixture or TableMixture (a prior-only pCRP model, or
         # var_names=["n_clusters"], say): PyMC's forward draws are right.
@@ -190,8 +190,8 @@ def sample_posterior_predictive(*args, **kwargs):
             _drop_duplicate_observed(model)
     if rest:
         raise _refuse_ppc(
-            f"var_names mixes the {_mixture_kinds(wanted or niws)} data "
-            f"{_names(wanted or niws)} with "
+            f"var_names mixes the {_mixture_kinds(wanted or collapsed)} data "
+            f"{_names(wanted or collapsed)} with "
             f"{_names(rest)}, which would be drawn together with them."
         )
     trace = arg["trace"]
@@ -225,9 +225,9 @@ def sample_posterior_predictive(*args, **kwargs):
     return pp
 
 
-def _check_lengths(model, niws) -> None:
+def _check_lengths(model, collapsed) -> None:
     """Refuse data whose length no longer matches the labels (after ``pm.set_data``)."""
-    for obs in niws:
+    for obs in collapsed:
         z = obs.owner.op.dist_params(obs.owner)[0]
         rows = int(model.rvs_to_values[obs].shape[0].eval())
         n = int(z.shape[0].eval())
