@@ -146,7 +146,6 @@ def _replicate_tables(rng, idata, model, obs) -> np.ndarray:
     kind, nlev, conc, hyp, mask = (np.asarray(v.eval()) for v in spec)
     values = np.asarray(model.rvs_to_values[obs].eval(), dtype=np.float64)
     labels = _label_draws(idata, z_rv.name, obs.name, values.shape[0])
-    values = np.where(mask != 0, values, 0.0)
     reps = np.empty((*labels.shape[:2], *values.shape))
     for c in range(labels.shape[0]):
         for d in range(labels.shape[1]):

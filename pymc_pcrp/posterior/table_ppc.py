@@ -23,7 +23,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_pcrp.distributions._table_numpy import column_concentrations
+from pymc_pcrp.distributions._table_numpy import (
+    centred_values,
+    cluster_statistics,
+    column_concentrations,
+)
 
 __all__ = ["replicate_table"]
 
@@ -62,35 +66,26 @@ def replicate_table(
     index = index.reshape(-1)
     k = int(index.max()) + 1 if n else 0
     concs = column_concentrations(kind, nlev, conc)
-    observed = np.asarray(mask) != 0
+    hyp = np.asarray(hyp, dtype=np.float64)
+    # per column (n, a, q): observed cells, level counts or sums, sums of squares (Gaussian
+    # values centred at mu0, so that the update below has prior mean 0)
+    stats = cluster_statistics(centred_values(values, kind, hyp), mask, index, k, kind, nlev)
     out = np.empty((n, d))
-    for j in range(d):
-        seen = observed[:, j]
-        idx, x = index[seen], np.asarray(values[seen, j], dtype=np.float64)
-        n_obs = np.bincount(idx, minlength=k).astype(np.float64)
+    for j, (n_obs, a, q) in enumerate(stats):
         if kind[j] == 0:
-            levels = int(nlev[j])
-            counts = np.zeros((k, levels))
-            np.add.at(counts, (idx, x.astype(np.int64)), 1.0)
-            theta = rng.gamma(concs[j][None, :] + counts)  # Dirichlet, via normalised gammas
+            theta = rng.gamma(concs[j][None, :] + a)  # Dirichlet, via normalised gammas
             cdf = np.cumsum(theta / theta.sum(axis=1, keepdims=True), axis=1)[index]
             u = rng.random(n)
-            out[:, j] = np.minimum((u[:, None] >= cdf).sum(axis=1), levels - 1)
+            out[:, j] = np.minimum((u[:, None] >= cdf).sum(axis=1), int(nlev[j]) - 1)
         elif kind[j] == 1:
-            a, b = hyp[j, 0], hyp[j, 1]
-            total = np.bincount(idx, weights=x, minlength=k)
-            lam = rng.gamma(a + total, 1.0 / (b + n_obs))
+            lam = rng.gamma(hyp[j, 0] + a, 1.0 / (hyp[j, 1] + n_obs))
             out[:, j] = rng.poisson(lam[index])
         else:
             kappa0, a0, b0, mu0 = hyp[j]
-            total = np.bincount(idx, weights=x, minlength=k)
-            mean = np.divide(total, n_obs, out=np.zeros(k), where=n_obs > 0)
-            scatter = np.bincount(idx, weights=(x - mean[idx]) ** 2, minlength=k)
             kappa_n = kappa0 + n_obs
-            mu_n = (kappa0 * mu0 + total) / kappa_n
             a_n = a0 + 0.5 * n_obs
-            b_n = b0 + 0.5 * scatter + 0.5 * kappa0 * n_obs * (mean - mu0) ** 2 / kappa_n
+            b_n = b0 + 0.5 * np.maximum(q - a * a / kappa_n, 0.0)
             var = b_n / rng.gamma(a_n)
-            mu = rng.normal(mu_n, np.sqrt(var / kappa_n))
-            out[:, j] = rng.normal(mu[index], np.sqrt(var[index]))
+            mu = rng.normal(a / kappa_n, np.sqrt(var / kappa_n))
+            out[:, j] = mu0 + rng.normal(mu[index], np.sqrt(var[index]))
     return out
